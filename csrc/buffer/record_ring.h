@@ -1,0 +1,84 @@
+// A single-producer / single-consumer ring of Records.
+//
+// The producer is the one thread that owns the ring (see ThreadRings); the
+// consumer is the drainer, serialised by ThreadRings' drain mutex. Neither side
+// blocks or allocates: when the ring is full the producer counts the records it
+// could not store and returns. head and tail are monotonically increasing
+// 64-bit counters (never wrap in practice); slot = counter & mask.
+//
+// Invariant, exact at every quiescent point:
+//   produced() == pushed (head) + dropped
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <memory>
+
+#include "common/record.h"
+
+namespace trt_trace {
+
+class RecordRing {
+ public:
+  explicit RecordRing(size_t capacity_pow2)
+      : capacity_(capacity_pow2), mask_(capacity_pow2 - 1), slots_(new Record[capacity_pow2]) {}
+
+  RecordRing(const RecordRing&) = delete;
+  RecordRing& operator=(const RecordRing&) = delete;
+
+  // Producer: store all n records or none of them (a call is never split).
+  // Returns false and counts n drops when there is no room for all n.
+  bool push(const Record* records, size_t n) noexcept {
+    const uint64_t head = head_.load(std::memory_order_relaxed);
+    if (head + n - tail_cache_ > capacity_) {
+      tail_cache_ = tail_.load(std::memory_order_acquire);
+      if (head + n - tail_cache_ > capacity_) {
+        dropped_.store(dropped_.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
+        return false;
+      }
+    }
+    for (size_t i = 0; i < n; ++i) {
+      slots_[(head + i) & mask_] = records[i];
+    }
+    head_.store(head + n, std::memory_order_release);
+    return true;
+  }
+
+  // Consumer: copy up to max records, oldest first, into out. Returns the count.
+  size_t pop(Record* out, size_t max) noexcept {
+    const uint64_t tail = tail_.load(std::memory_order_relaxed);
+    const uint64_t head = head_.load(std::memory_order_acquire);
+    size_t n = static_cast<size_t>(head - tail);
+    if (n > max) n = max;
+    // Copy in at most two contiguous pieces (the ring may wrap).
+    const size_t first = tail & mask_;
+    const size_t until_end = capacity_ - first;
+    const size_t a = n < until_end ? n : until_end;
+    std::memcpy(out, &slots_[first], a * sizeof(Record));
+    if (n > a) std::memcpy(out + a, &slots_[0], (n - a) * sizeof(Record));
+    tail_.store(tail + n, std::memory_order_release);
+    return n;
+  }
+
+  size_t capacity() const noexcept { return capacity_; }
+  uint64_t pushed() const noexcept { return head_.load(std::memory_order_acquire); }
+  uint64_t dropped() const noexcept { return dropped_.load(std::memory_order_relaxed); }
+  uint64_t pending() const noexcept {
+    return head_.load(std::memory_order_acquire) - tail_.load(std::memory_order_acquire);
+  }
+
+ private:
+  const size_t capacity_;
+  const uint64_t mask_;
+  std::unique_ptr<Record[]> slots_;
+  // Producer-owned line: head, the cached tail and the drop counter.
+  alignas(64) std::atomic<uint64_t> head_{0};
+  uint64_t tail_cache_ = 0;
+  std::atomic<uint64_t> dropped_{0};
+  // Consumer-owned line.
+  alignas(64) std::atomic<uint64_t> tail_{0};
+};
+
+}  // namespace trt_trace

@@ -1,0 +1,141 @@
+#include "buffer/thread_rings.h"
+
+#include <sys/syscall.h>
+#include <unistd.h>
+
+namespace trt_trace {
+
+uint32_t current_thread_id() noexcept {
+  thread_local const uint32_t tid = static_cast<uint32_t>(::syscall(SYS_gettid));
+  return tid;
+}
+
+namespace {
+
+size_t round_up_pow2(size_t n) {
+  size_t p = 64;
+  while (p < n && p < (size_t{1} << 40)) p <<= 1;
+  return p;
+}
+
+// The calling thread's claim on a ring; gives the ring back when the thread exits.
+struct LocalRing {
+  RecordRing* ring = nullptr;
+  size_t index = 0;
+  ~LocalRing() {
+    if (ring != nullptr) ThreadRings::instance().release(index, current_thread_id());
+  }
+};
+thread_local LocalRing t_local;
+
+}  // namespace
+
+ThreadRings& ThreadRings::instance() {
+  // Leaked on purpose: worker threads may still record while static
+  // destructors run at exit.
+  static ThreadRings* rings = new ThreadRings();
+  return *rings;
+}
+
+size_t ThreadRings::acquire(uint32_t thread_id) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  for (size_t i = 0; i < slots_.size(); ++i) {
+    Slot& s = *slots_[i];
+    if (!s.owned && s.ring->capacity() == capacity_) {
+      s.owned = true;
+      s.owner_tid = thread_id;
+      s.base_pushed = s.ring->pushed();
+      s.base_dropped = s.ring->dropped();
+      return i;
+    }
+  }
+  auto slot = std::make_unique<Slot>();
+  slot->ring = std::make_unique<RecordRing>(capacity_);
+  slot->owned = true;
+  slot->owner_tid = thread_id;
+  slots_.push_back(std::move(slot));
+  return slots_.size() - 1;
+}
+
+void ThreadRings::release(size_t ring_index, uint32_t thread_id) noexcept {
+  std::lock_guard<std::mutex> lock(mutex_);
+  Slot& s = *slots_[ring_index];
+  const uint64_t pushed = s.ring->pushed() - s.base_pushed;
+  const uint64_t dropped = s.ring->dropped() - s.base_dropped;
+  if (pushed + dropped > 0) {
+    retired_.push_back({thread_id, pushed + dropped, dropped, s.ring->capacity(), false});
+  }
+  s.owned = false;
+}
+
+void ThreadRings::push(const Record* records, size_t n) noexcept {
+  if (t_local.ring == nullptr) {
+    try {
+      t_local.index = acquire(current_thread_id());
+    } catch (...) {
+      return;  // out of memory for a new ring: the call goes untraced
+    }
+    std::lock_guard<std::mutex> lock(mutex_);
+    t_local.ring = slots_[t_local.index]->ring.get();
+  }
+  t_local.ring->push(records, n);
+}
+
+size_t ThreadRings::drain(Record* out, size_t max) {
+  std::lock_guard<std::mutex> drain_lock(drain_mutex_);
+  std::vector<RecordRing*> rings;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    rings.reserve(slots_.size());
+    for (auto& s : slots_) rings.push_back(s->ring.get());
+  }
+  size_t total = 0;
+  if (rings.empty()) return 0;
+  // Round-robin so that a busy thread cannot starve the others when max is small.
+  for (size_t k = 0; k < rings.size() && total < max; ++k) {
+    RecordRing* r = rings[(drain_cursor_ + k) % rings.size()];
+    total += r->pop(out + total, max - total);
+  }
+  drain_cursor_ = (drain_cursor_ + 1) % rings.size();
+  return total;
+}
+
+uint64_t ThreadRings::pending() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  uint64_t n = 0;
+  for (auto& s : slots_) n += s->ring->pending();
+  return n;
+}
+
+void ThreadRings::set_capacity(size_t records) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  capacity_ = round_up_pow2(records);
+}
+
+size_t ThreadRings::capacity() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return capacity_;
+}
+
+void ThreadRings::reset_counts() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  retired_.clear();
+  for (auto& s : slots_) {
+    s->base_pushed = s->ring->pushed();
+    s->base_dropped = s->ring->dropped();
+  }
+}
+
+std::vector<ThreadCounts> ThreadRings::thread_counts() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  std::vector<ThreadCounts> out = retired_;
+  for (auto& s : slots_) {
+    if (!s->owned) continue;
+    const uint64_t pushed = s->ring->pushed() - s->base_pushed;
+    const uint64_t dropped = s->ring->dropped() - s->base_dropped;
+    out.push_back({s->owner_tid, pushed + dropped, dropped, s->ring->capacity(), true});
+  }
+  return out;
+}
+
+}  // namespace trt_trace

@@ -1,0 +1,77 @@
+// One RecordRing per producing thread, like PyTorch profiler's
+// ThreadLocalSubqueue: a thread finds its ring through a thread_local pointer
+// and never takes a lock to record. The registry lock is taken only when a
+// thread records for the first time (or exits) and by the drainer.
+//
+// Rings are recycled: a ring whose thread exited is handed to the next new
+// thread, with its undrained records kept (each record carries its own thread
+// id). Memory is therefore bounded by (peak number of recording threads) x
+// capacity, not by the number of threads ever created.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "buffer/record_ring.h"
+
+namespace trt_trace {
+
+// Counts for one recording thread (one ring owner), exact once that thread is
+// idle: produced == recorded + dropped.
+struct ThreadCounts {
+  uint32_t thread_id;
+  uint64_t produced;
+  uint64_t dropped;
+  uint64_t capacity;
+  bool alive;
+};
+
+class ThreadRings {
+ public:
+  static ThreadRings& instance();
+
+  // Records of one call into the calling thread's ring: all n, or none (then
+  // counted as n drops). Never blocks, never allocates after the first call
+  // of a thread.
+  void push(const Record* records, size_t n) noexcept;
+
+  // Moves up to max records (oldest first per thread) into out. Drainer only.
+  size_t drain(Record* out, size_t max);
+  uint64_t pending() const;
+
+  // Capacity, in records, of rings created from now on (rounded up to a power
+  // of two, at least 64).
+  void set_capacity(size_t records);
+  size_t capacity() const;
+
+  std::vector<ThreadCounts> thread_counts() const;
+  // Starts the counts afresh (a new tracing session reports its own drops).
+  void reset_counts();
+
+  // Called from the thread_local owner's destructor.
+  void release(size_t ring_index, uint32_t thread_id) noexcept;
+
+ private:
+  struct Slot {
+    std::unique_ptr<RecordRing> ring;
+    uint32_t owner_tid = 0;
+    bool owned = false;
+    uint64_t base_pushed = 0;   // ring counters when the current owner took it
+    uint64_t base_dropped = 0;
+  };
+  size_t acquire(uint32_t thread_id);
+
+  mutable std::mutex mutex_;        // guards slots_ layout and retired_
+  std::mutex drain_mutex_;          // one consumer at a time
+  std::vector<std::unique_ptr<Slot>> slots_;
+  std::vector<ThreadCounts> retired_;  // counts of threads that exited
+  size_t capacity_ = 1 << 16;
+  size_t drain_cursor_ = 0;         // round-robin start, so no ring starves
+};
+
+uint32_t current_thread_id() noexcept;
+
+}  // namespace trt_trace

@@ -1,0 +1,48 @@
+// The fixed-size event record that travels from the hook, through the ring
+// buffers, to the Python drainer.
+//
+// 40 bytes, no pointers, no strings: engine names are interned once in the
+// EngineRegistry and referred to by id. The Python side reads batches of these
+// as a numpy structured array (trt_trace/records.py mirrors this layout; a test
+// checks both agree).
+#pragma once
+
+#include <cstdint>
+
+namespace trt_trace {
+
+// What a record measures. kCall spans the whole execute_engine call; the four
+// host phases partition it (see docs in README "Phase model").
+enum class Phase : uint8_t {
+  kCall = 0,
+  kWorkspace = 1,
+  kInputs = 2,
+  kOutputs = 3,
+  kEnqueue = 4,
+  kGpu = 5,  // device execution span (CUDA events), resolved by the drainer
+};
+constexpr int kNumHostPhases = 4;  // workspace, inputs, outputs, enqueue
+
+// Bits of Record::flags.
+enum RecordFlags : uint8_t {
+  kFlagError = 1 << 0,     // the engine call threw; its slices were closed at the throw
+  kFlagNested = 1 << 1,    // an execute_engine call made from inside another traced call
+  kFlagCaptured = 1 << 2,  // issued while its stream was capturing a CUDA graph
+};
+
+struct Record {
+  int64_t begin_ns;    // CLOCK_MONOTONIC
+  int64_t end_ns;      // CLOCK_MONOTONIC, >= begin_ns
+  uint64_t call_id;    // process-wide, unique per traced call (also the NVTX payload)
+  uint32_t engine_id;  // EngineRegistry id, >= 1
+  uint32_t thread_id;  // OS thread id (gettid) of the calling thread
+  uint8_t phase;       // Phase
+  uint8_t flags;       // RecordFlags
+  uint16_t device;     // CUDA device index, 0xffff when on the CPU
+  uint32_t stream;     // small stream id for GPU records, 0 otherwise
+};
+static_assert(sizeof(Record) == 40, "Record layout is shared with trt_trace/records.py");
+
+constexpr uint16_t kNoDevice = 0xffff;
+
+}  // namespace trt_trace

@@ -1,0 +1,154 @@
+#include "hook/call_scope.h"
+
+#include <ATen/record_function.h>
+
+#include <array>
+#include <cstring>
+
+#include "buffer/thread_rings.h"
+#include "common/clock.h"
+#include "hook/engine_stats.h"
+#include "hook/tracing_state.h"
+
+namespace trt_trace {
+
+namespace {
+
+// The innermost traced call on this thread (nullptr outside traced calls).
+thread_local CallScope* t_current = nullptr;
+
+// This thread's RecordFunction callback: registered on the thread's first
+// traced call, then enabled only while a traced call runs, so ops outside
+// engine calls never pay for it.
+thread_local at::CallbackHandle t_callback = 0;
+
+std::unique_ptr<at::ObserverContext> observe_op_start(const at::RecordFunction& fn) {
+  CallScope* call = t_current;
+  if (call != nullptr && ++call->depth == 1) call->on_op_start(fn.name(), now_ns());
+  return nullptr;
+}
+
+void observe_op_end(const at::RecordFunction& /*fn*/, at::ObserverContext* /*ctx*/) {
+  CallScope* call = t_current;
+  if (call != nullptr && --call->depth == 0) call->on_op_end(now_ns());
+}
+
+void enable_observer() {
+  if (t_callback == 0) {
+    t_callback = at::addThreadLocalCallback(
+        at::RecordFunctionCallback(&observe_op_start, &observe_op_end)
+            .needsInputs(false)
+            .scopes({at::RecordScope::FUNCTION}));
+  } else {
+    at::reenableCallback(t_callback);
+  }
+}
+
+void disable_observer() { at::disableCallback(t_callback); }
+
+bool is_input_view(const char* name) { return std::strcmp(name, "aten::view") == 0; }
+bool is_allocation(const char* name) { return std::strncmp(name, "aten::empty", 11) == 0; }
+
+}  // namespace
+
+CallScope::CallScope(uint32_t engine_id, uint16_t device) noexcept
+    : engine_id_(engine_id), device_(device), call_id_(next_call_id()), outer_(t_current) {
+  nested_ = outer_ != nullptr;
+  if (!nested_) {
+    try {
+      enable_observer();
+    } catch (...) {
+      // No observer: the call is still timed, its phases all land in workspace.
+    }
+  }
+  t_current = this;
+  begin_ = now_ns();
+}
+
+CallScope::~CallScope() {
+  if (!finished_) finish(true);
+}
+
+void CallScope::on_op_start(const char* name, int64_t t) noexcept {
+  switch (stage_) {
+    case kBeforeInputs:
+      if (is_input_view(name)) {
+        inputs_begin_ = t;
+        last_input_op_end_ = t;
+        stage_ = kInputs;
+      }
+      break;
+    case kInputs:
+      if (is_allocation(name)) {
+        outputs_begin_ = t;
+        enqueue_begin_ = t;
+        stage_ = kOutputs;
+      }
+      break;
+    case kOutputs:
+      if (!is_allocation(name)) stage_ = kAfterOutputs;
+      break;
+    case kAfterOutputs:
+      break;
+  }
+}
+
+void CallScope::on_op_end(int64_t t) noexcept {
+  if (stage_ == kInputs) {
+    last_input_op_end_ = t;
+  } else if (stage_ == kOutputs) {
+    enqueue_begin_ = t;
+  }
+}
+
+void CallScope::finish(bool error) noexcept {
+  if (finished_) return;
+  finished_ = true;
+  const int64_t end = now_ns();
+  t_current = outer_;
+  if (!nested_) {
+    try {
+      disable_observer();
+    } catch (...) {
+    }
+  }
+
+  // Boundaries of the four phases: [b[p], b[p+1]).
+  std::array<int64_t, kNumHostPhases + 1> b;
+  b[0] = begin_;
+  b[4] = end;
+  switch (stage_) {
+    case kBeforeInputs:
+      b[1] = b[2] = b[3] = end;
+      break;
+    case kInputs:  // no output allocation observed (pre-allocated outputs)
+      b[1] = inputs_begin_;
+      b[2] = b[3] = last_input_op_end_;
+      break;
+    case kOutputs:
+    case kAfterOutputs:
+      b[1] = inputs_begin_;
+      b[2] = outputs_begin_;
+      b[3] = enqueue_begin_;
+      break;
+  }
+
+  const uint8_t flags = (error ? kFlagError : 0) | (nested_ ? kFlagNested : 0);
+  const uint32_t tid = current_thread_id();
+  std::array<Record, 1 + kNumHostPhases> records;
+  size_t n = 0;
+  records[n++] = Record{begin_, end, call_id_, engine_id_, tid,
+                        static_cast<uint8_t>(Phase::kCall), flags, device_, 0};
+  std::array<int64_t, kNumHostPhases> phase_ns;
+  for (int p = 0; p < kNumHostPhases; ++p) {
+    phase_ns[p] = b[p + 1] - b[p];
+    if (phase_ns[p] > 0) {
+      records[n++] = Record{b[p], b[p + 1], call_id_, engine_id_, tid,
+                            static_cast<uint8_t>(p + 1), flags, device_, 0};
+    }
+  }
+  ThreadRings::instance().push(records.data(), n);
+  EngineStats::instance().add_call(engine_id_, end - begin_, phase_ns, error);
+}
+
+}  // namespace trt_trace

@@ -1,0 +1,70 @@
+// Times one traced execute_engine call and splits it into host phases.
+//
+// Phase model (the real runtime's order, ../shared/notes): the runtime's own
+// steps are invisible, but the aten ops it dispatches are not. While a traced
+// call runs, a thread-local RecordFunction callback sees the call's top-level
+// ops (nested ops are ignored) and marks three boundaries:
+//
+//   begin ── workspace ── first aten::view ── inputs ── first aten::empty* ──
+//         outputs ── end of the last consecutive aten::empty* ── enqueue ── end
+//
+//  * workspace: everything before input binding: moving CPU inputs to the GPU,
+//    the dynamic workspace allocation (only with the Dynamic strategy), waiting
+//    for the per-engine lock, stream choice and the shape key.
+//  * inputs:    from the first input view to the first output allocation:
+//    view/contiguous (and CUDA-graph staging copies), shape and address binding,
+//    shape inference.
+//  * outputs:   the output allocations (aten::empty) and address binding in
+//    between them.
+//  * enqueue:   from the end of the last output allocation to the end of the
+//    call: the last output binding, enqueueV3 (launch cost only; the GPU runs
+//    asynchronously), the engine-to-caller stream sync and CUDA-graph copies.
+//
+// Skipped steps: with pre-allocated outputs (no allocation) `outputs` is empty
+// and enqueue starts at the end of the last input-phase op. With no input view
+// observed (no inputs) the whole call is `workspace`. The four phases never
+// overlap and always add up to the call exactly.
+#pragma once
+
+#include <cstdint>
+
+#include "common/record.h"
+
+namespace trt_trace {
+
+class CallScope {
+ public:
+  CallScope(uint32_t engine_id, uint16_t device) noexcept;
+  ~CallScope();
+  CallScope(const CallScope&) = delete;
+  CallScope& operator=(const CallScope&) = delete;
+
+  // Ends the call: records it and its phases. error = the engine threw.
+  void finish(bool error) noexcept;
+
+  uint64_t call_id() const noexcept { return call_id_; }
+
+  // Called by the RecordFunction observer for top-level ops of this call.
+  void on_op_start(const char* op_name, int64_t t) noexcept;
+  void on_op_end(int64_t t) noexcept;
+
+  int depth = 0;  // RecordFunction nesting inside this call (observer-owned)
+
+ private:
+  enum Stage : uint8_t { kBeforeInputs, kInputs, kOutputs, kAfterOutputs };
+
+  uint32_t engine_id_;
+  uint16_t device_;
+  bool finished_ = false;
+  bool nested_ = false;
+  Stage stage_ = kBeforeInputs;
+  uint64_t call_id_;
+  int64_t begin_;
+  int64_t inputs_begin_ = 0;
+  int64_t last_input_op_end_ = 0;
+  int64_t outputs_begin_ = 0;
+  int64_t enqueue_begin_ = 0;
+  CallScope* outer_;
+};
+
+}  // namespace trt_trace

@@ -1,0 +1,153 @@
+#include "hook/engine_registry.h"
+
+#include <ATen/core/class_type.h>
+#include <ATen/core/function.h>
+
+#include <array>
+#include <sstream>
+
+namespace trt_trace {
+
+namespace {
+
+// Direct-mapped per-thread cache: address -> id, valid for one registry epoch.
+struct CacheLine {
+  const void* obj = nullptr;
+  uint32_t id = 0;
+};
+constexpr size_t kCacheLines = 16;
+struct LookupCache {
+  uint64_t epoch = 0;
+  std::array<CacheLine, kCacheLines> lines{};
+};
+thread_local LookupCache t_cache;
+
+size_t cache_slot(const void* p) {
+  return (reinterpret_cast<uintptr_t>(p) >> 4) % kCacheLines;
+}
+
+std::string engine_str(const c10::IValue& engine) {
+  try {
+    const auto& obj = engine.toObjectRef();
+    torch::jit::Function* fn = obj.type()->findMethod("__str__");
+    if (fn == nullptr) return std::string();
+    std::vector<c10::IValue> stack{engine};
+    fn->run(stack);
+    return stack.empty() || !stack.back().isString() ? std::string() : stack.back().toStringRef();
+  } catch (const std::exception&) {
+    return std::string();
+  }
+}
+
+}  // namespace
+
+std::string parse_engine_name(const std::string& text) {
+  std::istringstream lines(text);
+  std::string line;
+  static const std::string kPrefix = "  Name: ";
+  while (std::getline(lines, line)) {
+    if (line.compare(0, kPrefix.size(), kPrefix) == 0) {
+      std::string name = line.substr(kPrefix.size());
+      if (!name.empty() && name.back() == '\r') name.pop_back();
+      if (!name.empty()) return name;
+    }
+  }
+  return "unnamed_engine";
+}
+
+EngineRegistry& EngineRegistry::instance() {
+  static EngineRegistry* registry = new EngineRegistry();  // outlives worker threads at exit
+  return *registry;
+}
+
+uint32_t EngineRegistry::id_for(const c10::IValue& engine) {
+  if (!engine.isObject()) return 0;
+  c10::ivalue::Object* obj = &engine.toObjectRef();
+  const uint64_t epoch = epoch_.load(std::memory_order_acquire);
+  if (t_cache.epoch != epoch) {
+    t_cache.lines = {};
+    t_cache.epoch = epoch;
+  }
+  CacheLine& line = t_cache.lines[cache_slot(obj)];
+  if (line.obj == obj) return line.id;
+  const uint32_t id = register_engine(obj, engine);
+  line.obj = obj;
+  line.id = id;
+  return id;
+}
+
+uint32_t EngineRegistry::register_engine(c10::ivalue::Object* obj, const c10::IValue& engine) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto it = live_.find(obj);
+    if (it != live_.end()) return it->second.id;
+  }
+  // Outside the lock: __str__ runs the engine's own code.
+  const std::string name = parse_engine_name(engine_str(engine));
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto it = live_.find(obj);
+  if (it != live_.end()) return it->second.id;  // another thread won the race
+  sweep_locked();  // engines that died since the last sweep free their memory now
+  uint32_t id = 0;
+  auto d = dormant_.find(obj);
+  if (d != dormant_.end()) {
+    if (names_[d->second] == name) id = d->second;
+    dormant_.erase(d);
+  }
+  if (id == 0) {
+    id = static_cast<uint32_t>(names_.size());
+    names_.push_back(name);
+  }
+  live_.emplace(obj, Entry{c10::weak_intrusive_ptr<c10::ivalue::Object>(engine.toObject()), id});
+  return id;
+}
+
+void EngineRegistry::sweep() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  sweep_locked();
+}
+
+void EngineRegistry::sweep_locked() {
+  std::vector<c10::weak_intrusive_ptr<c10::ivalue::Object>> dead;
+  for (auto it = live_.begin(); it != live_.end();) {
+    if (it->second.ref.expired()) {
+      dead.push_back(std::move(it->second.ref));
+      it = live_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  if (dead.empty()) return;
+  // Invalidate every thread's cache before the memory can be reused.
+  epoch_.fetch_add(1, std::memory_order_acq_rel);
+  dead.clear();  // frees the objects' memory
+}
+
+void EngineRegistry::release_all() {
+  std::vector<c10::weak_intrusive_ptr<c10::ivalue::Object>> refs;
+  std::lock_guard<std::mutex> lock(mutex_);
+  for (auto& [addr, entry] : live_) {
+    if (!entry.ref.expired()) dormant_[addr] = entry.id;
+    refs.push_back(std::move(entry.ref));
+  }
+  live_.clear();
+  epoch_.fetch_add(1, std::memory_order_acq_rel);
+  refs.clear();
+}
+
+std::vector<std::string> EngineRegistry::names() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return names_;
+}
+
+std::string EngineRegistry::name(uint32_t id) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return id < names_.size() ? names_[id] : std::string();
+}
+
+size_t EngineRegistry::live_count() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return live_.size();
+}
+
+}  // namespace trt_trace

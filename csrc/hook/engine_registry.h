@@ -1,0 +1,65 @@
+// Small stable ids for engine objects, with their names interned once.
+//
+// An engine is identified by its torchbind object (c10::ivalue::Object). The
+// registry keeps a weak reference to each registered object: while it holds
+// one, the object's memory cannot be reused, so an address seen again is the
+// same engine. Dead entries are swept (the weak reference dropped, so the
+// allocator may reuse the address) only after bumping a global epoch that
+// invalidates every thread's lookup cache: a new engine at a reused address
+// always misses the cache and gets a fresh id.
+//
+// The name is parsed from the engine's __str__ (second line "  Name: <name>")
+// once per engine object, never per call.
+#pragma once
+
+#include <ATen/core/ivalue.h>
+
+#include <atomic>
+#include <cstdint>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+namespace trt_trace {
+
+class EngineRegistry {
+ public:
+  static EngineRegistry& instance();
+
+  // Id (>= 1) for the engine object in `engine`; registers it on first sight.
+  // Hot path: a thread-local cache hit costs one atomic load and a compare.
+  uint32_t id_for(const c10::IValue& engine);
+
+  // Names indexed by id; names()[0] is "" (ids start at 1).
+  std::vector<std::string> names() const;
+  std::string name(uint32_t id) const;
+
+  // Drops weak references to engines that died. Cheap when none did.
+  void sweep();
+  // Drops every weak reference (tracing stopped: hold no memory of the user's).
+  // Live engines keep their id when seen again with the same name.
+  void release_all();
+
+  size_t live_count() const;
+
+ private:
+  uint32_t register_engine(c10::ivalue::Object* obj, const c10::IValue& engine);
+  void sweep_locked();
+
+  struct Entry {
+    c10::weak_intrusive_ptr<c10::ivalue::Object> ref;
+    uint32_t id;
+  };
+  mutable std::mutex mutex_;
+  std::unordered_map<const void*, Entry> live_;        // by object address
+  std::unordered_map<const void*, uint32_t> dormant_;  // address -> id after release_all()
+  std::vector<std::string> names_{""};
+  std::atomic<uint64_t> epoch_{1};
+};
+
+// "  Name: foo" -> "foo"; falls back to "unnamed_engine" when the text has no
+// such line. Exposed for tests.
+std::string parse_engine_name(const std::string& str_text);
+
+}  // namespace trt_trace

@@ -1,0 +1,173 @@
+// torch.ops.trt_trace.*: the control surface, callable from Python
+// (torch.ops.trt_trace.x) and from C++ (through the dispatcher, e.g. from a
+// serving binary that loads this library).
+//
+// Bulk data leaves C++ as tensors of plain bytes / int64 (no per-event
+// objects): the Python drainer views them as numpy structured arrays.
+#include <ATen/ATen.h>
+#include <torch/library.h>
+
+#include <cstdio>
+#include <cstring>
+
+#include "buffer/thread_rings.h"
+#include "common/clock.h"
+#include "hook/engine_registry.h"
+#include "hook/engine_stats.h"
+#include "hook/tracing_state.h"
+#include "ops/timing_table.h"
+
+namespace trt_trace {
+namespace {
+
+void set_profile_execution(bool enable) { set_tracing(enable); }
+bool get_profile_execution() { return tracing_enabled(); }
+
+std::pair<uint64_t, uint64_t> drop_totals() {
+  uint64_t dropped = 0, threads = 0;
+  for (const auto& c : ThreadRings::instance().thread_counts()) {
+    dropped += c.dropped;
+    threads += c.dropped > 0 ? 1 : 0;
+  }
+  return {dropped, threads};
+}
+
+std::string timing_table_text() {
+  const auto names = EngineRegistry::instance().names();
+  const auto stats = EngineStats::instance().snapshot(static_cast<uint32_t>(names.size()));
+  std::vector<TimingRow> rows;
+  for (size_t id = 1; id < names.size(); ++id) rows.push_back({names[id], stats[id]});
+  const auto [dropped, threads] = drop_totals();
+  return format_timing_table(std::move(rows), dropped, threads);
+}
+
+std::string dump_engine_timing() {
+  std::string text = timing_table_text();
+  std::fputs(text.c_str(), stdout);
+  std::fflush(stdout);
+  return text;
+}
+
+void reset() { EngineStats::instance().reset(); }
+
+at::Tensor drain(int64_t max_records) {
+  TORCH_CHECK(max_records > 0, "trt_trace::drain: max_records must be positive");
+  at::Tensor out = at::empty({max_records * static_cast<int64_t>(sizeof(Record))}, at::kByte);
+  const size_t n = ThreadRings::instance().drain(reinterpret_cast<Record*>(out.data_ptr<uint8_t>()),
+                                                 static_cast<size_t>(max_records));
+  return out.narrow(0, 0, static_cast<int64_t>(n * sizeof(Record)));
+}
+
+int64_t pending() { return static_cast<int64_t>(ThreadRings::instance().pending()); }
+
+// Rows: thread id, produced, dropped, capacity, alive.
+at::Tensor thread_counts() {
+  const auto counts = ThreadRings::instance().thread_counts();
+  at::Tensor out = at::zeros({static_cast<int64_t>(counts.size()), 5}, at::kLong);
+  auto a = out.accessor<int64_t, 2>();
+  for (size_t i = 0; i < counts.size(); ++i) {
+    a[i][0] = counts[i].thread_id;
+    a[i][1] = static_cast<int64_t>(counts[i].produced);
+    a[i][2] = static_cast<int64_t>(counts[i].dropped);
+    a[i][3] = static_cast<int64_t>(counts[i].capacity);
+    a[i][4] = counts[i].alive ? 1 : 0;
+  }
+  return out;
+}
+
+void reset_thread_counts() { ThreadRings::instance().reset_counts(); }
+
+std::vector<std::string> engine_names() { return EngineRegistry::instance().names(); }
+
+at::Tensor engine_stats() {
+  const auto n = static_cast<uint32_t>(EngineRegistry::instance().names().size());
+  const auto rows = EngineStats::instance().snapshot(n);
+  at::Tensor out = at::zeros({static_cast<int64_t>(n), kNumStatColumns}, at::kLong);
+  auto a = out.accessor<int64_t, 2>();
+  for (uint32_t i = 0; i < n; ++i) {
+    for (int c = 0; c < kNumStatColumns; ++c) a[i][c] = rows[i][c];
+  }
+  return out;
+}
+
+std::string format_table(const std::vector<std::string>& names, const at::Tensor& stats, int64_t dropped,
+                         int64_t threads_with_drops) {
+  TORCH_CHECK(stats.dim() == 2 && stats.size(1) == kNumStatColumns && stats.size(0) == (int64_t)names.size(),
+              "trt_trace::format_timing_table: stats must be [len(names), ", kNumStatColumns, "] int64");
+  const at::Tensor s = stats.to(at::kLong).contiguous();
+  auto a = s.accessor<int64_t, 2>();
+  std::vector<TimingRow> rows;
+  for (size_t i = 0; i < names.size(); ++i) {
+    TimingRow r{names[i], {}};
+    for (int c = 0; c < kNumStatColumns; ++c) r.stats[c] = a[i][c];
+    rows.push_back(std::move(r));
+  }
+  return format_timing_table(std::move(rows), static_cast<uint64_t>(dropped), static_cast<uint64_t>(threads_with_drops));
+}
+
+void set_buffer_capacity(int64_t records) {
+  TORCH_CHECK(records > 0, "trt_trace::set_buffer_capacity: records must be positive");
+  ThreadRings::instance().set_capacity(static_cast<size_t>(records));
+}
+
+int64_t buffer_capacity() { return static_cast<int64_t>(ThreadRings::instance().capacity()); }
+
+int64_t sweep_engines() {
+  EngineRegistry::instance().sweep();
+  return static_cast<int64_t>(EngineRegistry::instance().live_count());
+}
+
+int64_t clock_now_ns() { return now_ns(); }
+
+std::string parse_name(const std::string& text) { return parse_engine_name(text); }
+
+// Test and benchmark support: count records pushed from the calling thread, as
+// a traced call would, with begin_ns = first_seq .. first_seq+count-1.
+void push_synthetic(int64_t count, int64_t engine_id, int64_t first_seq) {
+  const uint32_t tid = current_thread_id();
+  for (int64_t i = 0; i < count; ++i) {
+    Record r{first_seq + i, first_seq + i, static_cast<uint64_t>(first_seq + i), static_cast<uint32_t>(engine_id),
+             tid, static_cast<uint8_t>(Phase::kCall), 0, kNoDevice, 0};
+    ThreadRings::instance().push(&r, 1);
+  }
+}
+
+// Layout check for trt_trace/records.py: size, then field offsets in order.
+std::vector<int64_t> record_layout() {
+  return {sizeof(Record),
+          offsetof(Record, begin_ns),
+          offsetof(Record, end_ns),
+          offsetof(Record, call_id),
+          offsetof(Record, engine_id),
+          offsetof(Record, thread_id),
+          offsetof(Record, phase),
+          offsetof(Record, flags),
+          offsetof(Record, device),
+          offsetof(Record, stream)};
+}
+
+}  // namespace
+}  // namespace trt_trace
+
+TORCH_LIBRARY(trt_trace, m) {
+  using namespace trt_trace;
+  m.def("set_profile_execution(bool enable) -> ()", &set_profile_execution);
+  m.def("get_profile_execution() -> bool", &get_profile_execution);
+  m.def("dump_engine_timing() -> str", &dump_engine_timing);
+  m.def("timing_table() -> str", &timing_table_text);
+  m.def("reset() -> ()", &reset);
+  m.def("drain(int max_records) -> Tensor", &drain);
+  m.def("pending() -> int", &pending);
+  m.def("thread_counts() -> Tensor", &thread_counts);
+  m.def("reset_thread_counts() -> ()", &reset_thread_counts);
+  m.def("engine_names() -> str[]", &engine_names);
+  m.def("engine_stats() -> Tensor", &engine_stats);
+  m.def("format_timing_table(str[] names, Tensor stats, int dropped, int threads_with_drops) -> str", &format_table);
+  m.def("set_buffer_capacity(int records) -> ()", &set_buffer_capacity);
+  m.def("buffer_capacity() -> int", &buffer_capacity);
+  m.def("sweep_engines() -> int", &sweep_engines);
+  m.def("clock_now_ns() -> int", &clock_now_ns);
+  m.def("parse_engine_name(str text) -> str", &parse_name);
+  m.def("push_synthetic(int count, int engine_id, int first_seq) -> ()", &push_synthetic);
+  m.def("record_layout() -> int[]", &record_layout);
+}

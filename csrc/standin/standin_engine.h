@@ -1,0 +1,95 @@
+// A stand-in for Torch-TensorRT's runtime engine (torch.classes.tensorrt.Engine).
+//
+// It mirrors what trt_trace depends on in the real runtime (see
+// ../shared/notes/torch-tensorrt-runtime.md): the class name and constructor
+// from List[str] serialized info in the real index layout, __str__/__repr__
+// text ("Torch-TensorRT TensorRT Engine:" then "  Name: <name>"), def_pickle
+// with the engine field base64-encoded, and __obj_flatten__ as 12 (key, value)
+// pairs. Instead of a TensorRT plan, the ENGINE field holds the stand-in's
+// parameters ("key=value;..."), so they survive pickling and AOTInductor
+// packaging.
+#pragma once
+
+#include <ATen/ATen.h>
+#include <torch/custom_class.h>
+
+#include <atomic>
+#include <cstdint>
+#include <mutex>
+#include <string>
+#include <tuple>
+#include <vector>
+
+namespace trt_standin {
+
+// The real runtime's SerializedInfoIndex (core/runtime/runtime.h).
+enum SerializedInfoIndex : int {
+  ABI_TARGET_IDX = 0,
+  NAME_IDX,
+  DEVICE_IDX,
+  ENGINE_IDX,
+  INPUT_BINDING_NAMES_IDX,
+  OUTPUT_BINDING_NAMES_IDX,
+  HW_COMPATIBLE_IDX,
+  SERIALIZED_METADATA_IDX,
+  TARGET_PLATFORM_IDX,
+  REQUIRES_OUTPUT_ALLOCATOR_IDX,
+  RESOURCE_ALLOCATION_STRATEGY_IDX,
+  REQUIRES_NATIVE_MULTIDEVICE_IDX,
+  SERIALIZATION_LEN,
+};
+inline const char* kAbiVersion = "9";
+constexpr char kBindingDelim = '%';
+
+using Pair = std::tuple<std::string, std::string>;
+using FlattenedState = std::tuple<Pair, Pair, Pair, Pair, Pair, Pair, Pair, Pair, Pair, Pair, Pair, Pair>;
+
+// What the stand-in's "plan" computes and costs. Output k of a call is
+//   y = act(sum(inputs) * scale + bias); out_k = y * (k + 1)
+// with `repeat` passes over y on the device (repeat - 1 of them leave it unchanged).
+struct EngineParams {
+  double scale = 1.0;
+  double bias = 0.0;
+  std::string activation = "relu";  // relu | tanh | none
+  int64_t num_inputs = 1;
+  int64_t num_outputs = 1;
+  int64_t repeat = 1;            // more device work per call
+  int64_t host_us = 0;           // extra host cost inside enqueue, in microseconds
+  int64_t workspace_bytes = 0;   // dynamic workspace size (Dynamic strategy only)
+  int64_t fail_every = 0;        // > 0: every Nth call throws in enqueue (fault tests)
+
+  static EngineParams parse(const std::string& text);
+  std::string serialize() const;
+};
+
+std::string base64_encode(const std::string& in);
+std::string base64_decode(const std::string& in);
+
+struct StandInEngine : torch::CustomClassHolder {
+  explicit StandInEngine(std::vector<std::string> serialized_info);
+
+  std::vector<std::string> serialize() const;  // ENGINE field base64-encoded, as pickled
+  FlattenedState obj_flatten() const;
+  std::string to_str() const;
+
+  std::vector<std::string> info;  // as constructed (ENGINE field raw)
+  std::string name;
+  EngineParams params;
+  int64_t device_index = -1;      // -1: CPU
+  bool dynamic_allocation = false;
+  bool use_pre_allocated_outputs = false;
+  std::vector<at::Tensor> pre_allocated_outputs;
+  std::vector<std::string> in_binding_names;
+  std::vector<std::string> out_binding_names;
+
+  std::mutex mu;  // the per-engine lock of the real runtime
+  std::atomic<int64_t> calls{0};
+  std::string last_shape_key;
+#ifdef STANDIN_WITH_CUDA
+  int64_t pool_stream_id = -1;  // the engine's own stream, picked once
+#endif
+};
+
+std::vector<at::Tensor> execute_engine(std::vector<at::Tensor> inputs, c10::intrusive_ptr<StandInEngine> engine);
+
+}  // namespace trt_standin

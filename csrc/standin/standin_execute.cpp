@@ -1,0 +1,135 @@
+// The stand-in's execute_engine, in the real runtime's order (notes: "What one
+// execute_engine call does"). The aten ops it dispatches in steps 1, 2, 7 and 8
+// are the ones the tracer's phase model observes; the "engine" computation runs
+// with RecordFunction off, as TensorRT's enqueueV3 dispatches no aten op.
+#include <ATen/record_function.h>
+
+#include <chrono>
+#include <stdexcept>
+
+#include "standin/standin_engine.h"
+
+#ifdef STANDIN_WITH_CUDA
+#include <ATen/cuda/CUDAEvent.h>
+#include <c10/cuda/CUDAGuard.h>
+#include <c10/cuda/CUDAStream.h>
+#endif
+
+namespace trt_standin {
+
+namespace {
+
+void spin_for_us(int64_t us) {
+  if (us <= 0) return;
+  const auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(us);
+  while (std::chrono::steady_clock::now() < until) {
+  }
+}
+
+// The engine's "plan": written into the bound outputs, dispatching nothing the
+// tracer can see (TensorRT kernels are not aten ops).
+void run_plan(const EngineParams& p, const std::vector<at::Tensor>& inputs, std::vector<at::Tensor>& outputs) {
+  at::RecordFunctionGuard invisible(/*is_enabled=*/false);
+  at::Tensor y = inputs[0].clone();
+  for (size_t i = 1; i < inputs.size(); ++i) y.add_(inputs[i]);
+  y.mul_(p.scale).add_(p.bias);
+  if (p.activation == "relu") {
+    y.relu_();
+  } else if (p.activation == "tanh") {
+    y.tanh_();
+  }
+  // More device work per call that leaves the values exact: repeat - 1 extra passes.
+  for (int64_t r = 1; r < p.repeat; ++r) y.mul_(1.0);
+  for (size_t k = 0; k < outputs.size(); ++k) at::mul_out(outputs[k], y, static_cast<double>(k + 1));
+}
+
+}  // namespace
+
+std::vector<at::Tensor> execute_engine(std::vector<at::Tensor> inputs, c10::intrusive_ptr<StandInEngine> engine) {
+  const EngineParams& p = engine->params;
+  TORCH_CHECK(static_cast<int64_t>(inputs.size()) == p.num_inputs, "Engine ", engine->name, " expects ",
+              p.num_inputs, " input(s) but was called with ", inputs.size());
+  const bool on_cuda = engine->device_index >= 0;
+  const at::Device device = on_cuda ? at::Device(at::kCUDA, engine->device_index) : at::Device(at::kCPU);
+
+  // 1. Inputs not on the engine's device are moved there.
+  for (auto& in : inputs) {
+    if (in.device() != device) in = in.to(device);
+  }
+
+  // 2. Dynamic workspace, before the lock (Dynamic strategy only).
+  at::Tensor workspace;
+  if (engine->dynamic_allocation && p.workspace_bytes > 0) {
+    workspace = at::empty({p.workspace_bytes}, at::TensorOptions().dtype(at::kByte).device(device));
+  }
+
+  // 3. The per-engine lock.
+  std::unique_lock<std::mutex> lock(engine->mu);
+  const int64_t call_index = ++engine->calls;
+
+#ifdef STANDIN_WITH_CUDA
+  // 5. Stream choice: on the caller's stream, or on the engine's own pool
+  //    stream when the caller is on the default stream (caller -> engine sync).
+  c10::optional<c10::cuda::CUDAStream> caller_stream, engine_stream;
+  if (on_cuda) {
+    caller_stream = c10::cuda::getCurrentCUDAStream(engine->device_index);
+    if (*caller_stream == c10::cuda::getDefaultCUDAStream(engine->device_index)) {
+      engine_stream = c10::cuda::getStreamFromPool(/*isHighPriority=*/false, engine->device_index);
+      at::cuda::CUDAEvent caller_ready;
+      caller_ready.record(*caller_stream);
+      caller_ready.block(*engine_stream);
+    } else {
+      engine_stream = caller_stream;
+    }
+  }
+#endif
+
+  // 6. Shape key from the input sizes.
+  std::string shape_key;
+  for (const auto& in : inputs) shape_key += c10::str(in.sizes());
+  engine->last_shape_key = shape_key;
+
+  // 7. Input setup: view(shape).contiguous() per input.
+  std::vector<at::Tensor> bound_inputs;
+  bound_inputs.reserve(inputs.size());
+  for (const auto& in : inputs) bound_inputs.push_back(in.view(in.sizes()).contiguous());
+
+  // 8. Output setup: at::empty per output, unless pre-allocated outputs are reused.
+  std::vector<at::Tensor> outputs;
+  const bool reuse = engine->use_pre_allocated_outputs &&
+                     engine->pre_allocated_outputs.size() == static_cast<size_t>(p.num_outputs) &&
+                     engine->pre_allocated_outputs[0].sizes() == bound_inputs[0].sizes();
+  if (reuse) {
+    outputs = engine->pre_allocated_outputs;
+  } else {
+    for (int64_t k = 0; k < p.num_outputs; ++k) {
+      outputs.push_back(at::empty(bound_inputs[0].sizes(), bound_inputs[0].options()));
+    }
+    if (engine->use_pre_allocated_outputs) engine->pre_allocated_outputs = outputs;
+  }
+
+  // 9. Enqueue: launch the plan (host cost = launch cost), then engine -> caller sync.
+  {
+#ifdef STANDIN_WITH_CUDA
+    c10::optional<c10::cuda::CUDAStreamGuard> on_engine_stream;
+    if (on_cuda) on_engine_stream.emplace(*engine_stream);
+#endif
+    spin_for_us(p.host_us);
+    if (p.fail_every > 0 && call_index % p.fail_every == 0) {
+      throw std::runtime_error("[Error thrown at core/runtime/execute_engine.cpp] Failed to execute TRT engine " +
+                               engine->name + " (stand-in fault injection: every " + std::to_string(p.fail_every) +
+                               " calls)");
+    }
+    run_plan(p, bound_inputs, outputs);
+  }
+#ifdef STANDIN_WITH_CUDA
+  if (on_cuda && *engine_stream != *caller_stream) {
+    at::cuda::CUDAEvent engine_done;
+    engine_done.record(*engine_stream);
+    engine_done.block(*caller_stream);
+  }
+#endif
+  return outputs;
+}
+
+}  // namespace trt_standin

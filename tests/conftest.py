@@ -1,0 +1,79 @@
+"""Shared fixtures. The tests import the *installed* trt_trace (tools/test.sh installs it)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+import torch
+
+import trt_trace
+from trt_trace import ops, standin
+from trt_trace.records import from_bytes
+from trt_trace.standin import model
+
+
+@pytest.fixture(autouse=True)
+def _clean_tracer():
+    """Every test starts with tracing off, empty rings and zeroed counters."""
+    trt_trace.stop()
+    ops.set_profile_execution(False)
+    drain_all()
+    ops.reset()
+    yield
+    trt_trace.stop()
+    ops.set_profile_execution(False)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _load_standin():
+    standin.load()
+    ops.set_buffer_capacity(1 << 16)
+
+
+def drain_all():
+    """Every record pending in the rings, as one structured array."""
+    import numpy as np
+
+    parts = []
+    while True:
+        batch = from_bytes(ops.drain(1 << 16).numpy()).copy()
+        if len(batch) == 0:
+            break
+        parts.append(batch)
+    from trt_trace.records import RECORD_DTYPE
+
+    return np.concatenate(parts) if parts else np.zeros(0, dtype=RECORD_DTYPE)
+
+
+@pytest.fixture(scope="session")
+def demo_package() -> tuple[str, list]:
+    """A 6-engine AOTInductor package, compiled once per run (and cached on disk by content)."""
+    specs = model.demo_specs(6)
+    return model.package_model(specs, torch.randn(8, 64)), specs
+
+
+def run_python(code: str, env_extra: dict[str, str] | None = None, cwd: Path | None = None,
+               timeout: float = 300) -> subprocess.CompletedProcess:
+    """Runs `python -c code` in a fresh interpreter (the installed package, not the source tree)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TRT_TRACE_") or k == "TRT_TRACE_CACHE_DIR"}
+    env.update(env_extra or {})
+    return subprocess.run([sys.executable, "-c", code], env=env, cwd=cwd, capture_output=True, text=True,
+                          timeout=timeout)
+
+
+def in_thread(fn, *args):
+    """Runs fn in a new thread (it gets a fresh ring) and returns its result."""
+    out = {}
+
+    def target():
+        out["v"] = fn(*args)
+
+    t = threading.Thread(target=target)
+    t.start()
+    t.join()
+    return out.get("v")

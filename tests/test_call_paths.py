@@ -1,0 +1,71 @@
+"""Every way a real deployment calls tensorrt::execute_engine is traced."""
+
+from __future__ import annotations
+
+import torch
+from conftest import drain_all
+
+import trt_trace
+from trt_trace import ops, standin
+from trt_trace.records import PHASE_CALL
+from trt_trace.standin import model
+
+
+def call_records():
+    recs = drain_all()
+    return recs[recs["phase"] == PHASE_CALL]
+
+
+def test_eager():
+    engine = standin.make_engine("eager_engine")
+    ops.set_profile_execution(True)
+    torch.ops.tensorrt.execute_engine([torch.ones(3)], engine)
+    ops.set_profile_execution(False)
+    assert len(call_records()) == 1
+
+
+def test_inference_mode():
+    engine = standin.make_engine("inference_engine")
+    ops.set_profile_execution(True)
+    with torch.inference_mode():
+        torch.ops.tensorrt.execute_engine([torch.ones(3)], engine)
+    with torch.no_grad():
+        torch.ops.tensorrt.execute_engine([torch.ones(3)], engine)
+    ops.set_profile_execution(False)
+    assert len(call_records()) == 2
+
+
+class ScriptedEngineModule(torch.nn.Module):
+    def __init__(self, engine):
+        super().__init__()
+        self.engine = engine
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.ops.tensorrt.execute_engine([x], self.engine)[0] + 1
+
+
+def test_torchscript():
+    scripted = torch.jit.script(ScriptedEngineModule(standin.make_engine("ts_engine")))
+    ops.set_profile_execution(True)
+    for _ in range(3):
+        scripted(torch.ones(3))
+    ops.set_profile_execution(False)
+    calls = call_records()
+    assert len(calls) == 3
+    assert ops.engine_names()[int(calls["engine_id"][0])] == "ts_engine"
+
+
+def test_aoti_package_every_engine_traced_and_outputs_equal_eager(demo_package, tmp_path):
+    path, specs = demo_package
+    runner = model.load_package(path)
+    eager = model.StandInModel(specs).eval()
+    x = torch.randn(8, 64)
+    with trt_trace.tracing(str(tmp_path / "t.json")):
+        for _ in range(3):
+            got = runner(x)
+    torch.testing.assert_close(got, eager(x), rtol=1e-4, atol=1e-5)
+    from trt_trace.trace_summary import aggregate, load_events
+
+    s = aggregate(load_events(str(tmp_path / "t.json")))
+    assert sorted(s.names) == sorted(spec.name for spec in specs)
+    assert s.stats[:, 0].tolist() == [3] * len(specs)  # every engine called 3 times, all traced

@@ -1,0 +1,142 @@
+"""The host phase model on the stand-in runtime: boundaries, skipped steps, faults."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+from conftest import drain_all
+
+from trt_trace import ops, standin
+from trt_trace.records import FLAG_ERROR, PHASE_CALL
+
+WS, IN, OUT, ENQ = 1, 2, 3, 4
+
+
+def traced_calls(engine, inputs, n=5):
+    ops.set_profile_execution(True)
+    try:
+        for _ in range(n):
+            torch.ops.tensorrt.execute_engine(inputs, engine)
+    finally:
+        ops.set_profile_execution(False)
+    return calls_of(drain_all())
+
+
+def calls_of(recs):
+    """{call_id: {phase: (begin, end, flags)}}"""
+    out: dict[int, dict[int, tuple[int, int, int]]] = {}
+    for r in recs.tolist():
+        out.setdefault(r[2], {})[r[5]] = (r[0], r[1], r[6])
+    return out
+
+
+def check_partition(phases):
+    """Phases lie inside the call, never overlap, and add up to it exactly."""
+    b, e, _ = phases[PHASE_CALL]
+    cursor = b
+    for p in (WS, IN, OUT, ENQ):
+        if p in phases:
+            pb, pe, _ = phases[p]
+            assert pb == cursor, f"phase {p} starts at {pb}, expected {cursor}"
+            assert pe > pb
+            cursor = pe
+    assert cursor == e
+
+
+def test_phases_partition_every_call_and_enqueue_holds_the_launch_cost():
+    engine = standin.make_engine("phase_engine", host_us=3000, num_outputs=2)
+    calls = traced_calls(engine, [torch.randn(16, 16)], n=4)
+    assert len(calls) == 4
+    for phases in calls.values():
+        assert set(phases) == {PHASE_CALL, WS, IN, OUT, ENQ}
+        check_partition(phases)
+        enqueue = phases[ENQ][1] - phases[ENQ][0]
+        assert enqueue >= 3_000_000  # the stand-in's 3 ms launch cost lands in enqueue
+        for p in (WS, IN, OUT):
+            assert phases[p][1] - phases[p][0] < 3_000_000
+
+
+def test_dynamic_workspace_lands_in_workspace():
+    big = standin.make_engine("ws_engine", workspace_bytes=256 << 20, dynamic=True)
+    small = standin.make_engine("static_engine")
+    x = [torch.randn(4, 4)]
+    ws_big = [c[WS][1] - c[WS][0] for c in traced_calls(big, x, n=3).values()]
+    ws_small = [c[WS][1] - c[WS][0] for c in traced_calls(small, x, n=3).values()]
+    # Allocating 256 MiB per call is far slower than taking the lock of a static engine.
+    assert min(ws_big) > 2 * max(ws_small)
+
+
+def test_pre_allocated_outputs_skip_the_outputs_phase():
+    engine = standin.make_engine("prealloc_engine")
+    engine.use_pre_allocated_outputs = True
+    x = [torch.randn(8, 8)]
+    torch.ops.tensorrt.execute_engine(x, engine)  # allocates once, keeps the outputs
+    calls = traced_calls(engine, x, n=3)
+    for phases in calls.values():
+        assert OUT not in phases
+        assert {WS, IN, ENQ} <= set(phases)
+        check_partition(phases)
+
+
+def test_engine_that_throws_is_flagged_and_tracing_goes_on():
+    engine = standin.make_engine("faulty_engine", fail_every=2)
+    x = [torch.randn(4, 4)]
+    ops.set_profile_execution(True)
+    errors = []
+    try:
+        for _ in range(4):
+            try:
+                torch.ops.tensorrt.execute_engine(x, engine)
+            except RuntimeError as exc:
+                errors.append(str(exc))
+    finally:
+        ops.set_profile_execution(False)
+    assert len(errors) == 2
+    assert all("Failed to execute TRT engine faulty_engine" in e for e in errors)  # unchanged message
+    calls = calls_of(drain_all())
+    flagged = [c for c in calls.values() if c[PHASE_CALL][2] & FLAG_ERROR]
+    clean = [c for c in calls.values() if not c[PHASE_CALL][2] & FLAG_ERROR]
+    assert len(flagged) == 2 and len(clean) == 2
+    for c in calls.values():
+        check_partition(c)
+    stats = ops.engine_stats().numpy()
+    names = ops.engine_names()
+    row = stats[names.index("faulty_engine")]
+    assert row[0] == 4 and row[1] == 2  # calls, errors
+
+
+def test_wrong_input_count_raises_the_runtime_error_unchanged():
+    engine = standin.make_engine("two_input_engine", num_inputs=2)
+    ops.set_profile_execution(True)
+    try:
+        with pytest.raises(RuntimeError, match="expects 2 input"):
+            torch.ops.tensorrt.execute_engine([torch.randn(2)], engine)
+    finally:
+        ops.set_profile_execution(False)
+    calls = calls_of(drain_all())
+    (only,) = calls.values()
+    assert only[PHASE_CALL][2] & FLAG_ERROR
+    check_partition(only)
+
+
+def test_untraced_calls_leave_no_records():
+    engine = standin.make_engine("quiet_engine")
+    for _ in range(3):
+        torch.ops.tensorrt.execute_engine([torch.randn(2, 2)], engine)
+    assert len(drain_all()) == 0
+
+
+def test_outputs_are_correct_with_tracing_on():
+    spec = standin.EngineSpec("check_engine", scale=1.5, bias=-0.2, activation="tanh", num_inputs=2,
+                              num_outputs=3, repeat=3)
+    engine = standin.make_engine(**{f: getattr(spec, f) for f in spec.field_names()})
+    xs = [torch.randn(5, 7), torch.randn(5, 7)]
+    ops.set_profile_execution(True)
+    try:
+        outs = torch.ops.tensorrt.execute_engine(xs, engine)
+    finally:
+        ops.set_profile_execution(False)
+    for got, want in zip(outs, standin.reference_outputs(spec, xs), strict=True):
+        torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-6)
+    assert np.all(drain_all()["engine_id"] > 0)

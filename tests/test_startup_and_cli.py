@@ -1,0 +1,91 @@
+"""No-code-change start-up through TRT_TRACE_OUT, and the trt-trace command."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+from conftest import run_python
+from trace_checks import check_trace, load_strict
+
+SERVE = """
+import sys, torch
+from trt_trace.standin import model
+runner = model.load_package(sys.argv[1] if len(sys.argv) > 1 else {path!r})
+x = torch.randn(8, 64)
+for _ in range({calls}):
+    runner(x)
+print("served")
+"""
+
+EAGER = """
+import torch
+from trt_trace import standin
+e = standin.make_engine("env_engine")
+for _ in range(3):
+    torch.ops.tensorrt.execute_engine([torch.ones(4)], e)
+"""
+
+
+def test_env_var_traces_an_aoti_package_with_no_code_change(demo_package, tmp_path):
+    path, specs = demo_package
+    out = tmp_path / "trace_{pid}.json"
+    proc = run_python(SERVE.format(path=path, calls=4), {"TRT_TRACE_OUT": str(out)}, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    files = list(tmp_path.glob("trace_*.json"))
+    assert len(files) == 1 and files[0].name != "trace_{pid}.json"  # {pid} was replaced
+    events = load_strict(files[0])
+    tracks = check_trace(events)
+    assert sorted(tracks.values()) == sorted(s.name for s in specs)
+    calls = [e for e in events if e["ph"] == "X" and e["name"] == "execute_engine"]
+    assert len(calls) == 4 * len(specs)
+    assert "trace written to" in proc.stderr
+
+
+def test_no_env_var_no_trace_and_no_torch_import(tmp_path):
+    proc = run_python("import sys; print('torch' in sys.modules)", {}, cwd=tmp_path)
+    assert proc.stdout.strip() == "False" and list(tmp_path.iterdir()) == []
+    # With the variable set, a process that never imports torch is not slowed by it either.
+    proc = run_python("import sys; print('torch' in sys.modules)", {"TRT_TRACE_OUT": str(tmp_path / "t.json")})
+    assert proc.stdout.strip() == "False" and not (tmp_path / "t.json").exists()
+
+
+def test_unwritable_output_warns_once_and_the_program_runs_on(tmp_path):
+    proc = run_python(EAGER + "print('done')", {"TRT_TRACE_OUT": str(tmp_path / "no" / "such" / "dir.json")})
+    assert proc.returncode == 0 and proc.stdout.strip() == "done"
+    lines = [ln for ln in proc.stderr.splitlines() if ln.startswith("trt_trace:")]
+    assert len(lines) == 1 and "TRT_TRACE_OUT" in lines[0] and "does not exist" in lines[0]
+
+
+def trt_trace_cmd() -> list[str]:
+    exe = shutil.which("trt-trace", path=str(Path(sys.executable).parent))
+    assert exe, "the trt-trace script must be installed beside the interpreter"
+    return [exe]
+
+
+def test_cli_run_and_summary(tmp_path):
+    script = tmp_path / "serve.py"
+    script.write_text(EAGER)
+    out = tmp_path / "cli.json"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TRT_TRACE_OUT")}
+    proc = subprocess.run(trt_trace_cmd() + ["run", "-o", str(out), "--", sys.executable, str(script)],
+                          env=env, capture_output=True, text=True, cwd=tmp_path, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    check_trace(load_strict(out))
+    proc = subprocess.run(trt_trace_cmd() + ["summary", str(out)], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    rows = {ln.split()[0]: ln.split()[1] for ln in proc.stdout.splitlines()[1:]}
+    assert rows == {"env_engine": "3", "ALL": "3"}
+
+
+def test_cli_run_passes_the_exit_code_on_and_summary_reports_bad_files(tmp_path):
+    proc = subprocess.run(trt_trace_cmd() + ["run", "-o", str(tmp_path / "x.json"), "--", sys.executable, "-c",
+                                             "raise SystemExit(3)"], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 3
+    bad = tmp_path / "bad.json"
+    bad.write_text("this is not json")
+    proc = subprocess.run(trt_trace_cmd() + ["summary", str(bad)], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 1 and proc.stderr.count("\n") == 1 and "not a trace" in proc.stderr

@@ -1,0 +1,92 @@
+"""The Chrome JSON trace: importer rules, one track per engine, nesting, metadata, summary."""
+
+from __future__ import annotations
+
+import threading
+
+import torch
+from trace_checks import check_trace, load_strict, to_ns
+
+import trt_trace
+from trt_trace import standin
+from trt_trace.trace_summary import aggregate, load_events, summary_text
+
+
+def test_trace_follows_the_importer_rules(tmp_path):
+    out = tmp_path / "t.json"
+    engines = [standin.make_engine(f"_run_on_acc_{i}_engine", host_us=50 * i) for i in range(3)]
+    with trt_trace.tracing(str(out)):
+        for _ in range(4):
+            for e in engines:
+                torch.ops.tensorrt.execute_engine([torch.ones(8)], e)
+    events = load_strict(out)
+    tracks = check_trace(events)
+    assert sorted(tracks.values()) == [f"_run_on_acc_{i}_engine" for i in range(3)]  # one track per engine
+    meta = [e for e in events if e["ph"] == "M" and e["name"] == "trt_trace_metadata"]
+    first, last = meta[0]["args"], meta[-1]["args"]
+    assert first["clock"] == "CLOCK_MONOTONIC" and first["torch_version"] == torch.__version__
+    assert first["trt_trace_version"] == trt_trace.__version__
+    assert last["dropped_events"] == 0 and "threads" in last
+    slices = [e for e in events if e["ph"] == "X"]
+    assert len([s for s in slices if s["name"] == "execute_engine"]) == 12
+    assert {s["name"] for s in slices} == {"execute_engine", "workspace", "inputs", "outputs", "enqueue"}
+
+
+def test_concurrent_calls_of_one_engine_never_partially_overlap_on_a_track(tmp_path):
+    out = tmp_path / "t.json"
+    engine = standin.make_engine("contended_engine", host_us=300)
+    barrier = threading.Barrier(4)
+
+    def worker():
+        barrier.wait()
+        for _ in range(10):
+            torch.ops.tensorrt.execute_engine([torch.ones(8)], engine)
+
+    with trt_trace.tracing(str(out)):
+        ts = [threading.Thread(target=worker) for _ in range(4)]
+        for t in ts:
+            t.start()
+        for t in ts:
+            t.join()
+    events = load_strict(out)
+    tracks = check_trace(events)  # asserts nesting on every track
+    assert set(tracks.values()) >= {"contended_engine"}
+    assert all(name.startswith("contended_engine") for name in tracks.values())
+    calls = [e for e in events if e["ph"] == "X" and e["name"] == "execute_engine"]
+    assert len(calls) == 40 and len({c["args"]["thread"] for c in calls}) == 4
+
+
+def test_summary_agrees_with_the_trace_and_the_live_counters(tmp_path):
+    out = tmp_path / "t.json"
+    engines = [standin.make_engine(f"sum_engine_{i}", host_us=100 * (i + 1)) for i in range(3)]
+    with trt_trace.tracing(str(out)):
+        for k in range(6):
+            for e in engines[: 1 + k % 3]:
+                torch.ops.tensorrt.execute_engine([torch.ones(8)], e)
+    events = load_strict(out)
+    s = aggregate(events)
+    by_name = dict(zip(s.names, s.stats.tolist(), strict=True))
+    for name, row in by_name.items():
+        calls = [e for e in events if e["ph"] == "X" and e["name"] == "execute_engine"
+                 and e["args"]["engine"] == name]
+        assert row[0] == len(calls)
+        assert row[2] == sum(to_ns(c["dur"]) for c in calls)
+        assert abs(row[2] - sum(row[3:7])) <= 4 * row[0]  # phases add up (per-slice ns rounding)
+    assert [by_name[f"sum_engine_{i}"][0] for i in range(3)] == [6, 4, 2]
+    # The live table (C++ counters) and the file's table list the same calls.
+    live = {ln.split()[0]: ln.split()[1] for ln in trt_trace.summary().splitlines()[1:]}
+    from_file = {ln.split()[0]: ln.split()[1] for ln in summary_text(str(out)).splitlines()[1:]}
+    assert live == from_file
+
+
+def test_a_trace_cut_short_still_loads(tmp_path):
+    out = tmp_path / "t.json"
+    engine = standin.make_engine("cut_engine")
+    with trt_trace.tracing(str(out)):
+        for _ in range(5):
+            torch.ops.tensorrt.execute_engine([torch.ones(8)], engine)
+    data = out.read_bytes()
+    cut = tmp_path / "cut.json"
+    cut.write_bytes(data[: int(len(data) * 0.8)])  # as if killed mid-write
+    events = load_events(str(cut))
+    assert any(e.get("name") == "execute_engine" for e in events)

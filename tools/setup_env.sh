@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# Does all set-up on a fresh machine with only Python 3.10+ and a C++ compiler:
+# a virtual environment, torch (2.13 CPU by default), the build of the C++
+# libraries and the install of trt_trace with its test tools.
+# Idempotent: a second run reinstalls only when the sources changed.
+#
+#   TRT_TRACE_VENV   where the venv goes (default .venv)
+#   TRT_TRACE_TORCH  the torch requirement (default torch==2.13.0)
+#   PYTHON           the interpreter that makes the venv (default python3)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+VENV=${TRT_TRACE_VENV:-.venv}
+TORCH_REQ=${TRT_TRACE_TORCH:-torch==2.13.0}
+PY=${PYTHON:-python3}
+
+if [ ! -x "$VENV/bin/python" ]; then
+  echo "setup: creating $VENV"
+  "$PY" -m venv "$VENV"
+fi
+VPY="$VENV/bin/python"
+
+if ! "$VPY" -c "import torch, setuptools, wheel, ninja" >/dev/null 2>&1; then
+  echo "setup: installing $TORCH_REQ and build tools"
+  "$VPY" -m pip install -q --disable-pip-version-check "$TORCH_REQ" numpy setuptools wheel ninja
+fi
+
+stamp="$VENV/.trt_trace_sources"
+sources_hash=$(find csrc trt_trace setup.py pyproject.toml -type f \
+  \( -name '*.py' -o -name '*.cpp' -o -name '*.h' -o -name '*.pth' -o -name '*.toml' \) -print0 \
+  | sort -z | xargs -0 sha256sum | sha256sum | cut -d' ' -f1)
+if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$sources_hash" ] || ! "$VENV/bin/trt-trace" --help >/dev/null 2>&1; then
+  echo "setup: building and installing trt_trace (C++ build, a few minutes on 2 cores)"
+  MAX_JOBS=${MAX_JOBS:-$(nproc)} "$VPY" -m pip install -q --disable-pip-version-check \
+    --no-build-isolation ".[test]"
+  echo "$sources_hash" > "$stamp"
+fi

@@ -1,0 +1,55 @@
+"""trt_trace: per-engine, per-phase timing of Torch-TensorRT engines, also inside AOTInductor packages.
+
+    import trt_trace
+    with trt_trace.tracing("trace.json"):
+        model(x)
+    print(trt_trace.summary())
+
+or, with no code change: `TRT_TRACE_OUT=trace.json python serve.py`.
+"""
+
+from __future__ import annotations
+
+__version__ = "0.1.0"
+
+import contextlib
+from collections.abc import Iterator
+
+from .ops import dump_engine_timing, get_profile_execution, reset, set_profile_execution
+from .session import Session, TraceError, active, start, stop
+
+
+@contextlib.contextmanager
+def tracing(path: str, buffer_events: int | None = None) -> Iterator[Session]:
+    """Traces every engine call inside the block into `path`."""
+    session = start(path, buffer_events)
+    try:
+        yield session
+    finally:
+        stop()
+
+
+def summary(path: str | None = None) -> str:
+    """The per-engine timing table: of this process so far (no argument), or of a trace file."""
+    if path is None:
+        from .ops import timing_table
+
+        return timing_table()
+    from .trace_summary import summary_text
+
+    return summary_text(path)
+
+
+__all__ = [
+    "Session",
+    "TraceError",
+    "active",
+    "dump_engine_timing",
+    "get_profile_execution",
+    "reset",
+    "set_profile_execution",
+    "start",
+    "stop",
+    "summary",
+    "tracing",
+]

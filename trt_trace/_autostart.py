@@ -1,0 +1,64 @@
+"""Start-up hook: trace the whole process when TRT_TRACE_OUT is set, with no code change.
+
+trt_trace_autostart.pth (installed at the top of site-packages) imports this module at interpreter
+start-up, only when TRT_TRACE_OUT is set. Importing torch here would cost every Python process
+(pip, shell helpers, ...) a second; instead tracing starts right after the process imports torch,
+which any process that can run an engine does before its first call. A problem with the settings
+is one warning line; the program always runs on.
+"""
+
+from __future__ import annotations
+
+import importlib.abc
+import importlib.util
+import sys
+
+
+def _start_from_env() -> None:
+    try:
+        from . import config, session
+
+        settings = config.from_env()
+        if settings.out_template is None or session.active() is not None:
+            return
+        path = config.expand_path(settings.out_template)
+        try:
+            session.start(path, settings.buffer_events)
+        except session.TraceError as exc:
+            config.warn(f"TRT_TRACE_OUT: {exc}; running untraced")
+    except Exception as exc:  # never take the user's process down
+        try:
+            sys.stderr.write(f"trt_trace: could not start tracing ({type(exc).__name__}: {exc}); running untraced\n")
+        except Exception:
+            pass
+
+
+class _AfterTorchImport(importlib.abc.MetaPathFinder):
+    """Runs _start_from_env once `import torch` has finished."""
+
+    def find_spec(self, fullname, path, target=None):  # noqa: ANN001
+        if fullname != "torch":
+            return None
+        sys.meta_path.remove(self)
+        spec = importlib.util.find_spec("torch")
+        if spec is None or spec.loader is None:
+            return spec
+        loader = spec.loader
+        exec_module = loader.exec_module
+
+        def exec_then_start(module):  # noqa: ANN001
+            exec_module(module)
+            _start_from_env()
+
+        loader.exec_module = exec_then_start  # type: ignore[method-assign]
+        return spec
+
+
+def install() -> None:
+    if "torch" in sys.modules:
+        _start_from_env()
+    elif not any(isinstance(f, _AfterTorchImport) for f in sys.meta_path):
+        sys.meta_path.insert(0, _AfterTorchImport())
+
+
+install()

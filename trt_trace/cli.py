@@ -1,0 +1,85 @@
+"""The trt-trace command line.
+
+    trt-trace run -o trace.json -- python serve.py --port 8000
+    trt-trace summary trace.json
+    trt-trace demo
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+
+
+def _cmd_run(args: argparse.Namespace) -> int:
+    command = list(args.command)
+    if command and command[0] == "--":
+        command = command[1:]
+    if not command:
+        print("trt-trace run: give the command to trace after --, e.g. trt-trace run -o t.json -- python x.py",
+              file=sys.stderr)
+        return 2
+    env = dict(os.environ)
+    env["TRT_TRACE_OUT"] = args.output
+    if args.buffer:
+        env["TRT_TRACE_BUFFER"] = args.buffer
+    try:
+        # Children inherit TRT_TRACE_OUT: every Python process of the command that imports torch is
+        # traced (give {pid} in the path to keep their files apart).
+        return subprocess.call(command, env=env)
+    except FileNotFoundError:
+        print(f"trt-trace run: command not found: {command[0]}", file=sys.stderr)
+        return 127
+    except KeyboardInterrupt:
+        return 130
+
+
+def _cmd_summary(args: argparse.Namespace) -> int:
+    from .trace_summary import TraceFileError, summary_text
+
+    try:
+        print(summary_text(args.trace), end="")
+    except TraceFileError as exc:
+        print(f"trt-trace summary: {exc}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def _cmd_demo(args: argparse.Namespace) -> int:
+    from .demo import main as demo_main
+
+    return demo_main(["--out", args.out, "--engines", str(args.engines), "--calls", str(args.calls)])
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="trt-trace", description="Trace Torch-TensorRT engine calls.")
+    sub = parser.add_subparsers(dest="cmd", required=True)
+
+    run = sub.add_parser("run", help="run a command with tracing on (sets TRT_TRACE_OUT for it)")
+    run.add_argument("-o", "--output", default="trace.json",
+                     help="trace file; {pid}, {rank}, {host} are replaced (default trace.json)")
+    run.add_argument("--buffer", help="events per thread buffer, e.g. 256k (TRT_TRACE_BUFFER)")
+    run.add_argument("command", nargs=argparse.REMAINDER, help="-- command and its arguments")
+    run.set_defaults(func=_cmd_run)
+
+    summary = sub.add_parser("summary", help="per-engine timing table of a trace file")
+    summary.add_argument("trace", help="trace.json written by trt_trace")
+    summary.set_defaults(func=_cmd_summary)
+
+    demo = sub.add_parser("demo", help="trace a stand-in AOTInductor package with TRT_TRACE_OUT (see README)")
+    demo.add_argument("--out", default="trace.json")
+    demo.add_argument("--engines", type=int, default=6)
+    demo.add_argument("--calls", type=int, default=25)
+    demo.set_defaults(func=_cmd_demo)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    return int(args.func(args))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,95 @@
+"""Settings read from the environment, with one-line warnings for nonsense values.
+
+Every bad value is reported once on stderr as `trt_trace: <VAR>=<value>: <what is wrong>; <the fix>`
+and replaced by its default: a bad setting never stops the user's program.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import sys
+from dataclasses import dataclass
+
+DEFAULT_BUFFER_EVENTS = 1 << 16  # per thread; 40 bytes each -> 2.5 MiB
+
+
+def warn(message: str) -> None:
+    """The one way trt_trace reports a problem: a single line on stderr."""
+    try:
+        sys.stderr.write(f"trt_trace: {message}\n")
+        sys.stderr.flush()
+    except Exception:
+        pass
+
+
+def parse_bool(name: str, default: bool) -> bool:
+    raw = os.environ.get(name)
+    if raw is None or raw.strip() == "":
+        return default
+    value = raw.strip().lower()
+    if value in ("1", "true", "yes", "on"):
+        return True
+    if value in ("0", "false", "no", "off"):
+        return False
+    warn(f"{name}={raw!r} is not a boolean; use 1 or 0 (using {int(default)})")
+    return default
+
+
+def parse_count(text: str) -> int:
+    """'65536', '64k', '1M' -> int. Raises ValueError."""
+    t = text.strip().lower()
+    scale = 1
+    if t and t[-1] in "km":
+        scale = 1024 if t[-1] == "k" else 1024 * 1024
+        t = t[:-1]
+    value = int(t) * scale
+    if value <= 0:
+        raise ValueError("must be positive")
+    return value
+
+
+def buffer_events() -> int:
+    raw = os.environ.get("TRT_TRACE_BUFFER")
+    if raw is None or raw.strip() == "":
+        return DEFAULT_BUFFER_EVENTS
+    try:
+        value = parse_count(raw)
+    except ValueError:
+        warn(
+            f"TRT_TRACE_BUFFER={raw!r} is not a positive event count; use e.g. 65536, 256k or 1M "
+            f"(using {DEFAULT_BUFFER_EVENTS})"
+        )
+        return DEFAULT_BUFFER_EVENTS
+    if value > (1 << 30):
+        warn(f"TRT_TRACE_BUFFER={raw!r} is over 1G events per thread; using {1 << 30}")
+        value = 1 << 30
+    return value
+
+
+def expand_path(template: str) -> str:
+    """Replaces {pid}, {rank} and {host} in an output path template."""
+    rank = os.environ.get("RANK") or os.environ.get("LOCAL_RANK") or "0"
+    values = {"pid": str(os.getpid()), "rank": rank, "host": socket.gethostname()}
+    out = template
+    for key, value in values.items():
+        out = out.replace("{" + key + "}", value)
+    return out
+
+
+@dataclass(frozen=True)
+class Settings:
+    out_template: str | None
+    buffer_events: int
+    gpu: bool
+    nvtx: bool
+
+
+def from_env() -> Settings:
+    out = os.environ.get("TRT_TRACE_OUT")
+    return Settings(
+        out_template=out if out is not None and out.strip() != "" else None,
+        buffer_events=buffer_events(),
+        gpu=parse_bool("TRT_TRACE_GPU", True),
+        nvtx=parse_bool("TRT_TRACE_NVTX", False),
+    )

@@ -1,0 +1,97 @@
+"""Typed Python access to torch.ops.trt_trace (loads the library on first use)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from . import _library
+
+if TYPE_CHECKING:
+    import torch
+
+
+def _op(name: str):
+    # torch is imported here, not at module import: the start-up hook imports this package in
+    # every process that has TRT_TRACE_OUT set, and must not make them all import torch.
+    import torch
+
+    _library.load()
+    return getattr(torch.ops.trt_trace, name)
+
+
+def set_profile_execution(enable: bool) -> None:
+    _op("set_profile_execution")(bool(enable))
+
+
+def get_profile_execution() -> bool:
+    return bool(_op("get_profile_execution")())
+
+
+def dump_engine_timing() -> str:
+    return str(_op("dump_engine_timing")())
+
+
+def timing_table() -> str:
+    return str(_op("timing_table")())
+
+
+def reset() -> None:
+    _op("reset")()
+
+
+def drain(max_records: int) -> torch.Tensor:
+    return _op("drain")(int(max_records))
+
+
+def pending() -> int:
+    return int(_op("pending")())
+
+
+def thread_counts() -> torch.Tensor:
+    """int64 [threads, 5]: thread id, produced, dropped, capacity, alive."""
+    return _op("thread_counts")()
+
+
+def reset_thread_counts() -> None:
+    """Restarts the per-thread produced/dropped counts (each session reports its own)."""
+    _op("reset_thread_counts")()
+
+
+def engine_names() -> list[str]:
+    return list(_op("engine_names")())
+
+
+def engine_stats() -> torch.Tensor:
+    return _op("engine_stats")()
+
+
+def format_timing_table(names: list[str], stats: torch.Tensor, dropped: int = 0, threads_with_drops: int = 0) -> str:
+    return str(_op("format_timing_table")(names, stats, int(dropped), int(threads_with_drops)))
+
+
+def set_buffer_capacity(records: int) -> None:
+    _op("set_buffer_capacity")(int(records))
+
+
+def buffer_capacity() -> int:
+    return int(_op("buffer_capacity")())
+
+
+def sweep_engines() -> int:
+    return int(_op("sweep_engines")())
+
+
+def clock_now_ns() -> int:
+    return int(_op("clock_now_ns")())
+
+
+def parse_engine_name(text: str) -> str:
+    return str(_op("parse_engine_name")(text))
+
+
+def push_synthetic(count: int, engine_id: int, first_seq: int) -> None:
+    _op("push_synthetic")(int(count), int(engine_id), int(first_seq))
+
+
+def record_layout() -> list[int]:
+    return list(_op("record_layout")())

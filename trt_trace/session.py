@@ -1,0 +1,158 @@
+"""A tracing session: switch on, drain to a writer in the background, finish the file.
+
+At most one session per process. `start()` raises TraceError for a path it cannot write; the
+environment-variable start-up path turns that into a one-line warning instead (see _autostart).
+"""
+
+from __future__ import annotations
+
+import atexit
+import os
+import platform
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from . import __version__, ops
+from .config import DEFAULT_BUFFER_EVENTS, warn
+from .drainer import Drainer
+from .writers import ChromeJsonWriter
+
+
+class TraceError(RuntimeError):
+    """A tracing session could not be started (its message is one line and names the fix)."""
+
+
+_lock = threading.RLock()
+_active: Session | None = None
+
+
+def _check_output_path(path: str) -> Path:
+    if path.strip() == "":
+        raise TraceError("the trace output path is empty; give a file name such as trace.json")
+    p = Path(path)
+    if p.is_dir():
+        raise TraceError(f"{path} is a directory; give a file name such as {p / 'trace.json'}")
+    parent = p.parent if str(p.parent) != "" else Path(".")
+    if not parent.is_dir():
+        raise TraceError(f"cannot write {path}: directory {parent} does not exist; create it or pick another path")
+    if not os.access(parent, os.W_OK) or (p.exists() and not os.access(p, os.W_OK)):
+        raise TraceError(f"cannot write {path}: permission denied; pick a writable path")
+    return p
+
+
+class Session:
+    def __init__(self, path: str, buffer_events: int = DEFAULT_BUFFER_EVENTS) -> None:
+        self.path = str(_check_output_path(path))
+        if not self.path.endswith(".json"):
+            warn(f"{self.path}: writing Chrome trace JSON (name the file *.json to say so)")
+        self.buffer_events = buffer_events
+        self.pid = os.getpid()
+        try:
+            self.writer = ChromeJsonWriter(self.path, ops.engine_names)
+        except OSError as exc:
+            raise TraceError(f"cannot write {self.path}: {exc.strerror or exc}; pick a writable path") from exc
+        self.drainer = Drainer(self._write_batch)
+        self.records_written = 0
+        self.started_ns = 0
+
+    def _write_batch(self, records) -> None:
+        self.writer.write(records)
+        self.records_written += len(records)
+
+    def _metadata(self) -> dict[str, Any]:
+        import torch
+
+        return {
+            "tool": "trt_trace",
+            "trt_trace_version": __version__,
+            "torch_version": torch.__version__,
+            "clock": "CLOCK_MONOTONIC",
+            "clock_domain": "monotonic ns since boot, ts in microseconds",
+            "monotonic_ns": ops.clock_now_ns(),
+            "wall_ns": time.time_ns(),
+            "pid": self.pid,
+            "host": platform.node(),
+            "argv": sys.argv,
+            "buffer_events_per_thread": self.buffer_events,
+        }
+
+    def start(self) -> None:
+        ops.set_buffer_capacity(self.buffer_events)
+        ops.reset_thread_counts()
+        argv0 = os.path.basename(sys.argv[0]) if sys.argv and sys.argv[0] else "python"
+        self.writer.begin(f"{argv0} (pid {self.pid})", self._metadata())
+        self.started_ns = time.monotonic_ns()
+        self.drainer.start()
+        ops.set_profile_execution(True)
+
+    def drop_counts(self) -> list[dict[str, int]]:
+        rows = ops.thread_counts().tolist()
+        return [
+            {"thread": r[0], "produced": r[1], "dropped": r[2], "capacity": r[3]} for r in rows if r[1] > 0
+        ]
+
+    def stop(self) -> None:
+        ops.set_profile_execution(False)
+        self.drainer.stop()
+        threads = self.drop_counts()
+        dropped = sum(t["dropped"] for t in threads)
+        end = {
+            "monotonic_ns": ops.clock_now_ns(),
+            "wall_ns": time.time_ns(),
+            "records_written": self.records_written,
+            "dropped_events": dropped,
+            "threads": threads,
+            "write_failed": self.drainer.failed,
+        }
+        if not self.drainer.failed:
+            self.writer.finish(end)
+        else:
+            self.writer.abandon()
+        if dropped:
+            n = sum(1 for t in threads if t["dropped"])
+            warn(
+                f"{dropped} event(s) dropped in {n} thread(s): the trace buffer was full; "
+                f"raise TRT_TRACE_BUFFER (now {self.buffer_events} events per thread)"
+            )
+
+
+def start(path: str, buffer_events: int | None = None) -> Session:
+    """Starts tracing every engine call of this process into `path` (Chrome trace JSON)."""
+    global _active
+    with _lock:
+        if _active is not None:
+            raise TraceError(f"already tracing into {_active.path}; call trt_trace.stop() first")
+        session = Session(path, buffer_events or DEFAULT_BUFFER_EVENTS)
+        session.start()
+        _active = session
+        return session
+
+
+def stop() -> str | None:
+    """Stops tracing and finishes the file; returns its path (None when not tracing)."""
+    global _active
+    with _lock:
+        session, _active = _active, None
+    if session is None:
+        return None
+    if session.pid != os.getpid():  # a fork child: the file is the parent's
+        return None
+    session.stop()
+    return session.path
+
+
+def active() -> Session | None:
+    return _active
+
+
+@atexit.register
+def _finish_at_exit() -> None:
+    session = _active
+    if session is None or session.pid != os.getpid():
+        return
+    path = stop()
+    if path is not None and os.environ.get("TRT_TRACE_QUIET", "") in ("", "0"):
+        warn(f"trace written to {path} ({session.records_written} events); open it in ui.perfetto.dev")

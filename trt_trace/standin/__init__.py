@@ -1,0 +1,18 @@
+"""A stand-in for the Torch-TensorRT runtime, for tests and the demo.
+
+Real TensorRT cannot run on this project's machines, so this package provides a library that
+registers exactly what the real `libtorchtrt_runtime.so` registers (op `tensorrt::execute_engine`
+at CompositeExplicitAutograd, torchbind class `tensorrt.Engine`, same `__str__` text, pickling and
+`__obj_flatten__`) and executes calls in the real order. The tracer never depends on it.
+
+    from trt_trace import standin
+    standin.load()
+    engine = standin.make_engine("_run_on_acc_0_engine", scale=2.0, host_us=50)
+    out = torch.ops.tensorrt.execute_engine([x], engine)
+
+It refuses to load where the real runtime is loaded (both cannot own the `tensorrt` namespace).
+"""
+
+from .runtime import EngineSpec, load, make_engine, reference_outputs
+
+__all__ = ["EngineSpec", "load", "make_engine", "reference_outputs"]

@@ -1,0 +1,37 @@
+"""Fake (meta) registrations so torch.export and AOTInductor can trace calls of stand-in engines.
+
+Mirrors what torch_tensorrt registers for the real runtime: a fake class for tensorrt::Engine built
+from `__obj_flatten__` pairs, and a fake kernel for tensorrt::execute_engine.
+"""
+
+from __future__ import annotations
+
+import base64
+
+import torch
+
+
+def _parse_params(text: str) -> dict[str, str]:
+    return dict(kv.split("=", 1) for kv in text.split(";") if kv)
+
+
+@torch._library.register_fake_class("tensorrt::Engine")
+class FakeStandInEngine:
+    def __init__(self, flattened: dict[str, str]) -> None:
+        self.flattened = flattened
+        self.name = flattened.get("name", "")
+        params = _parse_params(base64.b64decode(flattened["serialized_engine"]).decode())
+        self.num_outputs = int(params.get("num_outputs", "1"))
+
+    @classmethod
+    def __obj_unflatten__(cls, flattened_pairs) -> FakeStandInEngine:  # noqa: ANN001
+        return cls(dict(flattened_pairs))
+
+    def __str__(self) -> str:
+        return f"Torch-TensorRT TensorRT Engine:\n  Name: {self.name}\n"
+
+
+@torch.library.register_fake("tensorrt::execute_engine")
+def _fake_execute_engine(inputs: list[torch.Tensor], engine) -> list[torch.Tensor]:  # noqa: ANN001
+    real = getattr(engine, "wrapped_obj", engine)
+    return [torch.empty_like(inputs[0]) for _ in range(real.num_outputs)]

@@ -1,0 +1,107 @@
+"""Models made of stand-in engines, and their AOTInductor packages (cached by content).
+
+The model has the shape of a Torch-TensorRT partitioned graph: engines `_run_on_acc_<i>_engine`
+with plain torch ops (the `_run_on_gpu_<i>` segments) between them. Packaging it exports with
+torch.export and compiles with `aoti_compile_and_package`; the engines are pickled into the
+package and the AOTInductor proxy executor calls `tensorrt::execute_engine` on them through the
+dispatcher, as it does for real Torch-TensorRT packages.
+
+    specs = demo_specs(6)
+    path = package_model(specs, example_input=torch.randn(8, 64))
+    runner = load_package(path)
+    out = runner(x)
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from pathlib import Path
+
+import torch
+
+from .runtime import EngineSpec, load, make_engine
+
+
+class StandInModel(torch.nn.Module):
+    """engine 0 -> torch ops -> engine 1 -> ... ; the output of each engine feeds the next."""
+
+    def __init__(self, specs: list[EngineSpec]) -> None:
+        super().__init__()
+        load()
+        self.specs = list(specs)
+        for spec in self.specs:
+            setattr(self, spec.name, make_engine(**_spec_kwargs(spec)))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        for i, spec in enumerate(self.specs):
+            args = [x] + [x * 0.5 for _ in range(spec.num_inputs - 1)]
+            outs = torch.ops.tensorrt.execute_engine(args, getattr(self, spec.name))
+            y = outs[0] if len(outs) == 1 else outs[0] + 0.25 * outs[-1]
+            x = torch.sin(y) * 0.5 + 0.1 * i  # a segment left to PyTorch
+        return x
+
+
+def _spec_kwargs(spec: EngineSpec) -> dict:
+    return {f: getattr(spec, f) for f in EngineSpec.field_names()}
+
+
+def demo_specs(n: int = 6, device: int = -1) -> list[EngineSpec]:
+    """n engines with clearly different host costs and shapes of work."""
+    out = []
+    for i in range(n):
+        out.append(
+            EngineSpec(
+                name=f"_run_on_acc_{2 * i}_engine",
+                scale=1.0 + 0.1 * i,
+                bias=0.05 * i,
+                activation=("tanh", "none", "relu")[i % 3],
+                num_inputs=1 + (i % 2),
+                num_outputs=1 + (i % 3),
+                repeat=1 + 2 * i,
+                host_us=(15, 60, 5, 200, 30, 100, 10, 45)[i % 8],
+                workspace_bytes=(1 << 20) if i % 2 else 0,
+                dynamic=bool(i % 2),
+                device=device,
+            )
+        )
+    return out
+
+
+def cache_dir() -> Path:
+    root = os.environ.get("TRT_TRACE_CACHE_DIR") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "trt_trace"
+    )
+    path = Path(root) / "aoti_packages"
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def _cache_key(specs: list[EngineSpec], example_input: torch.Tensor) -> str:
+    h = hashlib.sha256()
+    h.update(torch.__version__.encode())
+    h.update(Path(__file__).read_bytes())  # the model's code is part of the package
+    for spec in specs:
+        h.update(repr(spec).encode())
+    h.update(repr((tuple(example_input.shape), str(example_input.dtype), str(example_input.device))).encode())
+    return h.hexdigest()[:20]
+
+
+def package_model(specs: list[EngineSpec], example_input: torch.Tensor, path: str | None = None) -> str:
+    """Exports and AOTInductor-compiles a StandInModel; returns the .pt2 path (reused when cached)."""
+    target = Path(path) if path else cache_dir() / f"standin_{_cache_key(specs, example_input)}.pt2"
+    if target.exists():
+        return str(target)
+    model = StandInModel(specs).eval()
+    with torch.no_grad():
+        exported = torch.export.export(model, (example_input,), strict=False)
+        tmp = target.with_suffix(f".tmp{os.getpid()}.pt2")
+        torch._inductor.aoti_compile_and_package(exported, package_path=str(tmp))
+    os.replace(tmp, target)  # atomic: concurrent builders never see half a package
+    return str(target)
+
+
+def load_package(path: str):
+    """Loads a package built by package_model (the stand-in runtime must be loaded first)."""
+    load()
+    return torch._inductor.aoti_load_package(path)

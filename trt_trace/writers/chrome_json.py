@@ -1,0 +1,137 @@
+"""Streams records as a Chrome trace JSON array, as Perfetto's JSON importer reads it.
+
+Format decisions (see ../shared/notes/trace-formats.md):
+* A top-level JSON *array*, flushed after every batch: if the process is killed the file still
+  loads (Perfetto drops the half-written last event). A clean finish closes the array, so strict
+  JSON parsers read it too.
+* One track per engine: pid = the process, tid = a synthetic track id per (engine, lane) named by a
+  `thread_name` metadata event; the calling OS thread goes into each slice's args.
+* Complete events ("X") with ts/dur in microseconds with three decimals (ns precision).
+* Trace-level facts (clock, versions, drops) ride on `trt_trace_metadata` M events, which viewers
+  ignore and `trt-trace summary` reads.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from typing import Any, BinaryIO
+
+import numpy as np
+import orjson
+
+from ..records import FLAG_CAPTURED, FLAG_ERROR, FLAG_NESTED, PHASE_CALL, PHASE_NAMES
+from ..tracks import LaneAssigner
+
+CATEGORY = "trt_trace"
+LANE_STRIDE = 1 << 20  # track id = engine id + lane * LANE_STRIDE
+METADATA_EVENT = "trt_trace_metadata"
+
+
+def track_id(engine_id: int, lane: int) -> int:
+    return engine_id + lane * LANE_STRIDE
+
+
+class ChromeJsonWriter:
+    """`write(records)` for each drained batch, then `finish(end_metadata)` once."""
+
+    def __init__(self, path: str, engine_names: Callable[[], list[str]]) -> None:
+        self.path = path
+        self._engine_names = engine_names
+        self._names: list[str] = []
+        self._file: BinaryIO = open(path, "wb")  # noqa: SIM115 (closed in finish)
+        self._pid = os.getpid()
+        self._lanes = LaneAssigner()
+        self._named_tracks: set[int] = set()
+        self._first = True
+        self.events_written = 0
+        self.bytes_written = 0
+
+    # -- writing ---------------------------------------------------------------------------------
+
+    def _emit(self, events: list[dict[str, Any]]) -> None:
+        if not events:
+            return
+        body = orjson.dumps(events)[1:-1]  # the list's items, comma-separated
+        chunk = (b"[\n" if self._first else b",\n") + body
+        self._first = False
+        self._file.write(chunk)
+        self._file.flush()
+        self.events_written += len(events)
+        self.bytes_written += len(chunk)
+
+    def begin(self, process_name: str, metadata: dict[str, Any]) -> None:
+        self._emit(
+            [
+                {"ph": "M", "name": "process_name", "pid": self._pid, "tid": 0, "args": {"name": process_name}},
+                {"ph": "M", "name": METADATA_EVENT, "pid": self._pid, "tid": 0, "args": metadata},
+            ]
+        )
+
+    def _engine_name(self, engine_id: int) -> str:
+        if engine_id >= len(self._names):
+            self._names = self._engine_names()
+        return self._names[engine_id] if engine_id < len(self._names) else f"engine_{engine_id}"
+
+    def _track_events(self, engine_id: int, lane: int) -> list[dict[str, Any]]:
+        tid = track_id(engine_id, lane)
+        if tid in self._named_tracks:
+            return []
+        self._named_tracks.add(tid)
+        name = self._engine_name(engine_id) + ("" if lane == 0 else f" ({lane + 1})")
+        return [
+            {"ph": "M", "name": "thread_name", "pid": self._pid, "tid": tid, "args": {"name": name}},
+            {"ph": "M", "name": "thread_sort_index", "pid": self._pid, "tid": tid,
+             "args": {"sort_index": engine_id * 64 + lane}},
+        ]
+
+    def write(self, records: np.ndarray) -> None:
+        if len(records) == 0:
+            return
+        lanes = self._lanes.assign(records).tolist()
+        events: list[dict[str, Any]] = []
+        pid = self._pid
+        for (begin, end, call_id, engine_id, thread, phase, flags, device, _stream), lane in zip(
+            records.tolist(), lanes, strict=True
+        ):
+            if phase == PHASE_CALL or lane != 0:
+                events += self._track_events(engine_id, lane)
+            args: dict[str, Any] = {
+                "engine": self._engine_name(engine_id),
+                "engine_id": engine_id,
+                "call_id": call_id,
+                "thread": thread,
+            }
+            if device != 0xFFFF:
+                args["device"] = device
+            if flags & FLAG_ERROR:
+                args["error"] = True
+            if flags & FLAG_NESTED:
+                args["nested"] = True
+            if flags & FLAG_CAPTURED:
+                args["captured"] = True
+            events.append(
+                {
+                    "ph": "X",
+                    "cat": CATEGORY,
+                    "name": PHASE_NAMES[phase],
+                    "ts": begin / 1000.0,
+                    "dur": (end - begin) / 1000.0,
+                    "pid": pid,
+                    "tid": track_id(engine_id, lane),
+                    "args": args,
+                }
+            )
+        self._emit(events)
+
+    def finish(self, end_metadata: dict[str, Any]) -> None:
+        self._emit([{"ph": "M", "name": METADATA_EVENT, "pid": self._pid, "tid": 0, "args": end_metadata}])
+        self._file.write(b"\n]\n" if not self._first else b"[]\n")
+        self._file.close()
+
+    def abandon(self) -> None:
+        """Closes the file without finishing it (a fork child's copy must not write)."""
+        try:
+            self._file.close()
+        except Exception:
+            pass
