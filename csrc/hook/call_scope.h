@@ -43,6 +43,8 @@ class CallScope {
   void finish(bool error) noexcept;
 
   uint64_t call_id() const noexcept { return call_id_; }
+  uint16_t device() const noexcept { return device_; }
+  void set_device(uint16_t device) noexcept { device_ = device; }
 
   // Called by the RecordFunction observer for top-level ops of this call.
   void on_op_start(const char* op_name, int64_t t) noexcept;

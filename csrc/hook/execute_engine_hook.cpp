@@ -17,11 +17,10 @@
 namespace trt_trace {
 namespace {
 
-uint16_t device_of_inputs(const torch::jit::Stack& stack) {
-  const c10::IValue& inputs = stack[stack.size() - 2];
-  if (!inputs.isTensorList()) return kNoDevice;
-  for (const at::Tensor& t : inputs.toTensorList()) {
-    // The runtime moves CPU inputs to its engine's GPU; any CUDA input names it.
+// The CUDA device of the first CUDA tensor in a tensor-list argument or result.
+uint16_t cuda_device_of(const c10::IValue& tensors) {
+  if (!tensors.isTensorList()) return kNoDevice;
+  for (const at::Tensor& t : tensors.toTensorList()) {
     if (t.defined() && t.is_cuda()) return static_cast<uint16_t>(t.get_device());
   }
   return kNoDevice;
@@ -29,13 +28,15 @@ uint16_t device_of_inputs(const torch::jit::Stack& stack) {
 
 void traced_call(const c10::OperatorHandle& op, c10::DispatchKeySet next, torch::jit::Stack* stack) {
   const uint32_t engine_id = EngineRegistry::instance().id_for(stack->back());
-  CallScope call(engine_id, device_of_inputs(*stack));
+  CallScope call(engine_id, cuda_device_of((*stack)[stack->size() - 2]));
   try {
     op.redispatchBoxed(next, stack);
   } catch (...) {
     call.finish(/*error=*/true);  // slices closed and flagged; the exception goes on unchanged
     throw;
   }
+  // CPU inputs are moved to the engine's GPU by the runtime: its outputs name the device.
+  if (call.device() == kNoDevice && !stack->empty()) call.set_device(cuda_device_of(stack->back()));
   call.finish(/*error=*/false);
 }
 

@@ -30,6 +30,19 @@ class FakeStandInEngine:
     def __str__(self) -> str:
         return f"Torch-TensorRT TensorRT Engine:\n  Name: {self.name}\n"
 
+    # The real class's other methods, so export does not warn that the fake lacks them.
+    def enable_profiling(self) -> None:
+        pass
+
+    def use_dynamically_allocated_resources(self, dynamic: bool) -> None:
+        pass
+
+    def use_pre_allocated_outputs_getter(self) -> bool:
+        return False
+
+    def use_pre_allocated_outputs_setter(self, value: bool) -> None:
+        pass
+
 
 @torch.library.register_fake("tensorrt::execute_engine")
 def _fake_execute_engine(inputs: list[torch.Tensor], engine) -> list[torch.Tensor]:  # noqa: ANN001

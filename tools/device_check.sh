@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# Runs on the GPU machine (torch 2.11 + CUDA 13 there): builds trt_trace with its CUDA paths,
+# runs the CPU test suite against that torch, then tools/gpu_standin_check.py.
+# Wheels missing there (orjson) travel in .whl/ (see the device tool's README).
+set -uo pipefail
+export CXX=/usr/bin/g++ CC=/usr/bin/gcc   # that machine's default toolchain breaks torch extensions
+export PYTHONUNBUFFERED=1
+if ls .whl/*.whl >/dev/null 2>&1; then
+  python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/*.whl || exit 1
+  export PYTHONPATH=/tmp/site
+fi
+python3 -c 'import torch; print("torch", torch.__version__, "cuda", torch.version.cuda, torch.cuda.device_count(), "GPU(s)")'
+MAX_JOBS=16 python3 -m pip install -q --no-deps --no-build-isolation --no-index . 2>&1 | tail -5 || exit 1
+cd /tmp   # import the installed package, not the source folder
+status=0
+python3 -m pytest -q -p no:cacheprovider -p no:logging "$OLDPWD/tests" "$@" > "${OUT:-/tmp}/pytest.log" 2>&1 || status=1
+grep -E "^(FAILED|ERROR)|passed|failed" "${OUT:-/tmp}/pytest.log"
+python3 "$OLDPWD/tools/gpu_standin_check.py" || status=1
+exit $status
