@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import tempfile
 import threading
 from pathlib import Path
 
@@ -62,8 +63,9 @@ def run_python(code: str, env_extra: dict[str, str] | None = None, cwd: Path | N
     """Runs `python -c code` in a fresh interpreter (the installed package, not the source tree)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("TRT_TRACE_") or k == "TRT_TRACE_CACHE_DIR"}
     env.update(env_extra or {})
-    return subprocess.run([sys.executable, "-c", code], env=env, cwd=cwd, capture_output=True, text=True,
-                          timeout=timeout)
+    # Never the repository root as cwd: `python -c` puts the cwd first on sys.path.
+    return subprocess.run([sys.executable, "-c", code], env=env, cwd=cwd or tempfile.gettempdir(),
+                          capture_output=True, text=True, timeout=timeout)
 
 
 def in_thread(fn, *args):

@@ -15,14 +15,14 @@ __version__ = "0.1.0"
 import contextlib
 from collections.abc import Iterator
 
-from .ops import dump_engine_timing, get_profile_execution, reset, set_profile_execution
+from .ops import dump_engine_timing, get_nvtx, get_profile_execution, reset, set_nvtx, set_profile_execution
 from .session import Session, TraceError, active, start, stop
 
 
 @contextlib.contextmanager
-def tracing(path: str, buffer_events: int | None = None) -> Iterator[Session]:
-    """Traces every engine call inside the block into `path`."""
-    session = start(path, buffer_events)
+def tracing(path: str, buffer_events: int | None = None, nvtx: bool = False) -> Iterator[Session]:
+    """Traces every engine call inside the block into `path` (nvtx=True: also NVTX ranges)."""
+    session = start(path, buffer_events, nvtx)
     try:
         yield session
     finally:
@@ -45,8 +45,10 @@ __all__ = [
     "TraceError",
     "active",
     "dump_engine_timing",
+    "get_nvtx",
     "get_profile_execution",
     "reset",
+    "set_nvtx",
     "set_profile_execution",
     "start",
     "stop",

@@ -23,7 +23,7 @@ def _start_from_env() -> None:
             return
         path = config.expand_path(settings.out_template)
         try:
-            session.start(path, settings.buffer_events)
+            session.start(path, settings.buffer_events, settings.nvtx)
         except session.TraceError as exc:
             config.warn(f"TRT_TRACE_OUT: {exc}; running untraced")
     except Exception as exc:  # never take the user's process down

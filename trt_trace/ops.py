@@ -35,6 +35,15 @@ def timing_table() -> str:
     return str(_op("timing_table")())
 
 
+def set_nvtx(enable: bool) -> bool:
+    """NVTX ranges for traced calls on/off; returns False where NVTX was not compiled in."""
+    return bool(_op("set_nvtx")(bool(enable)))
+
+
+def get_nvtx() -> bool:
+    return bool(_op("get_nvtx")())
+
+
 def reset() -> None:
     _op("reset")()
 

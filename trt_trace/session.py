@@ -44,11 +44,12 @@ def _check_output_path(path: str) -> Path:
 
 
 class Session:
-    def __init__(self, path: str, buffer_events: int = DEFAULT_BUFFER_EVENTS) -> None:
+    def __init__(self, path: str, buffer_events: int = DEFAULT_BUFFER_EVENTS, nvtx: bool = False) -> None:
         self.path = str(_check_output_path(path))
         if not self.path.endswith(".json"):
             warn(f"{self.path}: writing Chrome trace JSON (name the file *.json to say so)")
         self.buffer_events = buffer_events
+        self.nvtx = nvtx
         self.pid = os.getpid()
         try:
             self.writer = ChromeJsonWriter(self.path, ops.engine_names)
@@ -77,6 +78,7 @@ class Session:
             "host": platform.node(),
             "argv": sys.argv,
             "buffer_events_per_thread": self.buffer_events,
+            "nvtx_domain": "trt_trace" if self.nvtx else None,
         }
 
     def start(self) -> None:
@@ -86,6 +88,8 @@ class Session:
         self.writer.begin(f"{argv0} (pid {self.pid})", self._metadata())
         self.started_ns = time.monotonic_ns()
         self.drainer.start()
+        if self.nvtx and not ops.set_nvtx(True):
+            warn("TRT_TRACE_NVTX: this build has no NVTX (install nvidia-nvtx and reinstall trt_trace)")
         ops.set_profile_execution(True)
 
     def drop_counts(self) -> list[dict[str, int]]:
@@ -96,6 +100,8 @@ class Session:
 
     def stop(self) -> None:
         ops.set_profile_execution(False)
+        if self.nvtx:
+            ops.set_nvtx(False)
         self.drainer.stop()
         threads = self.drop_counts()
         dropped = sum(t["dropped"] for t in threads)
@@ -119,13 +125,15 @@ class Session:
             )
 
 
-def start(path: str, buffer_events: int | None = None) -> Session:
-    """Starts tracing every engine call of this process into `path` (Chrome trace JSON)."""
+def start(path: str, buffer_events: int | None = None, nvtx: bool = False) -> Session:
+    """Starts tracing every engine call of this process into `path` (Chrome trace JSON).
+
+    nvtx=True also emits NVTX ranges (domain "trt_trace") for Nsight Systems."""
     global _active
     with _lock:
         if _active is not None:
             raise TraceError(f"already tracing into {_active.path}; call trt_trace.stop() first")
-        session = Session(path, buffer_events or DEFAULT_BUFFER_EVENTS)
+        session = Session(path, buffer_events or DEFAULT_BUFFER_EVENTS, nvtx)
         session.start()
         _active = session
         return session

@@ -8,6 +8,7 @@
 #include "buffer/thread_rings.h"
 #include "common/clock.h"
 #include "hook/engine_stats.h"
+#include "hook/nvtx_ranges.h"
 #include "hook/tracing_state.h"
 
 namespace trt_trace {
@@ -62,7 +63,19 @@ CallScope::CallScope(uint32_t engine_id, uint16_t device) noexcept
     }
   }
   t_current = this;
+  nvtx_ = nvtx::enabled();
+  if (nvtx_) {
+    nvtx::push_call(engine_id_, call_id_);
+    nvtx_switch(Phase::kWorkspace);
+  }
   begin_ = now_ns();
+}
+
+void CallScope::nvtx_switch(Phase phase) noexcept {
+  if (!nvtx_ || nvtx_phase_ == static_cast<uint8_t>(phase)) return;
+  if (nvtx_phase_ != 0) nvtx::pop();
+  nvtx_phase_ = static_cast<uint8_t>(phase);
+  nvtx::push_phase(nvtx_phase_, call_id_);
 }
 
 CallScope::~CallScope() {
@@ -76,6 +89,7 @@ void CallScope::on_op_start(const char* name, int64_t t) noexcept {
         inputs_begin_ = t;
         last_input_op_end_ = t;
         stage_ = kInputs;
+        nvtx_switch(Phase::kInputs);
       }
       break;
     case kInputs:
@@ -83,10 +97,15 @@ void CallScope::on_op_start(const char* name, int64_t t) noexcept {
         outputs_begin_ = t;
         enqueue_begin_ = t;
         stage_ = kOutputs;
+        nvtx_switch(Phase::kOutputs);
       }
       break;
     case kOutputs:
-      if (!is_allocation(name)) stage_ = kAfterOutputs;
+      if (is_allocation(name)) {
+        nvtx_switch(Phase::kOutputs);
+      } else {
+        stage_ = kAfterOutputs;
+      }
       break;
     case kAfterOutputs:
       break;
@@ -98,6 +117,7 @@ void CallScope::on_op_end(int64_t t) noexcept {
     last_input_op_end_ = t;
   } else if (stage_ == kOutputs) {
     enqueue_begin_ = t;
+    nvtx_switch(Phase::kEnqueue);
   }
 }
 
@@ -106,6 +126,10 @@ void CallScope::finish(bool error) noexcept {
   finished_ = true;
   const int64_t end = now_ns();
   t_current = outer_;
+  if (nvtx_) {
+    if (nvtx_phase_ != 0) nvtx::pop();
+    nvtx::pop();
+  }
   if (!nested_) {
     try {
       disable_observer();

@@ -53,12 +53,19 @@ class CallScope {
   int depth = 0;  // RecordFunction nesting inside this call (observer-owned)
 
  private:
+  // NVTX: the phase range now open (0 = none). Phases switch in real time, so
+  // between two output allocations a short `enqueue` range may appear, and with
+  // pre-allocated outputs the `inputs` range runs to the end of the call.
+  void nvtx_switch(Phase phase) noexcept;
+
   enum Stage : uint8_t { kBeforeInputs, kInputs, kOutputs, kAfterOutputs };
 
   uint32_t engine_id_;
   uint16_t device_;
   bool finished_ = false;
   bool nested_ = false;
+  bool nvtx_ = false;
+  uint8_t nvtx_phase_ = 0;
   Stage stage_ = kBeforeInputs;
   uint64_t call_id_;
   int64_t begin_;

@@ -14,6 +14,7 @@
 #include "common/clock.h"
 #include "hook/engine_registry.h"
 #include "hook/engine_stats.h"
+#include "hook/nvtx_ranges.h"
 #include "hook/tracing_state.h"
 #include "ops/timing_table.h"
 
@@ -47,6 +48,10 @@ std::string dump_engine_timing() {
   std::fflush(stdout);
   return text;
 }
+
+// Returns whether NVTX ranges are available (compiled in); they are emitted for traced calls.
+bool set_nvtx(bool enable) { return nvtx::set_enabled(enable); }
+bool get_nvtx() { return nvtx::enabled(); }
 
 void reset() { EngineStats::instance().reset(); }
 
@@ -156,6 +161,8 @@ TORCH_LIBRARY(trt_trace, m) {
   m.def("dump_engine_timing() -> str", &dump_engine_timing);
   m.def("timing_table() -> str", &timing_table_text);
   m.def("reset() -> ()", &reset);
+  m.def("set_nvtx(bool enable) -> bool", &set_nvtx);
+  m.def("get_nvtx() -> bool", &get_nvtx);
   m.def("drain(int max_records) -> Tensor", &drain);
   m.def("pending() -> int", &pending);
   m.def("thread_counts() -> Tensor", &thread_counts);
