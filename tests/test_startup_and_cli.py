@@ -45,6 +45,12 @@ def test_env_var_traces_an_aoti_package_with_no_code_change(demo_package, tmp_pa
     assert "trace written to" in proc.stderr
 
 
+def test_a_process_that_imports_torch_but_runs_no_engine_leaves_no_file(tmp_path):
+    proc = run_python("import torch; print(torch.ones(2).sum().item())", {"TRT_TRACE_OUT": str(tmp_path / "t.json")})
+    assert proc.returncode == 0 and proc.stdout.strip() == "2.0"
+    assert not (tmp_path / "t.json").exists() and "trace written" not in proc.stderr
+
+
 def test_no_env_var_no_trace_and_no_torch_import(tmp_path):
     proc = run_python("import sys; print('torch' in sys.modules)", {}, cwd=tmp_path)
     assert proc.stdout.strip() == "False" and list(tmp_path.iterdir()) == []

@@ -23,7 +23,9 @@ def _start_from_env() -> None:
             return
         path = config.expand_path(settings.out_template)
         try:
-            session.start(path, settings.buffer_events, settings.nvtx)
+            # Lazy file: children that import torch but run no engine (compile workers, data
+            # loader workers) inherit the variable and must not leave empty traces behind.
+            session.start(path, settings.buffer_events, settings.nvtx, lazy_file=True)
         except session.TraceError as exc:
             config.warn(f"TRT_TRACE_OUT: {exc}; running untraced")
     except Exception as exc:  # never take the user's process down

@@ -44,7 +44,8 @@ def _check_output_path(path: str) -> Path:
 
 
 class Session:
-    def __init__(self, path: str, buffer_events: int = DEFAULT_BUFFER_EVENTS, nvtx: bool = False) -> None:
+    def __init__(self, path: str, buffer_events: int = DEFAULT_BUFFER_EVENTS, nvtx: bool = False,
+                 lazy_file: bool = False) -> None:
         self.path = str(_check_output_path(path))
         if not self.path.endswith(".json"):
             warn(f"{self.path}: writing Chrome trace JSON (name the file *.json to say so)")
@@ -52,7 +53,7 @@ class Session:
         self.nvtx = nvtx
         self.pid = os.getpid()
         try:
-            self.writer = ChromeJsonWriter(self.path, ops.engine_names)
+            self.writer = ChromeJsonWriter(self.path, ops.engine_names, lazy=lazy_file)
         except OSError as exc:
             raise TraceError(f"cannot write {self.path}: {exc.strerror or exc}; pick a writable path") from exc
         self.drainer = Drainer(self._write_batch)
@@ -125,15 +126,16 @@ class Session:
             )
 
 
-def start(path: str, buffer_events: int | None = None, nvtx: bool = False) -> Session:
+def start(path: str, buffer_events: int | None = None, nvtx: bool = False, lazy_file: bool = False) -> Session:
     """Starts tracing every engine call of this process into `path` (Chrome trace JSON).
 
-    nvtx=True also emits NVTX ranges (domain "trt_trace") for Nsight Systems."""
+    nvtx=True also emits NVTX ranges (domain "trt_trace") for Nsight Systems. lazy_file=True creates
+    the file only when the first engine call is traced (the TRT_TRACE_OUT start-up path)."""
     global _active
     with _lock:
         if _active is not None:
             raise TraceError(f"already tracing into {_active.path}; call trt_trace.stop() first")
-        session = Session(path, buffer_events or DEFAULT_BUFFER_EVENTS, nvtx)
+        session = Session(path, buffer_events or DEFAULT_BUFFER_EVENTS, nvtx, lazy_file)
         session.start()
         _active = session
         return session
@@ -162,5 +164,5 @@ def _finish_at_exit() -> None:
     if session is None or session.pid != os.getpid():
         return
     path = stop()
-    if path is not None and os.environ.get("TRT_TRACE_QUIET", "") in ("", "0"):
+    if path is not None and session.writer.created and os.environ.get("TRT_TRACE_QUIET", "") in ("", "0"):
         warn(f"trace written to {path} ({session.records_written} events); open it in ui.perfetto.dev")

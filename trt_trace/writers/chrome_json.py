@@ -35,11 +35,14 @@ def track_id(engine_id: int, lane: int) -> int:
 class ChromeJsonWriter:
     """`write(records)` for each drained batch, then `finish(end_metadata)` once."""
 
-    def __init__(self, path: str, engine_names: Callable[[], list[str]]) -> None:
+    def __init__(self, path: str, engine_names: Callable[[], list[str]], lazy: bool = False) -> None:
+        """lazy=True: the file is created at the first engine event, so processes that import torch
+        but never run an engine (compile workers, data loaders) leave no empty trace behind."""
         self.path = path
         self._engine_names = engine_names
         self._names: list[str] = []
-        self._file: BinaryIO = open(path, "wb")  # noqa: SIM115 (closed in finish)
+        self._file: BinaryIO | None = None if lazy else open(path, "wb")  # noqa: SIM115 (closed in finish)
+        self._header: list[dict[str, Any]] = []
         self._pid = os.getpid()
         self._lanes = LaneAssigner()
         self._named_tracks: set[int] = set()
@@ -53,6 +56,8 @@ class ChromeJsonWriter:
         if not events:
             return
         body = orjson.dumps(events)[1:-1]  # the list's items, comma-separated
+        if self._file is None:
+            self._file = open(self.path, "wb")  # noqa: SIM115 (closed in finish)
         chunk = (b"[\n" if self._first else b",\n") + body
         self._first = False
         self._file.write(chunk)
@@ -60,13 +65,18 @@ class ChromeJsonWriter:
         self.events_written += len(events)
         self.bytes_written += len(chunk)
 
+    @property
+    def created(self) -> bool:
+        return self._file is not None
+
     def begin(self, process_name: str, metadata: dict[str, Any]) -> None:
-        self._emit(
-            [
-                {"ph": "M", "name": "process_name", "pid": self._pid, "tid": 0, "args": {"name": process_name}},
-                {"ph": "M", "name": METADATA_EVENT, "pid": self._pid, "tid": 0, "args": metadata},
-            ]
-        )
+        self._header = [
+            {"ph": "M", "name": "process_name", "pid": self._pid, "tid": 0, "args": {"name": process_name}},
+            {"ph": "M", "name": METADATA_EVENT, "pid": self._pid, "tid": 0, "args": metadata},
+        ]
+        if self._file is not None:
+            self._emit(self._header)
+            self._header = []
 
     def _engine_name(self, engine_id: int) -> str:
         if engine_id >= len(self._names):
@@ -89,7 +99,8 @@ class ChromeJsonWriter:
         if len(records) == 0:
             return
         lanes = self._lanes.assign(records).tolist()
-        events: list[dict[str, Any]] = []
+        events: list[dict[str, Any]] = self._header
+        self._header = []
         pid = self._pid
         for (begin, end, call_id, engine_id, thread, phase, flags, device, _stream), lane in zip(
             records.tolist(), lanes, strict=True
@@ -125,13 +136,16 @@ class ChromeJsonWriter:
         self._emit(events)
 
     def finish(self, end_metadata: dict[str, Any]) -> None:
+        if self._file is None:  # lazy and nothing was traced: no file
+            return
         self._emit([{"ph": "M", "name": METADATA_EVENT, "pid": self._pid, "tid": 0, "args": end_metadata}])
-        self._file.write(b"\n]\n" if not self._first else b"[]\n")
+        self._file.write(b"\n]\n")
         self._file.close()
 
     def abandon(self) -> None:
         """Closes the file without finishing it (a fork child's copy must not write)."""
         try:
-            self._file.close()
+            if self._file is not None:
+                self._file.close()
         except Exception:
             pass
