@@ -67,6 +67,12 @@ def parse_log(path: Path) -> list[tuple]:
     return roots
 
 
+def test_nvtx_is_compiled_in():
+    from trt_trace import ops
+
+    assert ops.set_nvtx(False), "trt_trace was built without the NVTX headers (nvidia-nvtx must be installed first)"
+
+
 def test_nvtx_ranges_names_nesting_domain_and_payloads(recorder, tmp_path):
     log = tmp_path / "nvtx.log"
     out = tmp_path / "t.json"

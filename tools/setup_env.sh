@@ -19,9 +19,10 @@ if [ ! -x "$VENV/bin/python" ]; then
 fi
 VPY="$VENV/bin/python"
 
-if ! "$VPY" -c "import torch, setuptools, wheel, ninja" >/dev/null 2>&1; then
-  echo "setup: installing $TORCH_REQ and build tools"
-  "$VPY" -m pip install -q --disable-pip-version-check "$TORCH_REQ" numpy setuptools wheel ninja
+if ! "$VPY" -c "import glob, torch, setuptools, wheel, ninja, nvidia
+assert any(glob.glob(p + '/*/include/nvtx3') for p in nvidia.__path__)" >/dev/null 2>&1; then
+  echo "setup: installing $TORCH_REQ and build tools (nvidia-nvtx: NVTX headers for the build)"
+  "$VPY" -m pip install -q --disable-pip-version-check "$TORCH_REQ" numpy setuptools wheel ninja nvidia-nvtx
 fi
 
 stamp="$VENV/.trt_trace_sources"
