@@ -20,9 +20,10 @@ from .session import Session, TraceError, active, start, stop
 
 
 @contextlib.contextmanager
-def tracing(path: str, buffer_events: int | None = None, nvtx: bool = False) -> Iterator[Session]:
-    """Traces every engine call inside the block into `path` (nvtx=True: also NVTX ranges)."""
-    session = start(path, buffer_events, nvtx)
+def tracing(path: str, buffer_events: int | None = None, nvtx: bool = False, gpu: bool = True) -> Iterator[Session]:
+    """Traces every engine call inside the block into `path` (nvtx=True: also NVTX ranges;
+    gpu=False: no GPU spans)."""
+    session = start(path, buffer_events, nvtx, gpu=gpu)
     try:
         yield session
     finally:

@@ -33,14 +33,14 @@ class Drainer:
     def start(self) -> None:
         self._thread.start()
 
-    def drain_once(self) -> int:
+    def drain_once(self, wait_gpu: bool = False) -> int:
         """Drains everything pending now; returns the number of records moved."""
         total = 0
         with self._lock:
             if self.failed:
                 return 0
             while True:
-                raw = ops.drain(BATCH_RECORDS)
+                raw = ops.drain(BATCH_RECORDS, wait_gpu)
                 records = from_bytes(raw.numpy())
                 if len(records) == 0:
                     break
@@ -63,8 +63,8 @@ class Drainer:
                 ops.sweep_engines()  # lets memory of engines that died be reused
 
     def stop(self) -> None:
-        """Stops the thread and drains what is left."""
+        """Stops the thread and drains what is left, waiting for GPU spans still in flight."""
         self._stop.set()
         if self._thread.is_alive() and self._thread is not threading.current_thread():
             self._thread.join(timeout=10)
-        self.drain_once()
+        self.drain_once(wait_gpu=True)

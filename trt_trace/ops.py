@@ -48,8 +48,26 @@ def reset() -> None:
     _op("reset")()
 
 
-def drain(max_records: int) -> torch.Tensor:
-    return _op("drain")(int(max_records))
+def drain(max_records: int, wait_gpu: bool = False) -> torch.Tensor:
+    """Raw records (uint8 tensor) drained from every ring, GPU spans resolved so far included.
+    wait_gpu=True waits for every pending GPU span (the final drain only)."""
+    return _op("drain")(int(max_records), bool(wait_gpu))
+
+
+def set_gpu_timing(enable: bool) -> bool:
+    """GPU spans (CUDA events) for traced CUDA calls on/off; returns False in a CPU-only build."""
+    return bool(_op("set_gpu_timing")(bool(enable)))
+
+
+def get_gpu_timing() -> bool:
+    return bool(_op("get_gpu_timing")())
+
+
+def gpu_clock_stats() -> dict[str, int]:
+    """How GPU times were placed on the host clock: anchors made, max |drift| between anchors (ns),
+    the last drift and the last anchor's record->sync window (ns)."""
+    made, max_drift, last_drift, window = _op("gpu_clock_stats")()
+    return {"anchors": made, "max_abs_drift_ns": max_drift, "last_drift_ns": last_drift, "anchor_window_ns": window}
 
 
 def pending() -> int:

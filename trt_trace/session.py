@@ -45,12 +45,13 @@ def _check_output_path(path: str) -> Path:
 
 class Session:
     def __init__(self, path: str, buffer_events: int = DEFAULT_BUFFER_EVENTS, nvtx: bool = False,
-                 lazy_file: bool = False) -> None:
+                 lazy_file: bool = False, gpu: bool = True) -> None:
         self.path = str(_check_output_path(path))
         if not self.path.endswith(".json"):
             warn(f"{self.path}: writing Chrome trace JSON (name the file *.json to say so)")
         self.buffer_events = buffer_events
         self.nvtx = nvtx
+        self.gpu = gpu
         self.pid = os.getpid()
         try:
             self.writer = ChromeJsonWriter(self.path, ops.engine_names, lazy=lazy_file)
@@ -80,11 +81,13 @@ class Session:
             "argv": sys.argv,
             "buffer_events_per_thread": self.buffer_events,
             "nvtx_domain": "trt_trace" if self.nvtx else None,
+            "gpu_timing": self.gpu and ops.get_gpu_timing(),
         }
 
     def start(self) -> None:
         ops.set_buffer_capacity(self.buffer_events)
         ops.reset_thread_counts()
+        self.writer.gpu_flows = ops.set_gpu_timing(self.gpu) and self.gpu
         argv0 = os.path.basename(sys.argv[0]) if sys.argv and sys.argv[0] else "python"
         self.writer.begin(f"{argv0} (pid {self.pid})", self._metadata())
         self.started_ns = time.monotonic_ns()
@@ -113,6 +116,7 @@ class Session:
             "dropped_events": dropped,
             "threads": threads,
             "write_failed": self.drainer.failed,
+            "gpu_clock": ops.gpu_clock_stats(),
         }
         if not self.drainer.failed:
             self.writer.finish(end)
@@ -126,16 +130,18 @@ class Session:
             )
 
 
-def start(path: str, buffer_events: int | None = None, nvtx: bool = False, lazy_file: bool = False) -> Session:
+def start(path: str, buffer_events: int | None = None, nvtx: bool = False, lazy_file: bool = False,
+          gpu: bool = True) -> Session:
     """Starts tracing every engine call of this process into `path` (Chrome trace JSON).
 
     nvtx=True also emits NVTX ranges (domain "trt_trace") for Nsight Systems. lazy_file=True creates
-    the file only when the first engine call is traced (the TRT_TRACE_OUT start-up path)."""
+    the file only when the first engine call is traced (the TRT_TRACE_OUT start-up path). gpu=False
+    turns off GPU spans (CUDA events) of CUDA calls."""
     global _active
     with _lock:
         if _active is not None:
             raise TraceError(f"already tracing into {_active.path}; call trt_trace.stop() first")
-        session = Session(path, buffer_events or DEFAULT_BUFFER_EVENTS, nvtx, lazy_file)
+        session = Session(path, buffer_events or DEFAULT_BUFFER_EVENTS, nvtx, lazy_file, gpu)
         session.start()
         _active = session
         return session

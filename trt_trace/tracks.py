@@ -35,18 +35,32 @@ class LaneAssigner:
         engines = records["engine_id"].tolist()
         call_ids = records["call_id"].tolist()
         for i in order.tolist():
-            lane_ends = self._lane_ends.setdefault(engines[i], [])
-            lane = 0
-            while lane < len(lane_ends) and lane_ends[lane] > begins[i]:
-                lane += 1
-            if lane == len(lane_ends):
-                lane_ends.append(ends[i])
-            else:
-                lane_ends[lane] = ends[i]
-            lanes[i] = lane
-            self._call_lane[call_ids[i]] = lane
+            lanes[i] = self._call_lane[call_ids[i]] = self._place(engines[i], begins[i], ends[i])
         while len(self._call_lane) > _REMEMBERED_CALLS:
             self._call_lane.popitem(last=False)
         for i in np.flatnonzero(~is_call).tolist():
             lanes[i] = self._call_lane.get(call_ids[i], 0)
         return lanes
+
+    def assign_spans(self, records: np.ndarray) -> np.ndarray:
+        """Lanes for standalone spans (GPU records): every record is placed on its own."""
+        lanes = np.zeros(len(records), dtype=np.int64)
+        order = np.argsort(records["begin_ns"], kind="stable").tolist()
+        begins = records["begin_ns"].tolist()
+        ends = records["end_ns"].tolist()
+        engines = records["engine_id"].tolist()
+        for i in order:
+            lanes[i] = self._place(engines[i], begins[i], ends[i])
+        return lanes
+
+    def _place(self, engine: int, begin: int, end: int) -> int:
+        """The first lane of `engine` whose last slice ended by `begin` (or a new lane)."""
+        lane_ends = self._lane_ends.setdefault(engine, [])
+        lane = 0
+        while lane < len(lane_ends) and lane_ends[lane] > begin:
+            lane += 1
+        if lane == len(lane_ends):
+            lane_ends.append(end)
+        else:
+            lane_ends[lane] = end
+        return lane

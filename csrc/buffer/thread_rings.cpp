@@ -68,17 +68,17 @@ void ThreadRings::release(size_t ring_index, uint32_t thread_id) noexcept {
   s.owned = false;
 }
 
-void ThreadRings::push(const Record* records, size_t n) noexcept {
+bool ThreadRings::push(const Record* records, size_t n) noexcept {
   if (t_local.ring == nullptr) {
     try {
       t_local.index = acquire(current_thread_id());
     } catch (...) {
-      return;  // out of memory for a new ring: the call goes untraced
+      return false;  // out of memory for a new ring: the call goes untraced
     }
     std::lock_guard<std::mutex> lock(mutex_);
     t_local.ring = slots_[t_local.index]->ring.get();
   }
-  t_local.ring->push(records, n);
+  return t_local.ring->push(records, n);
 }
 
 size_t ThreadRings::drain(Record* out, size_t max) {

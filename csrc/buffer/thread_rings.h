@@ -34,9 +34,9 @@ class ThreadRings {
   static ThreadRings& instance();
 
   // Records of one call into the calling thread's ring: all n, or none (then
-  // counted as n drops). Never blocks, never allocates after the first call
-  // of a thread.
-  void push(const Record* records, size_t n) noexcept;
+  // counted as n drops, and false is returned). Never blocks, never allocates
+  // after the first call of a thread.
+  bool push(const Record* records, size_t n) noexcept;
 
   // Moves up to max records (oldest first per thread) into out. Drainer only.
   size_t drain(Record* out, size_t max);

@@ -20,6 +20,10 @@ enum class Phase : uint8_t {
   kOutputs = 3,
   kEnqueue = 4,
   kGpu = 5,  // device execution span (CUDA events), resolved by the drainer
+  // Internal, never leaves C++: a call's two CUDA events (begin_ns/end_ns hold
+  // the cudaEvent_t handles) waiting in the ring until the drainer resolves
+  // them into a kGpu record.
+  kGpuPending = 6,
 };
 constexpr int kNumHostPhases = 4;  // workspace, inputs, outputs, enqueue
 

@@ -68,6 +68,8 @@ CallScope::CallScope(uint32_t engine_id, uint16_t device) noexcept
     nvtx::push_call(engine_id_, call_id_);
     nvtx_switch(Phase::kWorkspace);
   }
+  // The start event is tracer overhead, recorded before the call's host time starts.
+  if (device_ != kNoDevice && gpu::enabled()) gpu_on_ = gpu::begin_call(device_, &gpu_);
   begin_ = now_ns();
 }
 
@@ -157,9 +159,18 @@ void CallScope::finish(bool error) noexcept {
       break;
   }
 
-  const uint8_t flags = (error ? kFlagError : 0) | (nested_ ? kFlagNested : 0);
+  if (gpu_on_) {
+    if (error) {
+      gpu::release(device_, &gpu_);
+      gpu_on_ = false;
+    } else {
+      gpu_on_ = gpu::end_call(device_, &gpu_);
+    }
+  }
+
+  const uint8_t flags = (error ? kFlagError : 0) | (nested_ ? kFlagNested : 0) | (gpu_.captured ? kFlagCaptured : 0);
   const uint32_t tid = current_thread_id();
-  std::array<Record, 1 + kNumHostPhases> records;
+  std::array<Record, 2 + kNumHostPhases> records;
   size_t n = 0;
   records[n++] = Record{begin_, end, call_id_, engine_id_, tid,
                         static_cast<uint8_t>(Phase::kCall), flags, device_, 0};
@@ -171,7 +182,19 @@ void CallScope::finish(bool error) noexcept {
                             static_cast<uint8_t>(p + 1), flags, device_, 0};
     }
   }
-  ThreadRings::instance().push(records.data(), n);
+  if (gpu_on_) {
+    // The event handles ride in the ring to the drainer, which resolves them.
+    records[n++] = Record{static_cast<int64_t>(reinterpret_cast<uintptr_t>(gpu_.start)),
+                          static_cast<int64_t>(reinterpret_cast<uintptr_t>(gpu_.end)),
+                          call_id_,
+                          engine_id_,
+                          tid,
+                          static_cast<uint8_t>(Phase::kGpuPending),
+                          flags,
+                          device_,
+                          gpu_.stream};
+  }
+  if (!ThreadRings::instance().push(records.data(), n) && gpu_on_) gpu::release(device_, &gpu_);
   EngineStats::instance().add_call(engine_id_, end - begin_, phase_ns, error);
 }
 

@@ -29,6 +29,7 @@
 #include <cstdint>
 
 #include "common/record.h"
+#include "hook/gpu_timing.h"
 
 namespace trt_trace {
 
@@ -44,6 +45,7 @@ class CallScope {
 
   uint64_t call_id() const noexcept { return call_id_; }
   uint16_t device() const noexcept { return device_; }
+  // Only before any GPU event was recorded (CPU inputs: the outputs name the device).
   void set_device(uint16_t device) noexcept { device_ = device; }
 
   // Called by the RecordFunction observer for top-level ops of this call.
@@ -65,6 +67,8 @@ class CallScope {
   bool finished_ = false;
   bool nested_ = false;
   bool nvtx_ = false;
+  bool gpu_on_ = false;         // this call has a start event recorded
+  gpu::CallEvents gpu_{};
   uint8_t nvtx_phase_ = 0;
   Stage stage_ = kBeforeInputs;
   uint64_t call_id_;

@@ -9,11 +9,13 @@
 
 #include <cstdio>
 #include <cstring>
+#include <mutex>
 
 #include "buffer/thread_rings.h"
 #include "common/clock.h"
 #include "hook/engine_registry.h"
 #include "hook/engine_stats.h"
+#include "hook/gpu_timing.h"
 #include "hook/nvtx_ranges.h"
 #include "hook/tracing_state.h"
 #include "ops/timing_table.h"
@@ -55,15 +57,27 @@ bool get_nvtx() { return nvtx::enabled(); }
 
 void reset() { EngineStats::instance().reset(); }
 
-at::Tensor drain(int64_t max_records) {
+// Records drained from every thread's ring, with the GPU spans resolved so far.
+// wait_gpu: wait for every pending GPU span (final drain; never on a hot path).
+at::Tensor drain(int64_t max_records, bool wait_gpu) {
   TORCH_CHECK(max_records > 0, "trt_trace::drain: max_records must be positive");
+  static std::mutex drain_mutex;  // the GPU resolver has one consumer at a time
+  std::lock_guard<std::mutex> lock(drain_mutex);
   at::Tensor out = at::empty({max_records * static_cast<int64_t>(sizeof(Record))}, at::kByte);
-  const size_t n = ThreadRings::instance().drain(reinterpret_cast<Record*>(out.data_ptr<uint8_t>()),
-                                                 static_cast<size_t>(max_records));
+  auto* records = reinterpret_cast<Record*>(out.data_ptr<uint8_t>());
+  size_t n = ThreadRings::instance().drain(records, static_cast<size_t>(max_records));
+  n = gpu::Resolver::instance().take_pending(records, n);
+  n += gpu::Resolver::instance().resolve(records + n, static_cast<size_t>(max_records) - n, wait_gpu);
   return out.narrow(0, 0, static_cast<int64_t>(n * sizeof(Record)));
 }
 
-int64_t pending() { return static_cast<int64_t>(ThreadRings::instance().pending()); }
+int64_t pending() {
+  return static_cast<int64_t>(ThreadRings::instance().pending() + gpu::Resolver::instance().pending());
+}
+
+bool set_gpu_timing(bool enable) { return gpu::set_enabled(enable); }
+bool get_gpu_timing() { return gpu::enabled() && gpu::available(); }
+std::vector<int64_t> gpu_clock_stats() { return gpu::Resolver::instance().clock_stats(); }
 
 // Rows: thread id, produced, dropped, capacity, alive.
 at::Tensor thread_counts() {
@@ -163,7 +177,10 @@ TORCH_LIBRARY(trt_trace, m) {
   m.def("reset() -> ()", &reset);
   m.def("set_nvtx(bool enable) -> bool", &set_nvtx);
   m.def("get_nvtx() -> bool", &get_nvtx);
-  m.def("drain(int max_records) -> Tensor", &drain);
+  m.def("drain(int max_records, bool wait_gpu=False) -> Tensor", &drain);
+  m.def("set_gpu_timing(bool enable) -> bool", &set_gpu_timing);
+  m.def("get_gpu_timing() -> bool", &get_gpu_timing);
+  m.def("gpu_clock_stats() -> int[]", &gpu_clock_stats);
   m.def("pending() -> int", &pending);
   m.def("thread_counts() -> Tensor", &thread_counts);
   m.def("reset_thread_counts() -> ()", &reset_thread_counts);

@@ -20,16 +20,18 @@ from typing import Any, BinaryIO
 import numpy as np
 import orjson
 
-from ..records import FLAG_CAPTURED, FLAG_ERROR, FLAG_NESTED, PHASE_CALL, PHASE_NAMES
+from ..records import FLAG_CAPTURED, FLAG_ERROR, FLAG_NESTED, NO_DEVICE, PHASE_CALL, PHASE_GPU, PHASE_NAMES
 from ..tracks import LaneAssigner
 
 CATEGORY = "trt_trace"
 LANE_STRIDE = 1 << 20  # track id = engine id + lane * LANE_STRIDE
+GPU_TRACKS = 1 << 31  # GPU track ids: GPU_TRACKS + engine id + lane * LANE_STRIDE
 METADATA_EVENT = "trt_trace_metadata"
+FLOW_NAME = "launch"  # enqueue slice -> the call's GPU slice
 
 
-def track_id(engine_id: int, lane: int) -> int:
-    return engine_id + lane * LANE_STRIDE
+def track_id(engine_id: int, lane: int, gpu: bool = False) -> int:
+    return (GPU_TRACKS if gpu else 0) + engine_id + lane * LANE_STRIDE
 
 
 class ChromeJsonWriter:
@@ -43,8 +45,10 @@ class ChromeJsonWriter:
         self._names: list[str] = []
         self._file: BinaryIO | None = None if lazy else open(path, "wb")  # noqa: SIM115 (closed in finish)
         self._header: list[dict[str, Any]] = []
+        self.gpu_flows = True  # set False when GPU timing is off (no GPU slice to point at)
         self._pid = os.getpid()
         self._lanes = LaneAssigner()
+        self._gpu_lanes = LaneAssigner()
         self._named_tracks: set[int] = set()
         self._first = True
         self.events_written = 0
@@ -83,38 +87,48 @@ class ChromeJsonWriter:
             self._names = self._engine_names()
         return self._names[engine_id] if engine_id < len(self._names) else f"engine_{engine_id}"
 
-    def _track_events(self, engine_id: int, lane: int) -> list[dict[str, Any]]:
-        tid = track_id(engine_id, lane)
+    def _track_events(self, engine_id: int, lane: int, gpu: bool = False) -> list[dict[str, Any]]:
+        tid = track_id(engine_id, lane, gpu)
         if tid in self._named_tracks:
             return []
         self._named_tracks.add(tid)
-        name = self._engine_name(engine_id) + ("" if lane == 0 else f" ({lane + 1})")
+        name = self._engine_name(engine_id) + (" GPU" if gpu else "") + ("" if lane == 0 else f" ({lane + 1})")
+        # A GPU track sorts right under its engine's host track(s).
+        sort_index = engine_id * 64 + (32 if gpu else 0) + min(lane, 31)
         return [
             {"ph": "M", "name": "thread_name", "pid": self._pid, "tid": tid, "args": {"name": name}},
-            {"ph": "M", "name": "thread_sort_index", "pid": self._pid, "tid": tid,
-             "args": {"sort_index": engine_id * 64 + lane}},
+            {"ph": "M", "name": "thread_sort_index", "pid": self._pid, "tid": tid, "args": {"sort_index": sort_index}},
         ]
 
     def write(self, records: np.ndarray) -> None:
         if len(records) == 0:
             return
-        lanes = self._lanes.assign(records).tolist()
+        is_gpu = records["phase"] == PHASE_GPU
+        lanes = self._lanes.assign(records[~is_gpu]).tolist()
+        # GPU spans of one engine overlap when its calls run on several streams: lanes of their own.
+        gpu_lanes = self._gpu_lanes.assign_spans(records[is_gpu]).tolist()
+        host_lane = iter(lanes)
+        gpu_lane = iter(gpu_lanes)
         events: list[dict[str, Any]] = self._header
         self._header = []
         pid = self._pid
-        for (begin, end, call_id, engine_id, thread, phase, flags, device, _stream), lane in zip(
-            records.tolist(), lanes, strict=True
+        for (begin, end, call_id, engine_id, thread, phase, flags, device, stream), gpu in zip(
+            records.tolist(), is_gpu.tolist(), strict=True
         ):
-            if phase == PHASE_CALL or lane != 0:
-                events += self._track_events(engine_id, lane)
+            lane = next(gpu_lane) if gpu else next(host_lane)
+            tid = track_id(engine_id, lane, gpu)
+            if phase == PHASE_CALL or lane != 0 or gpu:
+                events += self._track_events(engine_id, lane, gpu)
             args: dict[str, Any] = {
                 "engine": self._engine_name(engine_id),
                 "engine_id": engine_id,
                 "call_id": call_id,
                 "thread": thread,
             }
-            if device != 0xFFFF:
+            if device != NO_DEVICE:
                 args["device"] = device
+            if gpu:
+                args["stream"] = stream
             if flags & FLAG_ERROR:
                 args["error"] = True
             if flags & FLAG_NESTED:
@@ -129,10 +143,18 @@ class ChromeJsonWriter:
                     "ts": begin / 1000.0,
                     "dur": (end - begin) / 1000.0,
                     "pid": pid,
-                    "tid": track_id(engine_id, lane),
+                    "tid": tid,
                     "args": args,
                 }
             )
+            # Flow arrow (v1): from the middle of the enqueue slice to the GPU slice it launched.
+            mid = (begin + end) / 2000.0
+            if gpu:
+                events.append({"ph": "f", "bp": "e", "cat": CATEGORY, "name": FLOW_NAME, "id": call_id,
+                               "ts": mid, "pid": pid, "tid": tid})
+            elif phase == 4 and device != NO_DEVICE and not flags & (FLAG_CAPTURED | FLAG_ERROR) and self.gpu_flows:
+                events.append({"ph": "s", "cat": CATEGORY, "name": FLOW_NAME, "id": call_id, "ts": mid,
+                               "pid": pid, "tid": tid})
         self._emit(events)
 
     def finish(self, end_metadata: dict[str, Any]) -> None:

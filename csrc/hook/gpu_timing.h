@@ -1,0 +1,71 @@
+// GPU execution spans of traced calls, from CUDA events, placed on the host clock.
+//
+// Hot path (the calling thread), per traced CUDA call: two pooled events
+// recorded on the caller's current stream, one before and one after the call.
+// The runtime orders the engine's work between them on that stream (directly,
+// or, when the caller is on the default stream, through its pool stream and
+// the caller<->engine event syncs). Nothing synchronises on this thread; while
+// the stream is capturing a CUDA graph no event is recorded and the call is
+// flagged kFlagCaptured instead.
+//
+// Drainer side (GpuResolver): the two event handles travel through the call's
+// ring as a kGpuPending record; the drainer queries them (never blocking,
+// except at the final drain) and turns each completed pair into a kGpu record
+// on the host clock:
+//   host(ev) = anchor.host_ns + elapsed(anchor.event, ev)
+// where an anchor is an event recorded on an idle stream of the resolver's own
+// and synchronised, its host time the midpoint of the tightest of three
+// record->sync windows. Anchors are renewed every second, so float32
+// elapsed-time precision and clock drift stay small; each renewal measures the
+// drift (the old anchor's prediction of the new one). The span starts no
+// earlier than the call's enqueue phase: the engine's GPU work cannot start
+// before it is launched.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "common/record.h"
+
+namespace trt_trace {
+namespace gpu {
+
+extern std::atomic<bool> g_enabled;
+inline bool enabled() noexcept { return g_enabled.load(std::memory_order_relaxed); }
+// Returns whether GPU timing is compiled in (a CUDA build).
+bool set_enabled(bool on);
+bool available() noexcept;
+
+struct CallEvents {
+  void* start = nullptr;  // cudaEvent_t
+  void* end = nullptr;
+  uint32_t stream = 0;    // low bits of the c10 stream id
+  bool captured = false;
+};
+
+// Before the call: checks capture, records the start event. False: no GPU span.
+bool begin_call(uint16_t device, CallEvents* ev) noexcept;
+// After the call: records the end event. False: no GPU span (events released).
+bool end_call(uint16_t device, CallEvents* ev) noexcept;
+// Gives the events back (the call's records were dropped, or it failed).
+void release(uint16_t device, CallEvents* ev) noexcept;
+
+// Drainer side. Not thread-safe: used under ThreadRings' drain lock.
+class Resolver {
+ public:
+  static Resolver& instance();
+  // Takes the kGpuPending records out of records[0..n) (compacting the rest in
+  // place; returns the new n) and remembers each call's enqueue begin.
+  size_t take_pending(Record* records, size_t n);
+  // Appends up to max resolved kGpu records to out. wait: block until every
+  // pending span is complete (final drain only).
+  size_t resolve(Record* out, size_t max, bool wait);
+  size_t pending() const noexcept;
+  // anchors made, max |drift| ns, last drift ns, last anchor window ns
+  std::vector<int64_t> clock_stats() const;
+};
+
+}  // namespace gpu
+}  // namespace trt_trace
