@@ -63,11 +63,13 @@ def get_gpu_timing() -> bool:
     return bool(_op("get_gpu_timing")())
 
 
-def gpu_clock_stats() -> dict[str, int]:
-    """How GPU times were placed on the host clock: anchors made, max |drift| between anchors (ns),
-    the last drift and the last anchor's record->sync window (ns)."""
-    made, max_drift, last_drift, window = _op("gpu_clock_stats")()
-    return {"anchors": made, "max_abs_drift_ns": max_drift, "last_drift_ns": last_drift, "anchor_window_ns": window}
+def gpu_clock_stats() -> dict[str, float]:
+    """How GPU times were placed on the host clock: anchors made, the largest distance of an anchor from
+    the clock line through the two before it (ns: the placement error that remains), the last one,
+    the last anchor's record->sync window (ns) and the GPU clock's rate difference (ppm)."""
+    made, max_res, last_res, window, rate_ppb = _op("gpu_clock_stats")()
+    return {"anchors": made, "max_abs_residual_ns": max_res, "last_residual_ns": last_res,
+            "anchor_window_ns": window, "gpu_clock_rate_ppm": rate_ppb / 1000.0}
 
 
 def pending() -> int:

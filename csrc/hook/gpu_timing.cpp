@@ -27,8 +27,8 @@ std::atomic<bool> g_enabled{true};
 namespace {
 
 constexpr int kMaxDevices = 64;
-constexpr int64_t kReanchorNs = 1000000000;  // renew anchors every second
-constexpr size_t kAnchorsKept = 8;
+constexpr int64_t kReanchorNs = 100000000;  // a new anchor every 100 ms while spans resolve
+constexpr size_t kAnchorsKept = 64;
 
 // Event pool: each thread takes events from its own free list; the resolver
 // returns used ones to a shared list that threads refill from in bulk (one
@@ -143,19 +143,20 @@ struct DeviceClock {
 };
 
 struct Pending {
-  Record rec;            // the kGpuPending record (begin/end hold the events)
-  int64_t not_before_ns; // the call's enqueue begin
+  Record rec;             // the kGpuPending record (begin/end hold the events)
+  int64_t not_before_ns;  // the call's enqueue begin
+  int64_t completed_ns;   // host time when the end event was seen complete (0: not yet)
 };
 
 struct ResolverState {
   std::array<DeviceClock, kMaxDevices> clocks;
   std::deque<Pending> pending;
   std::unordered_map<uint64_t, int64_t> enqueue_begin;  // call id -> host ns
-  std::vector<cudaEvent_t> spare_anchor_events;
   int64_t anchors_made = 0;
-  int64_t max_abs_drift_ns = 0;
-  int64_t last_drift_ns = 0;
+  int64_t max_abs_residual_ns = 0;  // anchor vs the linear clock fitted on the two before it
+  int64_t last_residual_ns = 0;
   int64_t last_window_ns = 0;
+  double rate_ppm = 0;              // GPU clock rate vs CLOCK_MONOTONIC, last interval
 };
 
 ResolverState& state() {
@@ -163,20 +164,20 @@ ResolverState& state() {
   return *s;
 }
 
-float elapsed_ms(cudaEvent_t from, cudaEvent_t to) {
+// Elapsed ns from a to b (both complete), as CUDA measures it (0.5 us resolution).
+double elapsed_ns(cudaEvent_t a, cudaEvent_t b) {
   float ms = 0.f;
-  if (cudaEventElapsedTime(&ms, from, to) != cudaSuccess) {
+  if (cudaEventElapsedTime(&ms, a, b) != cudaSuccess) {
     cudaGetLastError();
-    return 0.f;
+    return 0.0;
   }
-  return ms;
+  return static_cast<double>(ms) * 1e6;
 }
 
-// A new anchor for `device`, if the last one is older than kReanchorNs.
-void maybe_anchor(ResolverState& s, uint16_t device) {
+// Records an anchor for `device` now: the tightest of three record->sync windows on an idle
+// stream of our own, its host time the window's midpoint.
+void make_anchor(ResolverState& s, uint16_t device) {
   DeviceClock& clock = s.clocks[device];
-  const int64_t now = now_ns();
-  if (!clock.anchors.empty() && now - clock.anchors.back().host_ns < kReanchorNs) return;
   c10::cuda::CUDAGuard guard(static_cast<c10::DeviceIndex>(device));
   if (clock.stream == nullptr && cudaStreamCreateWithFlags(&clock.stream, cudaStreamNonBlocking) != cudaSuccess) {
     cudaGetLastError();
@@ -189,25 +190,33 @@ void maybe_anchor(ResolverState& s, uint16_t device) {
     cudaEvent_t e = nullptr;
     if (cudaEventCreateWithFlags(&e, cudaEventDefault) != cudaSuccess) {
       cudaGetLastError();
-      return;
+      break;
     }
     const int64_t before = now_ns();
-    cudaEventRecord(e, clock.stream);
-    cudaEventSynchronize(e);
+    const bool ok = cudaEventRecord(e, clock.stream) == cudaSuccess && cudaEventSynchronize(e) == cudaSuccess;
     const int64_t after = now_ns();
-    if (after - before < best_window) {
+    if (ok && after - before < best_window) {
       if (best.event != nullptr) cudaEventDestroy(best.event);
       best = Anchor{e, before + (after - before) / 2};
       best_window = after - before;
     } else {
+      cudaGetLastError();
       cudaEventDestroy(e);
     }
   }
-  if (!clock.anchors.empty()) {
-    const Anchor& prev = clock.anchors.back();
-    const int64_t predicted = prev.host_ns + static_cast<int64_t>(elapsed_ms(prev.event, best.event) * 1e6);
-    s.last_drift_ns = best.host_ns - predicted;
-    s.max_abs_drift_ns = std::max(s.max_abs_drift_ns, std::abs(s.last_drift_ns));
+  if (best.event == nullptr) return;
+  const size_t n = clock.anchors.size();
+  if (n >= 2) {
+    // How far the new anchor lies from the clock line through the previous two: the error
+    // that piecewise-linear placement between anchors can still have.
+    const Anchor& a = clock.anchors[n - 2];
+    const Anchor& b = clock.anchors[n - 1];
+    const double gpu_ab = elapsed_ns(a.event, b.event);
+    const double rate = gpu_ab > 0 ? static_cast<double>(b.host_ns - a.host_ns) / gpu_ab : 1.0;
+    const int64_t predicted = b.host_ns + static_cast<int64_t>(elapsed_ns(b.event, best.event) * rate);
+    s.last_residual_ns = best.host_ns - predicted;
+    s.max_abs_residual_ns = std::max(s.max_abs_residual_ns, std::abs(s.last_residual_ns));
+    s.rate_ppm = (rate - 1.0) * 1e6;
   }
   s.last_window_ns = best_window;
   ++s.anchors_made;
@@ -218,13 +227,23 @@ void maybe_anchor(ResolverState& s, uint16_t device) {
   }
 }
 
-// Host time of a completed event: from the latest anchor made before `near_ns`.
-int64_t host_time(const DeviceClock& clock, cudaEvent_t e, int64_t near_ns) {
-  const Anchor* a = &clock.anchors.front();
-  for (const Anchor& cand : clock.anchors) {
-    if (cand.host_ns <= near_ns) a = &cand;
+// Host time of a completed event that precedes the newest anchor: linear between the two
+// anchors around it (the GPU and host clocks run at slightly different rates).
+int64_t host_time(const DeviceClock& clock, cudaEvent_t e) {
+  const size_t n = clock.anchors.size();
+  for (size_t i = n; i-- > 0;) {
+    const Anchor& a = clock.anchors[i];
+    const double from_a = elapsed_ns(a.event, e);
+    if (from_a < 0 && i > 0) continue;
+    if (i + 1 < n) {
+      const Anchor& b = clock.anchors[i + 1];
+      const double gpu_ab = elapsed_ns(a.event, b.event);
+      const double rate = gpu_ab > 0 ? static_cast<double>(b.host_ns - a.host_ns) / gpu_ab : 1.0;
+      return a.host_ns + static_cast<int64_t>(from_a * rate);
+    }
+    return a.host_ns + static_cast<int64_t>(from_a);
   }
-  return a->host_ns + static_cast<int64_t>(static_cast<double>(elapsed_ms(a->event, e)) * 1e6);
+  return 0;
 }
 
 }  // namespace
@@ -259,30 +278,42 @@ size_t Resolver::take_pending(Record* records, size_t n) {
 size_t Resolver::resolve(Record* out, size_t max, bool wait) {
   ResolverState& s = state();
   size_t n = 0;
-  size_t scanned = 0;
   const size_t limit = s.pending.size();
-  while (n < max && scanned < limit && !s.pending.empty()) {
+  for (size_t scanned = 0; n < max && scanned < limit && !s.pending.empty(); ++scanned) {
     Pending p = s.pending.front();
     s.pending.pop_front();
-    ++scanned;
     const uint16_t device = p.rec.device;
     auto start = reinterpret_cast<cudaEvent_t>(static_cast<uintptr_t>(p.rec.begin_ns));
     auto end = reinterpret_cast<cudaEvent_t>(static_cast<uintptr_t>(p.rec.end_ns));
     c10::cuda::CUDAGuard guard(static_cast<c10::DeviceIndex>(device));
-    cudaError_t st = wait ? cudaEventSynchronize(end) : cudaEventQuery(end);
-    if (st == cudaErrorNotReady) {
-      s.pending.push_back(p);  // later; other threads' spans may be ready
-      continue;
+    DeviceClock& clock = s.clocks[device];
+    bool failed = false;
+    if (p.completed_ns == 0) {
+      const cudaError_t st = wait ? cudaEventSynchronize(end) : cudaEventQuery(end);
+      if (st == cudaErrorNotReady) {
+        s.pending.push_back(p);  // later; other threads' spans may be ready
+        continue;
+      }
+      failed = st != cudaSuccess;
+      if (failed) cudaGetLastError();
+      p.completed_ns = now_ns();
     }
-    if (st != cudaSuccess) {
-      cudaGetLastError();
-    } else {
-      maybe_anchor(s, device);
-      const DeviceClock& clock = s.clocks[device];
+    if (!failed) {
+      // Placement needs an anchor taken after the span completed (to interpolate).
+      const bool anchored_after = !clock.anchors.empty() && clock.anchors.back().host_ns > p.completed_ns;
+      if (!anchored_after) {
+        const int64_t last = clock.anchors.empty() ? 0 : clock.anchors.back().host_ns;
+        if (wait || now_ns() - last >= kReanchorNs) {
+          make_anchor(s, device);
+        } else {
+          s.pending.push_back(p);  // at the next anchor, at most kReanchorNs from now
+          continue;
+        }
+      }
       if (!clock.anchors.empty()) {
-        int64_t b = host_time(clock, start, p.not_before_ns);
-        int64_t e = host_time(clock, end, p.not_before_ns);
-        if (b < p.not_before_ns) b = p.not_before_ns;
+        int64_t b = host_time(clock, start);
+        int64_t e = host_time(clock, end);
+        if (b < p.not_before_ns) b = p.not_before_ns;  // the engine's work cannot start before its launch
         if (e < b) e = b;
         Record r = p.rec;
         r.begin_ns = b;
@@ -305,7 +336,8 @@ size_t Resolver::pending() const noexcept { return state().pending.size(); }
 
 std::vector<int64_t> Resolver::clock_stats() const {
   const ResolverState& s = state();
-  return {s.anchors_made, s.max_abs_drift_ns, s.last_drift_ns, s.last_window_ns};
+  return {s.anchors_made, s.max_abs_residual_ns, s.last_residual_ns, s.last_window_ns,
+          static_cast<int64_t>(s.rate_ppm * 1000)};
 }
 
 #else  // CPU-only build: no GPU spans
@@ -326,7 +358,7 @@ Resolver& Resolver::instance() {
 size_t Resolver::take_pending(Record*, size_t n) { return n; }
 size_t Resolver::resolve(Record*, size_t, bool) { return 0; }
 size_t Resolver::pending() const noexcept { return 0; }
-std::vector<int64_t> Resolver::clock_stats() const { return {0, 0, 0, 0}; }
+std::vector<int64_t> Resolver::clock_stats() const { return {0, 0, 0, 0, 0}; }
 
 #endif
 
