@@ -206,7 +206,10 @@ void make_anchor(ResolverState& s, uint16_t device) {
   }
   if (best.event == nullptr) return;
   const size_t n = clock.anchors.size();
-  if (n >= 2) {
+  // Residuals only across back-to-back anchors: after a pause (tracing off, no GPU calls) the
+  // previous anchors are old and the line through them says little about the clock now.
+  const bool recent = n >= 2 && best.host_ns - clock.anchors[n - 2].host_ns < 4 * kReanchorNs;
+  if (recent) {
     // How far the new anchor lies from the clock line through the previous two: the error
     // that piecewise-linear placement between anchors can still have.
     const Anchor& a = clock.anchors[n - 2];

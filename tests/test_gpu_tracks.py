@@ -1,0 +1,61 @@
+"""GPU spans in the trace (layout only; the CUDA events themselves are checked on a GPU by
+tools/gpu_timing_check.py): GPU tracks per engine, flow arrows from enqueue, the gpu column."""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+from trace_checks import check_trace, load_strict
+
+from trt_trace import ops
+from trt_trace.records import RECORD_DTYPE
+from trt_trace.trace_summary import aggregate, summary_text
+from trt_trace.writers import ChromeJsonWriter
+
+
+def call_records(call_id, engine, begin, gpu_begin, gpu_end, stream=7):
+    """A CUDA call as the drain hands it over: call, 4 phases, and its GPU span."""
+    b = [begin, begin + 10_000, begin + 20_000, begin + 30_000, begin + 100_000]
+    rows = [(b[0], b[4], call_id, engine, 42, 0, 0, 0, 0)]
+    rows += [(b[p], b[p + 1], call_id, engine, 42, p + 1, 0, 0, 0) for p in range(4)]
+    rows.append((gpu_begin, gpu_end, call_id, engine, 42, 5, 0, 0, stream))
+    return rows
+
+
+def test_gpu_tracks_flows_and_table(tmp_path):
+    rows = []
+    # Engine 1: two calls whose GPU spans overlap (two streams) -> two GPU lanes.
+    rows += call_records(1, 1, 1_000_000, 1_030_000, 1_500_000, stream=7)
+    rows += call_records(2, 1, 1_200_000, 1_230_000, 1_400_000, stream=9)
+    rows += call_records(3, 2, 2_000_000, 2_040_000, 2_090_000)
+    records = np.array(rows, dtype=RECORD_DTYPE)
+    out = tmp_path / "gpu.json"
+    writer = ChromeJsonWriter(str(out), lambda: ["", "engine_a", "engine_b"])
+    writer.begin("test", {})
+    writer.write(records[records["phase"] != 5])  # host records first, GPU spans resolve later
+    writer.write(records[records["phase"] == 5])
+    writer.finish({"dropped_events": 0, "threads": []})
+    events = load_strict(out)
+    tracks = check_trace(events)
+    names = sorted(tracks.values())
+    assert "engine_a GPU" in names and "engine_a GPU (2)" in names and "engine_b GPU" in names
+    gpu = [e for e in events if e.get("name") == "gpu" and e["ph"] == "X"]
+    assert len(gpu) == 3 and all(tracks[e["tid"]].startswith(e["args"]["engine"] + " GPU") for e in gpu)
+    starts = {e["id"]: e for e in events if e["ph"] == "s"}
+    ends = {e["id"]: e for e in events if e["ph"] == "f"}
+    assert set(starts) == set(ends) == {1, 2, 3}
+    for call_id, s in starts.items():
+        assert tracks[s["tid"]] in ("engine_a", "engine_a (2)", "engine_b")  # from the host track
+        assert ends[call_id]["bp"] == "e" and "GPU" in tracks[ends[call_id]["tid"]]
+    s = aggregate(events)
+    by_name = dict(zip(s.names, s.stats.tolist(), strict=True))
+    assert by_name["engine_a"][7] == 470_000 + 170_000 and by_name["engine_a"][8] == 2
+    table = summary_text(str(out))
+    assert table.splitlines()[0].split()[-2:] == ["gpu", "ms"]
+
+
+def test_cpu_build_reports_no_gpu_timing():
+    if torch.cuda.is_available():
+        return
+    assert ops.set_gpu_timing(True) is False
+    assert ops.get_gpu_timing() is False
