@@ -25,7 +25,8 @@ def _start_from_env() -> None:
         try:
             # Lazy file: children that import torch but run no engine (compile workers, data
             # loader workers) inherit the variable and must not leave empty traces behind.
-            session.start(path, settings.buffer_events, settings.nvtx, lazy_file=True, gpu=settings.gpu)
+            session.start(path, settings.buffer_events, settings.nvtx, lazy_file=True, gpu=settings.gpu,
+                          max_bytes=settings.max_bytes, split=settings.split)
         except session.TraceError as exc:
             config.warn(f"TRT_TRACE_OUT: {exc}; running untraced")
     except Exception as exc:  # never take the user's process down

@@ -67,6 +67,37 @@ def buffer_events() -> int:
     return value
 
 
+DEFAULT_MAX_MB = 1024.0  # the Perfetto UI struggles with JSON traces of ~1 GB
+
+
+def max_bytes() -> int:
+    """TRT_TRACE_MAX_MB: size limit of one trace file in MiB (0: none)."""
+    raw = os.environ.get("TRT_TRACE_MAX_MB")
+    if raw is None or raw.strip() == "":
+        return int(DEFAULT_MAX_MB * 1024 * 1024)
+    try:
+        value = float(raw)
+        if value < 0 or value != value:
+            raise ValueError
+    except ValueError:
+        warn(f"TRT_TRACE_MAX_MB={raw!r} is not a size in MiB; use e.g. 512, or 0 for no limit "
+             f"(using {DEFAULT_MAX_MB:g})")
+        value = DEFAULT_MAX_MB
+    return int(value * 1024 * 1024)
+
+
+def split_at_limit() -> bool:
+    """TRT_TRACE_ON_LIMIT: 'split' (numbered files, default) or 'stop' (no more events written)."""
+    raw = os.environ.get("TRT_TRACE_ON_LIMIT")
+    if raw is None or raw.strip() == "":
+        return True
+    value = raw.strip().lower()
+    if value in ("split", "stop"):
+        return value == "split"
+    warn(f"TRT_TRACE_ON_LIMIT={raw!r} must be split or stop (using split)")
+    return True
+
+
 def expand_path(template: str) -> str:
     """Replaces {pid}, {rank} and {host} in an output path template."""
     rank = os.environ.get("RANK") or os.environ.get("LOCAL_RANK") or "0"
@@ -83,13 +114,20 @@ class Settings:
     buffer_events: int
     gpu: bool
     nvtx: bool
+    max_bytes: int
+    split: bool
 
 
 def from_env() -> Settings:
     out = os.environ.get("TRT_TRACE_OUT")
+    if out is not None and out.strip() == "":
+        warn("TRT_TRACE_OUT is set but empty; give a file name such as trace.json (running untraced)")
+        out = None
     return Settings(
-        out_template=out if out is not None and out.strip() != "" else None,
+        out_template=out,
         buffer_events=buffer_events(),
         gpu=parse_bool("TRT_TRACE_GPU", True),
         nvtx=parse_bool("TRT_TRACE_NVTX", False),
+        max_bytes=max_bytes(),
+        split=split_at_limit(),
     )

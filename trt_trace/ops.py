@@ -54,6 +54,10 @@ def drain(max_records: int, wait_gpu: bool = False) -> torch.Tensor:
     return _op("drain")(int(max_records), bool(wait_gpu))
 
 
+def after_fork_in_child() -> None:
+    _op("after_fork_in_child")()
+
+
 def set_gpu_timing(enable: bool) -> bool:
     """GPU spans (CUDA events) for traced CUDA calls on/off; returns False in a CPU-only build."""
     return bool(_op("set_gpu_timing")(bool(enable)))

@@ -9,14 +9,16 @@ from __future__ import annotations
 import atexit
 import os
 import platform
+import signal
 import sys
+import tempfile
 import threading
 import time
 from pathlib import Path
 from typing import Any
 
 from . import __version__, ops
-from .config import DEFAULT_BUFFER_EVENTS, warn
+from .config import DEFAULT_BUFFER_EVENTS, DEFAULT_MAX_MB, warn
 from .drainer import Drainer
 from .writers import ChromeJsonWriter
 
@@ -38,14 +40,20 @@ def _check_output_path(path: str) -> Path:
     parent = p.parent if str(p.parent) != "" else Path(".")
     if not parent.is_dir():
         raise TraceError(f"cannot write {path}: directory {parent} does not exist; create it or pick another path")
-    if not os.access(parent, os.W_OK) or (p.exists() and not os.access(p, os.W_OK)):
+    if p.exists() and not os.access(p, os.W_OK):
         raise TraceError(f"cannot write {path}: permission denied; pick a writable path")
+    try:  # the only sure test (root passes os.access on read-only file systems)
+        with tempfile.TemporaryFile(dir=parent):
+            pass
+    except OSError as exc:
+        raise TraceError(f"cannot write into {parent}: {exc.strerror or exc}; pick a writable path") from None
     return p
 
 
 class Session:
     def __init__(self, path: str, buffer_events: int = DEFAULT_BUFFER_EVENTS, nvtx: bool = False,
-                 lazy_file: bool = False, gpu: bool = True) -> None:
+                 lazy_file: bool = False, gpu: bool = True, max_bytes: int = int(DEFAULT_MAX_MB * 2**20),
+                 split: bool = True) -> None:
         self.path = str(_check_output_path(path))
         if not self.path.endswith(".json"):
             warn(f"{self.path}: writing Chrome trace JSON (name the file *.json to say so)")
@@ -54,7 +62,8 @@ class Session:
         self.gpu = gpu
         self.pid = os.getpid()
         try:
-            self.writer = ChromeJsonWriter(self.path, ops.engine_names, lazy=lazy_file)
+            self.writer = ChromeJsonWriter(self.path, ops.engine_names, lazy=lazy_file, max_bytes=max_bytes,
+                                           split=split)
         except OSError as exc:
             raise TraceError(f"cannot write {self.path}: {exc.strerror or exc}; pick a writable path") from exc
         self.drainer = Drainer(self._write_batch)
@@ -122,6 +131,9 @@ class Session:
             self.writer.finish(end)
         else:
             self.writer.abandon()
+        if self.writer.events_not_written:
+            warn(f"{self.writer.events_not_written} event(s) not written: {self.path} reached the size limit "
+                 "(TRT_TRACE_MAX_MB); set TRT_TRACE_ON_LIMIT=split to continue in numbered files")
         if dropped:
             n = sum(1 for t in threads if t["dropped"])
             warn(
@@ -131,19 +143,22 @@ class Session:
 
 
 def start(path: str, buffer_events: int | None = None, nvtx: bool = False, lazy_file: bool = False,
-          gpu: bool = True) -> Session:
+          gpu: bool = True, max_bytes: int | None = None, split: bool = True) -> Session:
     """Starts tracing every engine call of this process into `path` (Chrome trace JSON).
 
     nvtx=True also emits NVTX ranges (domain "trt_trace") for Nsight Systems. lazy_file=True creates
     the file only when the first engine call is traced (the TRT_TRACE_OUT start-up path). gpu=False
-    turns off GPU spans (CUDA events) of CUDA calls."""
+    turns off GPU spans (CUDA events) of CUDA calls. max_bytes: size limit of one file (default 1 GiB,
+    0 none); past it split=True continues in numbered files, split=False stops writing."""
     global _active
     with _lock:
         if _active is not None:
             raise TraceError(f"already tracing into {_active.path}; call trt_trace.stop() first")
-        session = Session(path, buffer_events or DEFAULT_BUFFER_EVENTS, nvtx, lazy_file, gpu)
+        session = Session(path, buffer_events or DEFAULT_BUFFER_EVENTS, nvtx, lazy_file, gpu,
+                          int(DEFAULT_MAX_MB * 2**20) if max_bytes is None else max_bytes, split)
         session.start()
         _active = session
+        _install_signal_handlers()
         return session
 
 
@@ -162,6 +177,52 @@ def stop() -> str | None:
 
 def active() -> Session | None:
     return _active
+
+
+def _finish_on_signal(signum, frame) -> None:  # noqa: ANN001
+    """SIGTERM: finish the trace, then die of the signal as the program would have."""
+    try:
+        stop()
+    finally:
+        signal.signal(signum, signal.SIG_DFL)
+        os.kill(os.getpid(), signum)
+
+
+def _install_signal_handlers() -> None:
+    # Only where the program left the default (it may have its own handler), and only from the
+    # main thread (Python's rule). SIGINT needs nothing: KeyboardInterrupt runs atexit.
+    if threading.current_thread() is not threading.main_thread():
+        return
+    try:
+        if signal.getsignal(signal.SIGTERM) == signal.SIG_DFL:
+            signal.signal(signal.SIGTERM, _finish_on_signal)
+    except (ValueError, OSError):
+        pass
+
+
+def _after_fork_in_child() -> None:
+    """A forked child must not write into the parent's file: its copy of the session is dropped
+    (the file object closed without a write); with {pid} in TRT_TRACE_OUT it gets a trace of its own."""
+    global _active
+    session, _active = _active, None
+    if session is None:
+        return
+    session.writer.abandon()
+    ops.after_fork_in_child()
+    template = os.environ.get("TRT_TRACE_OUT", "")
+    if "{pid}" in template:
+        from . import config
+
+        try:
+            start(config.expand_path(template), session.buffer_events, session.nvtx, lazy_file=True, gpu=False)
+        except Exception as exc:
+            warn(f"TRT_TRACE_OUT: could not trace the forked child ({exc})")
+    else:
+        ops.set_profile_execution(False)
+
+
+os.register_at_fork(before=_lock.acquire, after_in_parent=_lock.release,
+                    after_in_child=lambda: (_lock._at_fork_reinit(), _after_fork_in_child()))
 
 
 @atexit.register

@@ -62,6 +62,9 @@ class RecordRing {
     return n;
   }
 
+  // Forgets every pending record (a forked child must not write its parent's events).
+  void discard() noexcept { tail_.store(head_.load(std::memory_order_acquire), std::memory_order_release); }
+
   size_t capacity() const noexcept { return capacity_; }
   uint64_t pushed() const noexcept { return head_.load(std::memory_order_acquire); }
   uint64_t dropped() const noexcept { return dropped_.load(std::memory_order_relaxed); }

@@ -1,5 +1,6 @@
 #include "buffer/thread_rings.h"
 
+#include <pthread.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -33,8 +34,37 @@ thread_local LocalRing t_local;
 ThreadRings& ThreadRings::instance() {
   // Leaked on purpose: worker threads may still record while static
   // destructors run at exit.
-  static ThreadRings* rings = new ThreadRings();
+  static ThreadRings* rings = [] {
+    auto* r = new ThreadRings();
+    pthread_atfork([] { ThreadRings::instance().before_fork(); },
+                   [] { ThreadRings::instance().after_fork_parent(); },
+                   [] { ThreadRings::instance().after_fork_child(); });
+    return r;
+  }();
   return *rings;
+}
+
+void ThreadRings::before_fork() noexcept {
+  drain_mutex_.lock();
+  mutex_.lock();
+}
+
+void ThreadRings::after_fork_parent() noexcept {
+  mutex_.unlock();
+  drain_mutex_.unlock();
+}
+
+void ThreadRings::after_fork_child() noexcept {
+  retired_.clear();
+  for (size_t i = 0; i < slots_.size(); ++i) {
+    Slot& s = *slots_[i];
+    s.ring->discard();
+    s.owned = t_local.ring != nullptr && t_local.index == i;  // only the forking thread lives on
+    s.base_pushed = s.ring->pushed();
+    s.base_dropped = s.ring->dropped();
+  }
+  mutex_.unlock();
+  drain_mutex_.unlock();
 }
 
 size_t ThreadRings::acquire(uint32_t thread_id) {

@@ -54,6 +54,13 @@ class ThreadRings {
   // Called from the thread_local owner's destructor.
   void release(size_t ring_index, uint32_t thread_id) noexcept;
 
+  // fork(): the locks are taken before and released after it on both sides, so a
+  // child never inherits a lock held by a thread that does not exist there; the
+  // child also forgets the parent's pending records and its other threads' rings.
+  void before_fork() noexcept;
+  void after_fork_parent() noexcept;
+  void after_fork_child() noexcept;
+
  private:
   struct Slot {
     std::unique_ptr<RecordRing> ring;

@@ -3,6 +3,8 @@
 #include <ATen/core/class_type.h>
 #include <ATen/core/function.h>
 
+#include <pthread.h>
+
 #include <array>
 #include <sstream>
 
@@ -56,7 +58,14 @@ std::string parse_engine_name(const std::string& text) {
 }
 
 EngineRegistry& EngineRegistry::instance() {
-  static EngineRegistry* registry = new EngineRegistry();  // outlives worker threads at exit
+  static EngineRegistry* registry = [] {
+    auto* r = new EngineRegistry();  // outlives worker threads at exit
+    // A forked child must not inherit the lock held by a parent thread.
+    pthread_atfork([] { EngineRegistry::instance().mutex_.lock(); },
+                   [] { EngineRegistry::instance().mutex_.unlock(); },
+                   [] { EngineRegistry::instance().mutex_.unlock(); });
+    return r;
+  }();
   return *registry;
 }
 

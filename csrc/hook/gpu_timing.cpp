@@ -337,6 +337,13 @@ size_t Resolver::resolve(Record* out, size_t max, bool wait) {
 
 size_t Resolver::pending() const noexcept { return state().pending.size(); }
 
+void Resolver::forget_pending() noexcept {
+  ResolverState& s = state();
+  s.pending.clear();
+  s.enqueue_begin.clear();
+  for (auto& clock : s.clocks) clock = DeviceClock{};
+}
+
 std::vector<int64_t> Resolver::clock_stats() const {
   const ResolverState& s = state();
   return {s.anchors_made, s.max_abs_residual_ns, s.last_residual_ns, s.last_window_ns,
@@ -361,6 +368,7 @@ Resolver& Resolver::instance() {
 size_t Resolver::take_pending(Record*, size_t n) { return n; }
 size_t Resolver::resolve(Record*, size_t, bool) { return 0; }
 size_t Resolver::pending() const noexcept { return 0; }
+void Resolver::forget_pending() noexcept {}
 std::vector<int64_t> Resolver::clock_stats() const { return {0, 0, 0, 0, 0}; }
 
 #endif

@@ -64,6 +64,8 @@ class Resolver {
   // pending span is complete (final drain only).
   size_t resolve(Record* out, size_t max, bool wait);
   size_t pending() const noexcept;
+  // A forked child cannot use its parent's CUDA events: forget them (no CUDA call).
+  void forget_pending() noexcept;
   // anchors made, max |residual| ns, last residual ns, last anchor window ns,
   // GPU clock rate - 1 in parts per billion
   std::vector<int64_t> clock_stats() const;

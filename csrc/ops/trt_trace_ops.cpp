@@ -57,12 +57,20 @@ bool get_nvtx() { return nvtx::enabled(); }
 
 void reset() { EngineStats::instance().reset(); }
 
+std::mutex g_drain_mutex;  // the GPU resolver has one consumer at a time
+
+// After fork(), in the child (from Python's os.register_at_fork): the parent's
+// pending GPU spans are not the child's to resolve.
+void after_fork_in_child() {
+  new (&g_drain_mutex) std::mutex();  // a lock held by a parent thread would never be released here
+  gpu::Resolver::instance().forget_pending();
+}
+
 // Records drained from every thread's ring, with the GPU spans resolved so far.
 // wait_gpu: wait for every pending GPU span (final drain; never on a hot path).
 at::Tensor drain(int64_t max_records, bool wait_gpu) {
   TORCH_CHECK(max_records > 0, "trt_trace::drain: max_records must be positive");
-  static std::mutex drain_mutex;  // the GPU resolver has one consumer at a time
-  std::lock_guard<std::mutex> lock(drain_mutex);
+  std::lock_guard<std::mutex> lock(g_drain_mutex);
   at::Tensor out = at::empty({max_records * static_cast<int64_t>(sizeof(Record))}, at::kByte);
   auto* records = reinterpret_cast<Record*>(out.data_ptr<uint8_t>());
   size_t n = ThreadRings::instance().drain(records, static_cast<size_t>(max_records));
@@ -179,6 +187,7 @@ TORCH_LIBRARY(trt_trace, m) {
   m.def("get_nvtx() -> bool", &get_nvtx);
   m.def("drain(int max_records, bool wait_gpu=False) -> Tensor", &drain);
   m.def("set_gpu_timing(bool enable) -> bool", &set_gpu_timing);
+  m.def("after_fork_in_child() -> ()", &after_fork_in_child);
   m.def("get_gpu_timing() -> bool", &get_gpu_timing);
   m.def("gpu_clock_stats() -> int[]", &gpu_clock_stats);
   m.def("pending() -> int", &pending);

@@ -9,6 +9,9 @@ Format decisions (see ../shared/notes/trace-formats.md):
 * Complete events ("X") with ts/dur in microseconds with three decimals (ns precision).
 * Trace-level facts (clock, versions, drops) ride on `trt_trace_metadata` M events, which viewers
   ignore and `trt-trace summary` reads.
+* Size limit (the Perfetto UI cannot open multi-GB JSON): past `max_bytes` the writer either
+  continues in numbered files (trace.1.json, trace.2.json, ...; each a complete trace with its own
+  track names) or stops writing and counts what it left out.
 """
 
 from __future__ import annotations
@@ -30,6 +33,12 @@ METADATA_EVENT = "trt_trace_metadata"
 FLOW_NAME = "launch"  # enqueue slice -> the call's GPU slice
 
 
+def _write_all(f: BinaryIO, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[f.write(view) :]
+
+
 def track_id(engine_id: int, lane: int, gpu: bool = False) -> int:
     return (GPU_TRACKS if gpu else 0) + engine_id + lane * LANE_STRIDE
 
@@ -37,14 +46,23 @@ def track_id(engine_id: int, lane: int, gpu: bool = False) -> int:
 class ChromeJsonWriter:
     """`write(records)` for each drained batch, then `finish(end_metadata)` once."""
 
-    def __init__(self, path: str, engine_names: Callable[[], list[str]], lazy: bool = False) -> None:
+    def __init__(self, path: str, engine_names: Callable[[], list[str]], lazy: bool = False,
+                 max_bytes: int = 0, split: bool = True) -> None:
         """lazy=True: the file is created at the first engine event, so processes that import torch
-        but never run an engine (compile workers, data loaders) leave no empty trace behind."""
+        but never run an engine (compile workers, data loaders) leave no empty trace behind.
+        max_bytes > 0: size limit per file; split=True continues in numbered files, False stops."""
         self.path = path
+        self.paths = [path]  # every file written, in order
+        self._max_bytes = max_bytes
+        self._split = split
+        self._file_bytes = 0
+        self.events_not_written = 0  # past the limit with split=False
+        self._track_meta: list[dict[str, Any]] = []  # every track's name events, for each new file
         self._engine_names = engine_names
         self._names: list[str] = []
-        self._file: BinaryIO | None = None if lazy else open(path, "wb")  # noqa: SIM115 (closed in finish)
+        self._file: BinaryIO | None = None if lazy else open(path, "wb", buffering=0)  # noqa: SIM115 (closed in finish)
         self._header: list[dict[str, Any]] = []
+        self._process_meta: list[dict[str, Any]] = []
         self.gpu_flows = True  # set False when GPU timing is off (no GPU slice to point at)
         self._pid = os.getpid()
         self._lanes = LaneAssigner()
@@ -59,15 +77,35 @@ class ChromeJsonWriter:
     def _emit(self, events: list[dict[str, Any]]) -> None:
         if not events:
             return
+        if self._max_bytes and self._file_bytes >= self._max_bytes:
+            if not self._split:
+                self.events_not_written += len(events)
+                return
+            self._next_file()
         body = orjson.dumps(events)[1:-1]  # the list's items, comma-separated
         if self._file is None:
-            self._file = open(self.path, "wb")  # noqa: SIM115 (closed in finish)
+            self._file = open(self.path, "wb", buffering=0)  # noqa: SIM115 (closed in finish)
         chunk = (b"[\n" if self._first else b",\n") + body
         self._first = False
-        self._file.write(chunk)
-        self._file.flush()
+        # Unbuffered, whole batches: nothing sits in a Python buffer that a forked child could flush
+        # into this file, and a killed process leaves every drained batch on disk.
+        _write_all(self._file, chunk)
         self.events_written += len(events)
         self.bytes_written += len(chunk)
+        self._file_bytes += len(chunk)
+
+    def _next_file(self) -> None:
+        """Closes the full file and opens the next numbered one, starting with every track's name."""
+        assert self._file is not None
+        _write_all(self._file, b"\n]\n")
+        self._file.close()
+        stem, dot, suffix = self.path.rpartition(".")
+        base = stem if dot else self.path
+        self.paths.append(f"{base}.{len(self.paths)}{dot}{suffix if dot else ''}")
+        self._file = open(self.paths[-1], "wb", buffering=0)  # noqa: SIM115 (closed in finish)
+        self._first = True
+        self._file_bytes = 0
+        self._emit(self._process_meta + self._track_meta)
 
     @property
     def created(self) -> bool:
@@ -78,6 +116,7 @@ class ChromeJsonWriter:
             {"ph": "M", "name": "process_name", "pid": self._pid, "tid": 0, "args": {"name": process_name}},
             {"ph": "M", "name": METADATA_EVENT, "pid": self._pid, "tid": 0, "args": metadata},
         ]
+        self._process_meta = list(self._header)
         if self._file is not None:
             self._emit(self._header)
             self._header = []
@@ -95,10 +134,12 @@ class ChromeJsonWriter:
         name = self._engine_name(engine_id) + (" GPU" if gpu else "") + ("" if lane == 0 else f" ({lane + 1})")
         # A GPU track sorts right under its engine's host track(s).
         sort_index = engine_id * 64 + (32 if gpu else 0) + min(lane, 31)
-        return [
+        meta = [
             {"ph": "M", "name": "thread_name", "pid": self._pid, "tid": tid, "args": {"name": name}},
             {"ph": "M", "name": "thread_sort_index", "pid": self._pid, "tid": tid, "args": {"sort_index": sort_index}},
         ]
+        self._track_meta += meta
+        return meta
 
     def write(self, records: np.ndarray) -> None:
         if len(records) == 0:
@@ -160,8 +201,11 @@ class ChromeJsonWriter:
     def finish(self, end_metadata: dict[str, Any]) -> None:
         if self._file is None:  # lazy and nothing was traced: no file
             return
+        end_metadata = dict(end_metadata, files=self.paths, events_not_written=self.events_not_written)
+        limit, self._max_bytes = self._max_bytes, 0  # the closing metadata always fits
         self._emit([{"ph": "M", "name": METADATA_EVENT, "pid": self._pid, "tid": 0, "args": end_metadata}])
-        self._file.write(b"\n]\n")
+        self._max_bytes = limit
+        _write_all(self._file, b"\n]\n")
         self._file.close()
 
     def abandon(self) -> None:
