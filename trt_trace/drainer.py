@@ -11,7 +11,7 @@ from . import ops
 from .config import warn
 from .records import from_bytes
 
-BATCH_RECORDS = 1 << 16  # 2.5 MiB per drain call
+BATCH_RECORDS = 1 << 14  # 640 KiB per drain call: the writer's transient memory stays a few MiB
 
 
 class Drainer:

@@ -102,6 +102,16 @@ def format_timing_table(names: list[str], stats: torch.Tensor, dropped: int = 0,
     return str(_op("format_timing_table")(names, stats, int(dropped), int(threads_with_drops)))
 
 
+def chrome_json_events(records, tids, pid: int, engine_json: list[str], flows: bool) -> memoryview:
+    """Chrome JSON text (comma-separated events) of a record batch; tids: the track of each record."""
+    import numpy as np
+    import torch
+
+    raw = torch.from_numpy(np.ascontiguousarray(records).view(np.uint8).reshape(-1))
+    return _op("chrome_json_events")(raw, torch.from_numpy(np.ascontiguousarray(tids, dtype=np.int64)), int(pid),
+                                     engine_json, bool(flows)).numpy().data
+
+
 def set_buffer_capacity(records: int) -> None:
     _op("set_buffer_capacity")(int(records))
 

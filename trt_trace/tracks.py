@@ -21,25 +21,51 @@ _REMEMBERED_CALLS = 8192
 class LaneAssigner:
     def __init__(self) -> None:
         self._lane_ends: dict[int, list[int]] = {}  # engine id -> end ns of each lane's last call
-        self._call_lane: OrderedDict[int, int] = OrderedDict()
+        self._call_lane: OrderedDict[int, int] = OrderedDict()  # calls not on lane 0
 
     def assign(self, records: np.ndarray) -> np.ndarray:
-        """Lane (0, 1, ...) for each record of a drained batch."""
+        """Lane (0, 1, ...) for each record of a drained batch (calls and their phases)."""
         lanes = np.zeros(len(records), dtype=np.int64)
-        is_call = records["phase"] == PHASE_CALL
-        call_idx = np.flatnonzero(is_call)
-        # Greedy in begin order: a lane takes a call that begins after the lane's last end.
-        order = call_idx[np.argsort(records["begin_ns"][call_idx], kind="stable")]
-        begins = records["begin_ns"].tolist()
-        ends = records["end_ns"].tolist()
-        engines = records["engine_id"].tolist()
-        call_ids = records["call_id"].tolist()
-        for i in order.tolist():
-            lanes[i] = self._call_lane[call_ids[i]] = self._place(engines[i], begins[i], ends[i])
+        call_idx = np.flatnonzero(records["phase"] == PHASE_CALL)
+        if len(call_idx) == 0:
+            return self._phase_lanes(records, lanes)
+        engines_all = records["engine_id"][call_idx]
+        begins_all = records["begin_ns"][call_idx]
+        order = call_idx[np.lexsort((begins_all, engines_all))]  # by engine, then begin
+        engines = records["engine_id"][order]
+        begins = records["begin_ns"][order]
+        ends = records["end_ns"][order]
+        # Vectorised: a call that begins before the previous call of its engine ended overlaps it.
+        same_engine = engines[1:] == engines[:-1]
+        overlapping = set(engines[1:][same_engine & (begins[1:] < ends[:-1])].tolist())
+        starts = np.flatnonzero(np.concatenate(([True], ~same_engine)))
+        bounds = np.append(starts, len(order)).tolist()
+        for g, engine in enumerate(engines[starts].tolist()):
+            lo, hi = bounds[g], bounds[g + 1]
+            lane_ends = self._lane_ends.setdefault(engine, [])
+            if engine not in overlapping and (not lane_ends or int(begins[lo]) >= max(lane_ends)):
+                # The usual case: calls one after another, all on the engine's first lane.
+                if lane_ends:
+                    lane_ends[0] = int(ends[hi - 1])
+                else:
+                    lane_ends.append(int(ends[hi - 1]))
+                continue
+            # Overlapping calls: greedy in begin order; a lane takes a call that begins after its last end.
+            for i, b, e in zip(order[lo:hi].tolist(), begins[lo:hi].tolist(), ends[lo:hi].tolist(), strict=True):
+                lane = self._place(engine, b, e)
+                lanes[i] = lane
+                if lane:
+                    self._call_lane[int(records["call_id"][i])] = lane
         while len(self._call_lane) > _REMEMBERED_CALLS:
             self._call_lane.popitem(last=False)
-        for i in np.flatnonzero(~is_call).tolist():
-            lanes[i] = self._call_lane.get(call_ids[i], 0)
+        return self._phase_lanes(records, lanes)
+
+    def _phase_lanes(self, records: np.ndarray, lanes: np.ndarray) -> np.ndarray:
+        if self._call_lane:  # phases follow their call's lane (also a call drained in an earlier batch)
+            others = np.flatnonzero(records["phase"] != PHASE_CALL)
+            moved = others[np.isin(records["call_id"][others], np.fromiter(self._call_lane, dtype=np.uint64))]
+            for i in moved.tolist():
+                lanes[i] = self._call_lane[int(records["call_id"][i])]
         return lanes
 
     def assign_spans(self, records: np.ndarray) -> np.ndarray:

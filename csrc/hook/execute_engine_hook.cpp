@@ -9,6 +9,9 @@
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <torch/library.h>
 
+#include <memory>
+#include <optional>
+
 #include "common/record.h"
 #include "hook/call_scope.h"
 #include "hook/engine_registry.h"
@@ -50,9 +53,32 @@ void execute_engine_hook(const c10::OperatorHandle& op, c10::DispatchKeySet ks, 
   traced_call(op, next, stack);
 }
 
+// The registration, held so that it can be undone: destroying the library
+// deregisters the kernel (benchmarks compare "not installed" in one process).
+std::unique_ptr<torch::Library>& hook_library() {
+  static auto* lib = new std::unique_ptr<torch::Library>();
+  return *lib;
+}
+
+void install_hook(bool installed) {
+  auto& lib = hook_library();
+  if (installed && !lib) {
+    lib = std::make_unique<torch::Library>(torch::Library::IMPL, "tensorrt",
+                                           std::make_optional(c10::DispatchKey::BackendSelect), __FILE__, __LINE__);
+    lib->impl("execute_engine", torch::CppFunction::makeFromBoxedFunction<&execute_engine_hook>());
+  } else if (!installed) {
+    lib.reset();
+  }
+}
+
+bool hook_installed() { return hook_library() != nullptr; }
+
+const bool g_installed_at_load = (install_hook(true), true);
+
 }  // namespace
 }  // namespace trt_trace
 
-TORCH_LIBRARY_IMPL(tensorrt, BackendSelect, m) {
-  m.impl("execute_engine", torch::CppFunction::makeFromBoxedFunction<&trt_trace::execute_engine_hook>());
+TORCH_LIBRARY_FRAGMENT(trt_trace, m) {
+  m.def("_install_hook(bool installed) -> ()", &trt_trace::install_hook);
+  m.def("_hook_installed() -> bool", &trt_trace::hook_installed);
 }

@@ -23,7 +23,8 @@ from typing import Any, BinaryIO
 import numpy as np
 import orjson
 
-from ..records import FLAG_CAPTURED, FLAG_ERROR, FLAG_NESTED, NO_DEVICE, PHASE_CALL, PHASE_GPU, PHASE_NAMES
+from .. import ops
+from ..records import PHASE_GPU
 from ..tracks import LaneAssigner
 
 CATEGORY = "trt_trace"
@@ -60,6 +61,7 @@ class ChromeJsonWriter:
         self._track_meta: list[dict[str, Any]] = []  # every track's name events, for each new file
         self._engine_names = engine_names
         self._names: list[str] = []
+        self._engine_json: list[str] = []  # names as JSON string literals, for the C++ formatter
         self._file: BinaryIO | None = None if lazy else open(path, "wb", buffering=0)  # noqa: SIM115 (closed in finish)
         self._header: list[dict[str, Any]] = []
         self._process_meta: list[dict[str, Any]] = []
@@ -74,25 +76,35 @@ class ChromeJsonWriter:
 
     # -- writing ---------------------------------------------------------------------------------
 
-    def _emit(self, events: list[dict[str, Any]]) -> None:
-        if not events:
+    def _emit(self, events: list[dict[str, Any]], body: bytes | memoryview = b"", count: int = 0) -> None:
+        """Writes `events` (dicts), then `body` (`count` events already formatted, comma-separated)."""
+        pieces = []
+        if events:
+            pieces.append(orjson.dumps(events)[1:-1])  # the list's items, comma-separated
+            count += len(events)
+        if len(body):
+            pieces.append(body)
+        if not pieces:
             return
         if self._max_bytes and self._file_bytes >= self._max_bytes:
             if not self._split:
-                self.events_not_written += len(events)
+                self.events_not_written += count
                 return
             self._next_file()
-        body = orjson.dumps(events)[1:-1]  # the list's items, comma-separated
         if self._file is None:
             self._file = open(self.path, "wb", buffering=0)  # noqa: SIM115 (closed in finish)
-        chunk = (b"[\n" if self._first else b",\n") + body
-        self._first = False
         # Unbuffered, whole batches: nothing sits in a Python buffer that a forked child could flush
         # into this file, and a killed process leaves every drained batch on disk.
-        _write_all(self._file, chunk)
-        self.events_written += len(events)
-        self.bytes_written += len(chunk)
-        self._file_bytes += len(chunk)
+        size = 0
+        for piece in pieces:
+            sep = b"[\n" if self._first else b",\n"
+            self._first = False
+            _write_all(self._file, sep)
+            _write_all(self._file, piece)
+            size += len(sep) + len(piece)
+        self.events_written += count
+        self.bytes_written += size
+        self._file_bytes += size
 
     def _next_file(self) -> None:
         """Closes the full file and opens the next numbered one, starting with every track's name."""
@@ -145,58 +157,24 @@ class ChromeJsonWriter:
         if len(records) == 0:
             return
         is_gpu = records["phase"] == PHASE_GPU
-        lanes = self._lanes.assign(records[~is_gpu]).tolist()
+        lanes = np.empty(len(records), dtype=np.int64)
+        lanes[~is_gpu] = self._lanes.assign(records[~is_gpu])
         # GPU spans of one engine overlap when its calls run on several streams: lanes of their own.
-        gpu_lanes = self._gpu_lanes.assign_spans(records[is_gpu]).tolist()
-        host_lane = iter(lanes)
-        gpu_lane = iter(gpu_lanes)
-        events: list[dict[str, Any]] = self._header
+        lanes[is_gpu] = self._gpu_lanes.assign_spans(records[is_gpu])
+        tids = records["engine_id"].astype(np.int64) + lanes * LANE_STRIDE + np.where(is_gpu, GPU_TRACKS, 0)
+        # Names for tracks seen for the first time (few per batch: a Python loop over unique ones).
+        meta: list[dict[str, Any]] = self._header
         self._header = []
-        pid = self._pid
-        for (begin, end, call_id, engine_id, thread, phase, flags, device, stream), gpu in zip(
-            records.tolist(), is_gpu.tolist(), strict=True
-        ):
-            lane = next(gpu_lane) if gpu else next(host_lane)
-            tid = track_id(engine_id, lane, gpu)
-            if phase == PHASE_CALL or lane != 0 or gpu:
-                events += self._track_events(engine_id, lane, gpu)
-            args: dict[str, Any] = {
-                "engine": self._engine_name(engine_id),
-                "engine_id": engine_id,
-                "call_id": call_id,
-                "thread": thread,
-            }
-            if device != NO_DEVICE:
-                args["device"] = device
-            if gpu:
-                args["stream"] = stream
-            if flags & FLAG_ERROR:
-                args["error"] = True
-            if flags & FLAG_NESTED:
-                args["nested"] = True
-            if flags & FLAG_CAPTURED:
-                args["captured"] = True
-            events.append(
-                {
-                    "ph": "X",
-                    "cat": CATEGORY,
-                    "name": PHASE_NAMES[phase],
-                    "ts": begin / 1000.0,
-                    "dur": (end - begin) / 1000.0,
-                    "pid": pid,
-                    "tid": tid,
-                    "args": args,
-                }
-            )
-            # Flow arrow (v1): from the middle of the enqueue slice to the GPU slice it launched.
-            mid = (begin + end) / 2000.0
-            if gpu:
-                events.append({"ph": "f", "bp": "e", "cat": CATEGORY, "name": FLOW_NAME, "id": call_id,
-                               "ts": mid, "pid": pid, "tid": tid})
-            elif phase == 4 and device != NO_DEVICE and not flags & (FLAG_CAPTURED | FLAG_ERROR) and self.gpu_flows:
-                events.append({"ph": "s", "cat": CATEGORY, "name": FLOW_NAME, "id": call_id, "ts": mid,
-                               "pid": pid, "tid": tid})
-        self._emit(events)
+        for tid in np.unique(tids).tolist():
+            if tid not in self._named_tracks:
+                gpu = tid >= GPU_TRACKS
+                rest = tid - GPU_TRACKS if gpu else tid
+                meta += self._track_events(rest % LANE_STRIDE, rest // LANE_STRIDE, gpu)
+        if len(self._engine_json) < len(self._names) or int(records["engine_id"].max()) >= len(self._engine_json):
+            self._engine_name(int(records["engine_id"].max()))  # refresh the names
+            self._engine_json = [orjson.dumps(n).decode() for n in self._names] or ['""']
+        body = ops.chrome_json_events(records, tids, self._pid, self._engine_json, self.gpu_flows)
+        self._emit(meta, body, len(records))
 
     def finish(self, end_metadata: dict[str, Any]) -> None:
         if self._file is None:  # lazy and nothing was traced: no file

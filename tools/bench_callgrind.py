@@ -1,0 +1,93 @@
+"""Per engine call cost in instructions (valgrind --tool=callgrind): repeatable to the instruction where
+wall-clock loops on these machines vary by microseconds.
+
+    python tools/bench_callgrind.py [--calls 2000]
+
+Each mode runs in its own process under callgrind, collecting only inside the C++ loop of boxed calls
+(tools/bench_overhead.py's boxed_loop, built on first use); instructions per call are the loop's total
+over the number of calls. Modes as in bench_overhead.py.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_overhead import LOOP_SRC, MODES  # noqa: E402
+
+WORKER = r"""
+import os, sys, tempfile, torch
+from torch.utils import cpp_extension
+mode, calls, src, build = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4]
+import trt_trace
+from trt_trace import standin
+standin.load()
+trt_trace._library.load()
+cpp_extension.load_inline("trt_trace_bench", [open(src).read()], build_directory=build, is_python_module=False,
+                          extra_cflags=["-O2"], verbose=False)
+es = [standin.make_engine("bench_engine")]
+x = [torch.ones(4)]
+loop = torch.ops.trt_trace_bench.boxed_loop
+d = tempfile.mkdtemp()
+if mode == "not installed":
+    torch.ops.trt_trace._install_hook(False)
+with trt_trace.tracing(os.path.join(d, "warm.json")):
+    pass
+if mode == "tracing on":
+    trt_trace.start(os.path.join(d, "t.json"))
+    loop(x, es, 50, 1)  # this thread's observer and ring exist before the counted calls
+    loop(x, es, calls, 1)
+    trt_trace.stop()
+elif mode == "torch.profiler":
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]):
+        loop(x, es, 50, 1)
+        loop(x, es, calls, 1)
+else:
+    loop(x, es, 50, 1)
+    loop(x, es, calls, 1)
+"""
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--calls", type=int, default=2000)
+    args = ap.parse_args()
+    build = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "trt_trace" / "bench_ext"
+    build.mkdir(parents=True, exist_ok=True)
+    src = Path(tempfile.mkdtemp()) / "loop.cpp"
+    src.write_text(LOOP_SRC)
+    # Build the loop extension outside valgrind first.
+    subprocess.run([sys.executable, "-c", WORKER, "installed, off", "10", str(src), str(build)], check=True,
+                   cwd=tempfile.gettempdir())
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TRT_TRACE_")}
+    env["TRT_TRACE_QUIET"] = "1"
+    per_call = {}
+    for mode in MODES:
+        counts = []
+        for calls in (args.calls, 2 * args.calls):  # the difference cancels the warm-up calls (50)
+            out = Path(tempfile.mkdtemp()) / "cg.out"
+            subprocess.run(["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}",
+                            "--toggle-collect=*boxed_loop*", sys.executable, "-c", WORKER, mode, str(calls), str(src),
+                            str(build)], env=env, check=True, capture_output=True, cwd=tempfile.gettempdir())
+            text = out.read_text(errors="replace")
+            m = re.search(r"^(?:summary|totals):\s+(\d+)", text, re.M)
+            counts.append(int(m.group(1)))
+        per_call[mode] = (counts[1] - counts[0]) / args.calls
+        print(f"  {mode:15s} {per_call[mode]:9.0f} instructions/call", flush=True)
+    base = per_call["not installed"]
+    for mode in MODES[1:]:
+        print(f"  {mode:15s} adds {per_call[mode] - base:7.0f} instructions/call")
+    on = per_call["tracing on"] - base
+    prof = per_call["torch.profiler"] - base
+    print(f"  tracing on adds {on / prof:.2f} x torch.profiler's added instructions")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,107 @@
+"""Drain + write throughput: trt_trace's Chrome JSON writer vs torch.profiler's export, per event.
+
+    python tools/bench_export.py [--calls 200000]
+
+trt_trace: `calls` synthetic engine calls (5 records each: the call and its 4 phases) on 6 engines,
+built as the drain hands them over (BATCH_RECORDS-record batches) and written as the drainer does.
+torch.profiler: a CPU profile of stand-in engine calls, then export_chrome_trace; events counted in the
+exported file. Reports events/s, bytes/event, and the writer's peak RSS growth.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import tempfile
+import time
+
+import numpy as np
+import torch
+
+from trt_trace import ops, standin
+from trt_trace.drainer import BATCH_RECORDS
+from trt_trace.records import RECORD_DTYPE
+from trt_trace.writers import ChromeJsonWriter
+
+
+def synthetic_batch(n_calls: int, first_call: int) -> np.ndarray:
+    rec = np.zeros(n_calls * 5, dtype=RECORD_DTYPE)
+    calls = np.arange(first_call, first_call + n_calls, dtype=np.int64)
+    begin = 1_000_000_000 + calls * 120_000
+    for p in range(5):
+        sl = rec[p::5]
+        sl["phase"] = p
+        sl["call_id"] = calls
+        sl["engine_id"] = 1 + calls % 6
+        sl["thread_id"] = 4242
+        sl["device"] = 0xFFFF
+        sl["begin_ns"] = begin if p == 0 else begin + (p - 1) * 25_000
+        sl["end_ns"] = begin + 100_000 if p == 0 else begin + p * 25_000
+    return rec
+
+
+def rss_kib() -> int:
+    return int(open("/proc/self/statm").read().split()[1]) * 4
+
+
+def bench_trt_trace(calls: int, d: str) -> tuple[float, float, int]:
+    names = ["", *[f"_run_on_acc_{i}_engine" for i in range(6)]]
+    step = BATCH_RECORDS // 5  # calls per drained batch, as the drainer hands them over
+    batches = [synthetic_batch(min(step, calls - c), c) for c in range(0, calls, step)]
+    n_events = sum(len(b) for b in batches)
+    writer = ChromeJsonWriter(os.path.join(d, "t.json"), lambda: names)
+    writer.begin("bench", {})
+    before = rss_kib()
+    peak = before
+    t0 = time.perf_counter()
+    for b in batches:
+        writer.write(b)
+        peak = max(peak, rss_kib())
+    dt = time.perf_counter() - t0
+    writer.finish({})
+    return n_events / dt, writer.bytes_written / n_events, peak - before
+
+
+def bench_profiler(calls: int, d: str) -> tuple[float, float]:
+    standin.load()
+    e = standin.make_engine("bench_engine")
+    x = [torch.ones(4)]
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as prof:
+        for _ in range(calls):
+            torch.ops.tensorrt.execute_engine(x, e)
+    path = os.path.join(d, "prof.json")
+    t0 = time.perf_counter()
+    prof.export_chrome_trace(path)
+    dt = time.perf_counter() - t0
+    n = sum(1 for ev in json.load(open(path))["traceEvents"] if ev.get("ph") == "X")
+    return n / dt, os.path.getsize(path) / n
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--calls", type=int, default=200000)
+    ap.add_argument("--profiler-calls", type=int, default=20000)
+    ap.add_argument("--repeats", type=int, default=5)
+    args = ap.parse_args()
+    ops.timing_table()  # load the library
+    ours, theirs = [], []
+    with tempfile.TemporaryDirectory() as d:
+        for _ in range(args.repeats):  # interleaved
+            ours.append(bench_trt_trace(args.calls, d))
+            theirs.append(bench_profiler(args.profiler_calls, d))
+    rate = statistics.median(r[0] for r in ours)
+    prof_rate = statistics.median(r[0] for r in theirs)
+    print(f"trt_trace Chrome JSON: {rate / 1e6:.2f} M events/s (spread {min(r[0] for r in ours) / 1e6:.2f}-"
+          f"{max(r[0] for r in ours) / 1e6:.2f}), {ours[0][1]:.0f} bytes/event, "
+          f"peak RSS growth {max(r[2] for r in ours) / 1024:.1f} MiB for {5 * args.calls} events")
+    print(f"torch.profiler export_chrome_trace: {prof_rate / 1e6:.3f} M events/s (spread "
+          f"{min(r[0] for r in theirs) / 1e6:.3f}-{max(r[0] for r in theirs) / 1e6:.3f}), "
+          f"{theirs[0][1]:.0f} bytes/event")
+    print(f"ratio: trt_trace exports {rate / prof_rate:.1f}x more events per second")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,137 @@
+"""Per engine call host overhead of trt_trace, from C++ loops of boxed calls (as the AOTInductor proxy
+executor and TorchScript make them), side by side in one run.
+
+    python tools/bench_overhead.py [--calls 20000] [--repeats 15] [--engines 1 10 100 1000] [--threads 1 2 4]
+
+Modes, interleaved in one process (so allocator and CPU state are shared), repeated:
+  not installed   the hook's kernel deregistered (torch.ops.trt_trace._install_hook(False))
+  installed, off  trt_trace loaded, tracing off (the hook: one relaxed load and the hand-off)
+  tracing on      host phases, drained to a trace file by the background drainer
+  torch.profiler  tracing off, torch.profiler recording CPU activities
+Prints ns per call (median over repeats, and spread) and the differences to "not installed".
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+LOOP_SRC = r"""
+#include <ATen/core/dispatch/Dispatcher.h>
+#include <torch/library.h>
+#include <chrono>
+#include <thread>
+
+// boxed_loop(inputs, engines, calls, threads) -> ns per call, averaged over threads: each thread calls
+// the engines round-robin through the dispatcher, boxed.
+static void boxed_loop(const c10::OperatorHandle&, torch::jit::Stack* stack) {
+  const int64_t threads = stack->back().toInt(); stack->pop_back();
+  const int64_t calls = stack->back().toInt(); stack->pop_back();
+  const c10::IValue engines = stack->back(); stack->pop_back();
+  const c10::IValue inputs = stack->back(); stack->pop_back();
+  const auto op = c10::Dispatcher::singleton().findSchemaOrThrow("tensorrt::execute_engine", "");
+  const auto list = engines.toList();
+  std::vector<double> ns(threads);
+  auto body = [&](int64_t t) {
+    const auto t0 = std::chrono::steady_clock::now();
+    for (int64_t i = 0; i < calls; ++i) {
+      torch::jit::Stack s{inputs, list.get((i + t) % list.size())};
+      op.callBoxed(&s);
+    }
+    ns[t] = std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - t0).count() / calls;
+  };
+  std::vector<std::thread> pool;
+  for (int64_t t = 1; t < threads; ++t) pool.emplace_back(body, t);
+  body(0);
+  for (auto& th : pool) th.join();
+  double sum = 0;
+  for (double v : ns) sum += v;
+  stack->push_back(c10::IValue(sum / threads));
+}
+
+TORCH_LIBRARY(trt_trace_bench, m) {
+  m.def("boxed_loop(Tensor[] inputs, Any engines, int calls, int threads) -> float",
+        torch::CppFunction::makeFromBoxedFunction<&boxed_loop>());
+}
+"""
+
+WORKER = r"""
+import json, os, sys, tempfile, torch
+from torch.utils import cpp_extension
+calls, engines, threads, repeats, src, build = sys.argv[1:7]
+calls, engines, threads, repeats = int(calls), int(engines), int(threads), int(repeats)
+import trt_trace
+from trt_trace import standin
+standin.load()
+trt_trace._library.load()
+cpp_extension.load_inline("trt_trace_bench", [open(src).read()], build_directory=build, is_python_module=False,
+                          extra_cflags=["-O2"], verbose=False)
+es = [standin.make_engine(f"bench_engine_{i}") for i in range(engines)]
+x = [torch.ones(4)]
+loop = torch.ops.trt_trace_bench.boxed_loop
+results = {m: [] for m in ("not installed", "installed, off", "tracing on", "torch.profiler")}
+with tempfile.TemporaryDirectory() as d:
+    with trt_trace.tracing(os.path.join(d, "warm.json")):
+        loop(x, es, 2000, threads)  # first-call costs, engine registration, observer set-up
+    for _ in range(repeats):
+        torch.ops.trt_trace._install_hook(False)
+        loop(x, es, 200, threads)
+        results["not installed"].append(loop(x, es, calls, threads))
+        torch.ops.trt_trace._install_hook(True)
+        loop(x, es, 200, threads)
+        results["installed, off"].append(loop(x, es, calls, threads))
+        with trt_trace.tracing(os.path.join(d, "t.json")):
+            loop(x, es, 200, threads)
+            results["tracing on"].append(loop(x, es, calls, threads))
+        with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]):
+            loop(x, es, 200, threads)
+            results["torch.profiler"].append(loop(x, es, calls, threads))
+print(json.dumps(results))
+"""
+
+MODES = ("not installed", "installed, off", "tracing on", "torch.profiler")
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--calls", type=int, default=20000)
+    ap.add_argument("--repeats", type=int, default=9)
+    ap.add_argument("--engines", type=int, nargs="+", default=[1])
+    ap.add_argument("--threads", type=int, nargs="+", default=[1])
+    args = ap.parse_args()
+    build = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "trt_trace" / "bench_ext"
+    build.mkdir(parents=True, exist_ok=True)
+    with tempfile.NamedTemporaryFile("w", suffix=".cpp", delete=False) as f:
+        f.write(LOOP_SRC)
+        src = f.name
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TRT_TRACE_")}
+    env["TRT_TRACE_QUIET"] = "1"
+    for engines in args.engines:
+        for threads in args.threads:
+            out = subprocess.run([sys.executable, "-c", WORKER, str(args.calls), str(engines), str(threads),
+                                  str(args.repeats), src, str(build)], env=env, capture_output=True, text=True,
+                                 cwd=tempfile.gettempdir())
+            if out.returncode != 0:
+                print(out.stderr[-3000:], file=sys.stderr)
+                return 1
+            results = json.loads(out.stdout.strip().splitlines()[-1])
+            base = statistics.median(results["not installed"])
+            print(f"engines={engines} threads={threads} calls/thread={args.calls} repeats={args.repeats}")
+            for mode in MODES:
+                v = results[mode]
+                med = statistics.median(v)
+                print(f"  {mode:15s} {med:9.0f} ns/call  (+{med - base:6.0f} ns)  spread {min(v):.0f}-{max(v):.0f}")
+            on = statistics.median(results["tracing on"]) - base
+            prof = statistics.median(results["torch.profiler"]) - base
+            print(f"  tracing on adds {on:.0f} ns = {on / prof:.2f} x torch.profiler's {prof:.0f} ns", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
