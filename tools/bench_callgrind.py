@@ -57,6 +57,7 @@ else:
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--calls", type=int, default=2000)
+    ap.add_argument("--modes", nargs="+", default=list(MODES), choices=MODES)
     args = ap.parse_args()
     build = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "trt_trace" / "bench_ext"
     build.mkdir(parents=True, exist_ok=True)
@@ -68,7 +69,7 @@ def main() -> int:
     env = {k: v for k, v in os.environ.items() if not k.startswith("TRT_TRACE_")}
     env["TRT_TRACE_QUIET"] = "1"
     per_call = {}
-    for mode in MODES:
+    for mode in args.modes:
         counts = []
         for calls in (args.calls, 2 * args.calls):  # the difference cancels the warm-up calls (50)
             out = Path(tempfile.mkdtemp()) / "cg.out"
@@ -80,12 +81,16 @@ def main() -> int:
             counts.append(int(m.group(1)))
         per_call[mode] = (counts[1] - counts[0]) / args.calls
         print(f"  {mode:15s} {per_call[mode]:9.0f} instructions/call", flush=True)
-    base = per_call["not installed"]
-    for mode in MODES[1:]:
-        print(f"  {mode:15s} adds {per_call[mode] - base:7.0f} instructions/call")
-    on = per_call["tracing on"] - base
-    prof = per_call["torch.profiler"] - base
-    print(f"  tracing on adds {on / prof:.2f} x torch.profiler's added instructions")
+    base = per_call.get("not installed")
+    if base is None:
+        return 0
+    for mode in per_call:
+        if mode != "not installed":
+            print(f"  {mode:15s} adds {per_call[mode] - base:7.0f} instructions/call")
+    if "tracing on" in per_call and "torch.profiler" in per_call:
+        on = per_call["tracing on"] - base
+        prof = per_call["torch.profiler"] - base
+        print(f"  tracing on adds {on / prof:.2f} x torch.profiler's added instructions")
     return 0
 
 
