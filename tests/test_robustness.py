@@ -346,3 +346,25 @@ def test_untraced_calls_after_stop_leave_nothing_behind():
     engine = standin.make_engine("after_engine")
     torch.ops.tensorrt.execute_engine([torch.ones(2)], engine)
     assert len(drain_all()) == 0
+
+
+def test_children_of_a_traced_command_are_traced_with_their_own_files(tmp_path):
+    """`trt-trace run` sets TRT_TRACE_OUT for the command; its Python children inherit it."""
+    from test_startup_and_cli import trt_trace_cmd
+
+    child = EAGER.format(name="child_engine")
+    parent = (f"import subprocess, sys\n{EAGER.format(name='parent_engine')}"
+              f"subprocess.run([sys.executable, '-c', {child!r}], check=True)\n")
+    script = tmp_path / "serve.py"
+    script.write_text(parent)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TRT_TRACE_")}
+    proc = subprocess.run(trt_trace_cmd() + ["run", "-o", str(tmp_path / "t_{pid}.json"), "--", sys.executable,
+                                             str(script)], env=env, capture_output=True, text=True, timeout=300,
+                          cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    engines = set()
+    for f in tmp_path.glob("t_*.json"):
+        events = load_strict(f)
+        check_trace(events)
+        engines |= {tuple(sorted({e["args"]["engine"] for e in events if e["ph"] == "X"}))}
+    assert engines == {("parent_engine",), ("child_engine",)}
