@@ -27,6 +27,9 @@ enum class Phase : uint8_t {
 };
 constexpr int kNumHostPhases = 4;  // workspace, inputs, outputs, enqueue
 
+// Slice / range names by Phase value (kCall..kGpu), as trt_trace/records.py PHASE_NAMES.
+inline constexpr const char* kPhaseNames[] = {"execute_engine", "workspace", "inputs", "outputs", "enqueue", "gpu"};
+
 // Bits of Record::flags.
 enum RecordFlags : uint8_t {
   kFlagError = 1 << 0,     // the engine call threw; its slices were closed at the throw

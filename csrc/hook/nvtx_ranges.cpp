@@ -20,7 +20,6 @@ std::atomic<bool> g_enabled{false};
 namespace {
 
 constexpr uint32_t kMaxNamedEngines = 1 << 16;
-const char* const kPhaseNames[] = {"execute_engine", "workspace", "inputs", "outputs", "enqueue", "gpu"};
 
 struct Domain {
   nvtxDomainHandle_t handle = nullptr;

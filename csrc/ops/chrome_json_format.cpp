@@ -19,8 +19,6 @@
 namespace trt_trace {
 namespace {
 
-const char* const kPhaseNames[] = {"execute_engine", "workspace", "inputs", "outputs", "enqueue", "gpu"};
-
 // A cursor into a buffer sized for the worst case up front: no capacity checks per append.
 struct Out {
   char* p;
