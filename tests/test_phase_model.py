@@ -140,3 +140,32 @@ def test_outputs_are_correct_with_tracing_on():
     for got, want in zip(outs, standin.reference_outputs(spec, xs), strict=True):
         torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-6)
     assert np.all(drain_all()["engine_id"] > 0)
+
+
+def test_allocations_nested_in_an_input_copy_stay_in_inputs():
+    # A non-contiguous input is copied by .contiguous() (clone -> empty_strided inside it): only
+    # the call's own top-level aten::empty may start `outputs`, so the copy's time is in `inputs`.
+    engine = standin.make_engine("nested_alloc_engine")
+    x = torch.randn(1500, 1500).t()  # ~9 MB copied per call, milliseconds on these machines
+    calls = traced_calls(engine, [x], n=3)
+    for phases in calls.values():
+        check_partition(phases)
+        inputs_ns = phases[IN][1] - phases[IN][0]
+        outputs_ns = phases[OUT][1] - phases[OUT][0]
+        assert inputs_ns > 5 * outputs_ns, (inputs_ns, outputs_ns)
+
+
+def test_ops_outside_traced_calls_are_not_observed():
+    # The observer's dispatch key is on only inside a call: other ops on the thread dispatch as usual
+    # (same results, and no records from them).
+    engine = standin.make_engine("outside_engine")
+    x = torch.randn(8, 8)
+    ops.set_profile_execution(True)
+    try:
+        torch.ops.tensorrt.execute_engine([x], engine)
+        y = (x @ x).view(64).clone()
+        z = torch.empty(3)
+    finally:
+        ops.set_profile_execution(False)
+    assert torch.equal(y, (x @ x).reshape(64)) and z.shape == (3,)
+    assert len(calls_of(drain_all())) == 1

@@ -1,7 +1,5 @@
 #include "hook/call_scope.h"
 
-#include <ATen/record_function.h>
-
 #include <array>
 #include <cstring>
 
@@ -13,56 +11,18 @@
 
 namespace trt_trace {
 
-namespace {
+namespace detail {
+thread_local CallScope* t_current_call = nullptr;
+}  // namespace detail
 
-// The innermost traced call on this thread (nullptr outside traced calls).
-thread_local CallScope* t_current = nullptr;
-
-// This thread's RecordFunction callback: registered on the thread's first
-// traced call, then enabled only while a traced call runs, so ops outside
-// engine calls never pay for it.
-thread_local at::CallbackHandle t_callback = 0;
-
-std::unique_ptr<at::ObserverContext> observe_op_start(const at::RecordFunction& fn) {
-  CallScope* call = t_current;
-  if (call != nullptr && ++call->depth == 1) call->on_op_start(fn.name(), now_ns());
-  return nullptr;
-}
-
-void observe_op_end(const at::RecordFunction& /*fn*/, at::ObserverContext* /*ctx*/) {
-  CallScope* call = t_current;
-  if (call != nullptr && --call->depth == 0) call->on_op_end(now_ns());
-}
-
-void enable_observer() {
-  if (t_callback == 0) {
-    t_callback = at::addThreadLocalCallback(
-        at::RecordFunctionCallback(&observe_op_start, &observe_op_end)
-            .needsInputs(false)
-            .scopes({at::RecordScope::FUNCTION}));
-  } else {
-    at::reenableCallback(t_callback);
-  }
-}
-
-void disable_observer() { at::disableCallback(t_callback); }
-
-bool is_input_view(const char* name) { return std::strcmp(name, "aten::view") == 0; }
-bool is_allocation(const char* name) { return std::strncmp(name, "aten::empty", 11) == 0; }
-
-}  // namespace
+using detail::t_current_call;
 
 CallScope::CallScope(uint32_t engine_id, uint16_t device) noexcept
-    : engine_id_(engine_id), device_(device), call_id_(next_call_id()), outer_(t_current) {
+    : engine_id_(engine_id), device_(device), call_id_(next_call_id()), outer_(t_current_call) {
   nested_ = outer_ != nullptr;
-  if (!nested_) {
-    try {
-      enable_observer();
-    } catch (...) {
-      // No observer: the call is still timed, its phases all land in workspace.
-    }
-  }
-  t_current = this;
+  // Without the observer (op_observer.h) the call is still timed; its phases all land in workspace.
+  if (op_observer_available()) observe_.emplace();
+  t_current_call = this;
   nvtx_ = nvtx::enabled();
   if (nvtx_) {
     nvtx::push_call(engine_id_, call_id_);
@@ -84,10 +44,11 @@ CallScope::~CallScope() {
   if (!finished_) finish(true);
 }
 
-void CallScope::on_op_start(const char* name, int64_t t) noexcept {
+void CallScope::on_op_start(OpKind kind) noexcept {
   switch (stage_) {
     case kBeforeInputs:
-      if (is_input_view(name)) {
+      if (kind == OpKind::kInputView) {
+        const int64_t t = now_ns();
         inputs_begin_ = t;
         last_input_op_end_ = t;
         stage_ = kInputs;
@@ -95,7 +56,8 @@ void CallScope::on_op_start(const char* name, int64_t t) noexcept {
       }
       break;
     case kInputs:
-      if (is_allocation(name)) {
+      if (kind == OpKind::kAllocation) {
+        const int64_t t = now_ns();
         outputs_begin_ = t;
         enqueue_begin_ = t;
         stage_ = kOutputs;
@@ -103,7 +65,7 @@ void CallScope::on_op_start(const char* name, int64_t t) noexcept {
       }
       break;
     case kOutputs:
-      if (is_allocation(name)) {
+      if (kind == OpKind::kAllocation) {
         nvtx_switch(Phase::kOutputs);
       } else {
         stage_ = kAfterOutputs;
@@ -114,11 +76,11 @@ void CallScope::on_op_start(const char* name, int64_t t) noexcept {
   }
 }
 
-void CallScope::on_op_end(int64_t t) noexcept {
+void CallScope::on_op_end() noexcept {
   if (stage_ == kInputs) {
-    last_input_op_end_ = t;
+    last_input_op_end_ = now_ns();
   } else if (stage_ == kOutputs) {
-    enqueue_begin_ = t;
+    enqueue_begin_ = now_ns();
     nvtx_switch(Phase::kEnqueue);
   }
 }
@@ -127,16 +89,11 @@ void CallScope::finish(bool error) noexcept {
   if (finished_) return;
   finished_ = true;
   const int64_t end = now_ns();
-  t_current = outer_;
+  t_current_call = outer_;
+  observe_.reset();
   if (nvtx_) {
     if (nvtx_phase_ != 0) nvtx::pop();
     nvtx::pop();
-  }
-  if (!nested_) {
-    try {
-      disable_observer();
-    } catch (...) {
-    }
   }
 
   // Boundaries of the four phases: [b[p], b[p+1]).

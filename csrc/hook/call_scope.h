@@ -2,8 +2,8 @@
 //
 // Phase model (the real runtime's order, ../shared/notes): the runtime's own
 // steps are invisible, but the aten ops it dispatches are not. While a traced
-// call runs, a thread-local RecordFunction callback sees the call's top-level
-// ops (nested ops are ignored) and marks three boundaries:
+// call runs, the op observer (hook/op_observer.h) reports the call's top-level
+// ops (nested ops are not seen) and the scope marks three boundaries:
 //
 //   begin ── workspace ── first aten::view ── inputs ── first aten::empty* ──
 //         outputs ── end of the last consecutive aten::empty* ── enqueue ── end
@@ -27,11 +27,19 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 
 #include "common/record.h"
 #include "hook/gpu_timing.h"
+#include "hook/op_observer.h"
 
 namespace trt_trace {
+
+class CallScope;
+namespace detail {
+// The innermost traced call on this thread (nullptr outside traced calls).
+extern thread_local CallScope* t_current_call;
+}  // namespace detail
 
 class CallScope {
  public:
@@ -48,11 +56,12 @@ class CallScope {
   // Only before any GPU event was recorded (CPU inputs: the outputs name the device).
   void set_device(uint16_t device) noexcept { device_ = device; }
 
-  // Called by the RecordFunction observer for top-level ops of this call.
-  void on_op_start(const char* op_name, int64_t t) noexcept;
-  void on_op_end(int64_t t) noexcept;
+  static CallScope* current() noexcept { return detail::t_current_call; }
 
-  int depth = 0;  // RecordFunction nesting inside this call (observer-owned)
+  // Called by the op observer around each top-level op of this call. The clock
+  // is read only where an op marks a boundary.
+  void on_op_start(OpKind kind) noexcept;
+  void on_op_end() noexcept;
 
  private:
   // NVTX: the phase range now open (0 = none). Phases switch in real time, so
@@ -69,6 +78,7 @@ class CallScope {
   bool nvtx_ = false;
   bool gpu_on_ = false;         // this call has a start event recorded
   gpu::CallEvents gpu_{};
+  std::optional<ObserveOps> observe_;  // this thread's ops seen while the call runs
   uint8_t nvtx_phase_ = 0;
   Stage stage_ = kBeforeInputs;
   uint64_t call_id_;

@@ -1,8 +1,9 @@
 // The stand-in's execute_engine, in the real runtime's order (notes: "What one
 // execute_engine call does"). The aten ops it dispatches in steps 1, 2, 7 and 8
 // are the ones the tracer's phase model observes; the "engine" computation runs
-// with RecordFunction off, as TensorRT's enqueueV3 dispatches no aten op.
+// hidden from observers of the dispatcher, as TensorRT's enqueueV3 dispatches no aten op.
 #include <ATen/record_function.h>
+#include <c10/core/impl/LocalDispatchKeySet.h>
 
 #include <chrono>
 #include <cmath>
@@ -61,10 +62,15 @@ bool run_plan_cpu_float(const EngineParams& p, const std::vector<at::Tensor>& in
   return true;
 }
 
-// Other devices and dtypes: aten ops, hidden from RecordFunction observers (as TensorRT's are).
+// Other devices and dtypes: aten ops. TensorRT's kernels are no dispatcher ops, so these are hidden
+// from RecordFunction callbacks and from every dispatch key at or above ADInplaceOrView (modes,
+// wrappers, autograd): an observer of the call's ops sees what it would see with the real runtime.
 void run_plan(const EngineParams& p, const std::vector<at::Tensor>& inputs, std::vector<at::Tensor>& outputs) {
   if (run_plan_cpu_float(p, inputs, outputs)) return;
   at::RecordFunctionGuard invisible(/*is_enabled=*/false);
+  c10::impl::ExcludeDispatchKeyGuard below_modes(
+      c10::DispatchKeySet(c10::DispatchKeySet::FULL) -
+      c10::DispatchKeySet(c10::DispatchKeySet::FULL_AFTER, c10::DispatchKey::ADInplaceOrView));
   at::Tensor y = inputs[0].clone();
   for (size_t i = 1; i < inputs.size(); ++i) y.add_(inputs[i]);
   y.mul_(p.scale).add_(p.bias);
