@@ -1,7 +1,8 @@
 """The trt-trace command line.
 
     trt-trace run -o trace.json -- python serve.py --port 8000
-    trt-trace summary trace.json
+    trt-trace summary trace.json [--by-rank] [--plot engines.png]
+    trt-trace merge trace_0.json trace_1.json -o all.json
     trt-trace demo
 """
 
@@ -37,13 +38,51 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
 
 def _cmd_summary(args: argparse.Namespace) -> int:
-    from .trace_summary import TraceFileError, summary_text
+    from .trace_summary import TraceFileError, aggregate, load_events, summary_text
 
     try:
-        print(summary_text(args.trace), end="")
+        print(summary_text(args.trace, by_process=args.by_rank), end="")
+        summary = aggregate(load_events(args.trace)) if args.plot else None
     except TraceFileError as exc:
         print(f"trt-trace summary: {exc}", file=sys.stderr)
         return 1
+    if summary is None:
+        return 0
+    if not summary.names:
+        print(f"trt-trace summary: {args.trace} has no engine calls; nothing to plot", file=sys.stderr)
+        return 1
+    from .plot import plot_engines
+
+    inputs = summary.metadata.get("merged", {}).get("inputs", [])
+    title = os.path.basename(args.trace) + (f" ({len(inputs)} processes)" if len(inputs) > 1 else "")
+    try:
+        plot_engines(summary, args.plot, title)
+    except (OSError, ValueError) as exc:  # matplotlib: unwritable path, unknown image format
+        print(f"trt-trace summary: cannot write {args.plot}: {getattr(exc, 'strerror', None) or exc}",
+              file=sys.stderr)
+        return 1
+    print(f"plot: {args.plot}")
+    return 0
+
+
+def _cmd_merge(args: argparse.Namespace) -> int:
+    from .merge import MergeError, merge
+
+    try:
+        merged = merge(args.traces, args.output)
+    except MergeError as exc:
+        print(f"trt-trace merge: {exc}", file=sys.stderr)
+        return 1
+    inputs = merged["inputs"]
+    print(f"merged {len(args.traces)} file(s), {len(inputs)} process(es), "
+          f"{sum(i['calls'] for i in inputs)} engine calls into {args.output}")
+    for i in inputs:
+        who = "" if i["rank"] is None else f"rank {i['rank']} "
+        shift = f", shifted {i['offset_us'] / 1000:+.3f} ms" if i["offset_us"] else ""
+        state = "" if i["complete"] else ", cut short (process killed?)"
+        print(f"  {who}{i['host']} pid {i['pid_in_file']}: {i['calls']} calls{shift}{state}")
+    for note in merged["notes"]:
+        print(f"trt-trace merge: note: {note}", file=sys.stderr)
     return 0
 
 
@@ -65,8 +104,16 @@ def build_parser() -> argparse.ArgumentParser:
     run.set_defaults(func=_cmd_run)
 
     summary = sub.add_parser("summary", help="per-engine timing table of a trace file")
-    summary.add_argument("trace", help="trace.json written by trt_trace")
+    summary.add_argument("trace", help="trace.json written by trt_trace (or merged by trt-trace merge)")
+    summary.add_argument("--by-rank", action="store_true",
+                         help="one table per process (rank) of a merged trace, then all of them")
+    summary.add_argument("--plot", metavar="PNG", help="also draw per-engine bars by phase into this image")
     summary.set_defaults(func=_cmd_summary)
+
+    merge = sub.add_parser("merge", help="merge per-process (per-rank) traces into one, clocks aligned")
+    merge.add_argument("traces", nargs="+", help="trace files written by trt_trace, e.g. trace_*.json")
+    merge.add_argument("-o", "--output", required=True, help="the merged trace to write, e.g. all.json")
+    merge.set_defaults(func=_cmd_merge)
 
     demo = sub.add_parser("demo", help="trace a stand-in AOTInductor package with TRT_TRACE_OUT (see README)")
     demo.add_argument("--out", default="trace.json")

@@ -98,10 +98,32 @@ def split_at_limit() -> bool:
     return True
 
 
+def host_name() -> str:
+    """The host name written into traces and into {host}: the two must agree for `trt-trace merge`."""
+    return socket.gethostname()
+
+
+def _env_int(name: str) -> int | None:
+    raw = os.environ.get(name, "").strip()
+    try:
+        return int(raw) if raw else None
+    except ValueError:
+        return None
+
+
+def rank_info() -> dict[str, int | None]:
+    """The distributed launcher's view of this process (torchrun, mpirun wrappers and Slurm scripts
+    that follow torch's convention set RANK, LOCAL_RANK and WORLD_SIZE); None where unset."""
+    return {"rank": _env_int("RANK"), "local_rank": _env_int("LOCAL_RANK"), "world_size": _env_int("WORLD_SIZE")}
+
+
 def expand_path(template: str) -> str:
-    """Replaces {pid}, {rank} and {host} in an output path template."""
-    rank = os.environ.get("RANK") or os.environ.get("LOCAL_RANK") or "0"
-    values = {"pid": str(os.getpid()), "rank": rank, "host": socket.gethostname()}
+    """Replaces {pid}, {rank} and {host} in an output path template.
+
+    {rank} is RANK (global, unique across hosts), else LOCAL_RANK (unique on one host only), else 0
+    (a process started without a launcher is the only rank of its job)."""
+    rank = os.environ.get("RANK", "").strip() or os.environ.get("LOCAL_RANK", "").strip() or "0"
+    values = {"pid": str(os.getpid()), "rank": rank, "host": host_name()}
     out = template
     for key, value in values.items():
         out = out.replace("{" + key + "}", value)

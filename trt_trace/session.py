@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import atexit
 import os
-import platform
 import signal
 import sys
 import tempfile
@@ -18,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from . import __version__, ops
-from .config import DEFAULT_BUFFER_EVENTS, DEFAULT_MAX_MB, warn
+from .config import DEFAULT_BUFFER_EVENTS, DEFAULT_MAX_MB, host_name, rank_info, warn
 from .drainer import Drainer
 from .writers import ChromeJsonWriter
 
@@ -86,7 +85,9 @@ class Session:
             "monotonic_ns": ops.clock_now_ns(),
             "wall_ns": time.time_ns(),
             "pid": self.pid,
-            "host": platform.node(),
+            "host": host_name(),
+            # Which rank this process is: `trt-trace merge` names and orders its process group by it.
+            **rank_info(),
             "argv": sys.argv,
             "buffer_events_per_thread": self.buffer_events,
             "nvtx_domain": "trt_trace" if self.nvtx else None,
@@ -98,7 +99,9 @@ class Session:
         ops.reset_thread_counts()
         self.writer.gpu_flows = ops.set_gpu_timing(self.gpu) and self.gpu
         argv0 = os.path.basename(sys.argv[0]) if sys.argv and sys.argv[0] else "python"
-        self.writer.begin(f"{argv0} (pid {self.pid})", self._metadata())
+        metadata = self._metadata()
+        rank = "" if metadata["rank"] is None else f" rank {metadata['rank']}"
+        self.writer.begin(f"{argv0}{rank} (pid {self.pid})", metadata)
         self.started_ns = time.monotonic_ns()
         self.drainer.start()
         if self.nvtx and not ops.set_nvtx(True):
