@@ -1,11 +1,13 @@
 """Per engine call cost in instructions (valgrind --tool=callgrind): repeatable to the instruction where
 wall-clock loops on these machines vary by microseconds.
 
-    python tools/bench_callgrind.py [--calls 2000]
+    python tools/bench_callgrind.py [--calls 2000] [--engines 1] [--threads 1] [--modes ...]
 
 Each mode runs in its own process under callgrind, collecting only inside the C++ loop of boxed calls
 (tools/bench_overhead.py's boxed_loop, built on first use); instructions per call are the loop's total
-over the number of calls. Modes as in bench_overhead.py.
+over the number of calls. Modes as in bench_overhead.py. --engines N calls N engines in turn (the
+registry's per-thread cache); --threads T runs T calling threads (valgrind serialises threads, so this
+counts per-call work with T threads' state, not contention).
 """
 
 from __future__ import annotations
@@ -25,13 +27,14 @@ WORKER = r"""
 import os, sys, tempfile, torch
 from torch.utils import cpp_extension
 mode, calls, src, build = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4]
+engines, threads = int(sys.argv[5]), int(sys.argv[6])
 import trt_trace
 from trt_trace import standin
 standin.load()
 trt_trace._library.load()
 cpp_extension.load_inline("trt_trace_bench", [open(src).read()], build_directory=build, is_python_module=False,
                           extra_cflags=["-O2"], verbose=False)
-es = [standin.make_engine("bench_engine")]
+es = [standin.make_engine(f"bench_engine_{i}") for i in range(engines)]
 x = [torch.ones(4)]
 loop = torch.ops.trt_trace_bench.boxed_loop
 d = tempfile.mkdtemp()
@@ -41,22 +44,24 @@ with trt_trace.tracing(os.path.join(d, "warm.json")):
     pass
 if mode == "tracing on":
     trt_trace.start(os.path.join(d, "t.json"))
-    loop(x, es, 50, 1)  # this thread's observer and ring exist before the counted calls
-    loop(x, es, calls, 1)
+    loop(x, es, 50, threads)  # rings exist and engines are registered before the counted calls
+    loop(x, es, calls, threads)
     trt_trace.stop()
 elif mode == "torch.profiler":
     with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]):
-        loop(x, es, 50, 1)
-        loop(x, es, calls, 1)
+        loop(x, es, 50, threads)
+        loop(x, es, calls, threads)
 else:
-    loop(x, es, 50, 1)
-    loop(x, es, calls, 1)
+    loop(x, es, 50, threads)
+    loop(x, es, calls, threads)
 """
 
 
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--calls", type=int, default=2000)
+    ap.add_argument("--engines", type=int, default=1)
+    ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--modes", nargs="+", default=list(MODES), choices=MODES)
     args = ap.parse_args()
     build = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "trt_trace" / "bench_ext"
@@ -64,10 +69,12 @@ def main() -> int:
     src = Path(tempfile.mkdtemp()) / "loop.cpp"
     src.write_text(LOOP_SRC)
     # Build the loop extension outside valgrind first.
-    subprocess.run([sys.executable, "-c", WORKER, "installed, off", "10", str(src), str(build)], check=True,
+    shape = [str(args.engines), str(args.threads)]
+    subprocess.run([sys.executable, "-c", WORKER, "installed, off", "10", str(src), str(build), *shape], check=True,
                    cwd=tempfile.gettempdir())
     env = {k: v for k, v in os.environ.items() if not k.startswith("TRT_TRACE_")}
     env["TRT_TRACE_QUIET"] = "1"
+    print(f"  {args.engines} engine(s), {args.threads} thread(s), {args.calls} calls per thread", flush=True)
     per_call = {}
     for mode in args.modes:
         counts = []
@@ -75,11 +82,11 @@ def main() -> int:
             out = Path(tempfile.mkdtemp()) / "cg.out"
             subprocess.run(["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}",
                             "--toggle-collect=*boxed_loop*", sys.executable, "-c", WORKER, mode, str(calls), str(src),
-                            str(build)], env=env, check=True, capture_output=True, cwd=tempfile.gettempdir())
+                            str(build), *shape], env=env, check=True, capture_output=True, cwd=tempfile.gettempdir())
             text = out.read_text(errors="replace")
             m = re.search(r"^(?:summary|totals):\s+(\d+)", text, re.M)
             counts.append(int(m.group(1)))
-        per_call[mode] = (counts[1] - counts[0]) / args.calls
+        per_call[mode] = (counts[1] - counts[0]) / (args.calls * args.threads)
         print(f"  {mode:15s} {per_call[mode]:9.0f} instructions/call", flush=True)
     base = per_call.get("not installed")
     if base is None:

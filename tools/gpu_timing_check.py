@@ -69,8 +69,12 @@ def profiler_kernel_extents(prof_json: str) -> list[float]:
             for x in ordered]
 
 
-def compare_with_profiler(label: str, run_calls, d: Path) -> None:
-    """Runs run_calls() traced by trt_trace and torch.profiler at once; compares per call."""
+def compare_with_profiler(label: str, run_calls, d: Path, strict: bool = True) -> None:
+    """Runs run_calls() traced by trt_trace and torch.profiler at once; compares per call.
+
+    strict=False reports the agreement with kernel extents without counting it as a check: with an
+    idle GPU a call's span (start event at the call's start, end event at its end) also holds the
+    time the GPU waited for the host to launch the kernels, which kernel extents leave out."""
     out = str(d / f"{label}.json")
     prof_out = str(d / f"{label}_prof.json")
     with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU,
@@ -96,9 +100,13 @@ def compare_with_profiler(label: str, run_calls, d: Path) -> None:
             ratios.append(gpu_us / ext)
     within = [r for r in ratios if abs(r - 1) <= 0.10]
     if ratios:
-        check(f"{label}: GPU span within 10% of profiler kernel extent (calls >= 50 us)", len(within) == len(ratios),
-              f"{len(within)}/{len(ratios)}; ratio median {statistics.median(ratios):.3f}, "
-              f"min {min(ratios):.3f}, max {max(ratios):.3f}")
+        detail = (f"{len(within)}/{len(ratios)}; ratio median {statistics.median(ratios):.3f}, "
+                  f"min {min(ratios):.3f}, max {max(ratios):.3f}")
+        name = f"{label}: GPU span within 10% of profiler kernel extent (calls >= 50 us)"
+        if strict:
+            check(name, len(within) == len(ratios), detail)
+        else:
+            print(f"INFO  {name}  {detail}")
     print(f"      {label}: first calls (gpu us, profiler us): {[(round(a, 1), round(b, 1)) for a, b in rows[:8]]}")
     by_len = sorted(rows, key=lambda r: r[1])
     print(f"      {label}: (trt_trace gpu us, profiler kernel extent us) shortest {by_len[:2]} "
@@ -132,6 +140,35 @@ def host_overhead(n: int = 3000) -> None:
               f"spread {min(v) / 1000:.2f}-{max(v) / 1000:.2f} us")
 
 
+def multi_gpu(d: Path) -> None:
+    """Engines on different devices, called in turn: each call's GPU span is on its engine's device."""
+    n = torch.cuda.device_count()
+    if n < 2:
+        print(f"INFO  multi-GPU: {n} GPU on this machine, not checked")
+        return
+    engines = [engine_of(standin.EngineSpec(f"gpu{k}_engine", repeat=40, device=k)) for k in range(n)]
+    xs = [torch.randn(8 << 20, device=f"cuda:{k}") for k in range(n)]
+    out = str(d / "multi_gpu.json")
+    with trt_trace.tracing(out):
+        for _ in range(10):
+            for e, x in zip(engines, xs, strict=True):
+                torch.ops.tensorrt.execute_engine([x], e)
+        for k in range(n):
+            torch.cuda.synchronize(k)
+    events = [e for e in load_events(out) if e.get("ph") == "X" and e.get("cat") == "trt_trace"]
+    calls = {e["args"]["call_id"]: e for e in events if e["name"] == "execute_engine"}
+    gpu = {e["args"]["call_id"]: e for e in events if e["name"] == "gpu"}
+    wrong = [c for c, e in calls.items() if c not in gpu or gpu[c]["args"].get("device") != e["args"].get("device")]
+    early = [c for c in gpu if gpu[c]["ts"] < calls[c]["ts"] - 1e-3]
+    devices = sorted({e["args"].get("device") for e in gpu.values()})
+    check(f"multi-GPU: {n} devices, every call has a span on its own device, none before its call",
+          len(calls) == 10 * n and not wrong and not early and len(devices) == n,
+          f"{len(gpu)}/{len(calls)} spans, devices {devices}, {len(wrong)} wrong, {len(early)} early; "
+          f"median span per device (us): "
+          + str({k: round(statistics.median(g["dur"] for g in gpu.values() if g["args"].get("device") == k), 1)
+                 for k in devices}))
+
+
 def main() -> int:
     print(f"torch {torch.__version__}, {torch.cuda.get_device_name(0)}", flush=True)
     standin.load()
@@ -155,8 +192,19 @@ def main() -> int:
         with torch.cuda.stream(own):
             eager_default()
 
-    compare_with_profiler("eager, default stream", eager_default, d)
-    compare_with_profiler("eager, own stream", eager_own_stream, d)
+    compare_with_profiler("eager, default stream, idle GPU", eager_default, d, strict=False)
+    compare_with_profiler("eager, own stream, idle GPU", eager_own_stream, d, strict=False)
+
+    # GPU busy (the serving case): 20 ms of queued work ahead of the calls, so every engine's kernels
+    # are queued before the GPU reaches them and the span is the engine's own GPU time.
+    def queued(run):
+        def go():
+            torch.cuda._sleep(int(20e-3 * 1.98e9))  # ~20 ms at the H200's ~1.98 GHz
+            run()
+        return go
+
+    compare_with_profiler("eager, default stream, GPU busy", queued(eager_default), d)
+    compare_with_profiler("eager, own stream, GPU busy", queued(eager_own_stream), d)
 
     path = model.package_model(sp, x)
     runner = model.load_package(path)
@@ -167,7 +215,9 @@ def main() -> int:
         for _ in range(5):
             runner(x)
 
-    compare_with_profiler("AOTInductor package", package_calls, d)
+    compare_with_profiler("AOTInductor package, idle GPU", package_calls, d, strict=False)
+    compare_with_profiler("AOTInductor package, GPU busy", queued(package_calls), d)
+    multi_gpu(d)
 
     # CUDA graph capture: no events inside a capture; the call is flagged, replays work.
     small = engines[0]

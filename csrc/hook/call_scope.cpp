@@ -17,27 +17,29 @@ thread_local CallScope* t_current_call = nullptr;
 
 using detail::t_current_call;
 
-CallScope::CallScope(uint32_t engine_id, uint16_t device) noexcept
-    : engine_id_(engine_id), device_(device), call_id_(next_call_id()), outer_(t_current_call) {
+CallScope::CallScope(uint32_t engine_id, uint16_t device, bool record) noexcept
+    : engine_id_(engine_id), device_(device), record_(record), call_id_(next_call_id()), outer_(t_current_call) {
   nested_ = outer_ != nullptr;
   // Without the observer (op_observer.h) the call is still timed; its phases all land in workspace.
   if (op_observer_available()) observe_.emplace();
   t_current_call = this;
-  nvtx_ = nvtx::enabled();
-  if (nvtx_) {
-    nvtx::push_call(engine_id_, call_id_);
-    nvtx_switch(Phase::kWorkspace);
-  }
+  nvtx_ = record_ && nvtx::enabled();
+  if (nvtx_) nvtx::push_call(engine_id_, call_id_);
+  profiler_.begin(engine_id_);
+  live_switch(Phase::kWorkspace);
   // The start event is tracer overhead, recorded before the call's host time starts.
-  if (device_ != kNoDevice && gpu::enabled()) gpu_on_ = gpu::begin_call(device_, &gpu_);
+  if (record_ && device_ != kNoDevice && gpu::enabled()) gpu_on_ = gpu::begin_call(device_, &gpu_);
   begin_ = now_ns();
 }
 
-void CallScope::nvtx_switch(Phase phase) noexcept {
-  if (!nvtx_ || nvtx_phase_ == static_cast<uint8_t>(phase)) return;
-  if (nvtx_phase_ != 0) nvtx::pop();
-  nvtx_phase_ = static_cast<uint8_t>(phase);
-  nvtx::push_phase(nvtx_phase_, call_id_);
+void CallScope::live_switch(Phase phase) noexcept {
+  if ((!nvtx_ && !profiler_.active()) || live_phase_ == static_cast<uint8_t>(phase)) return;
+  if (nvtx_) {
+    if (live_phase_ != 0) nvtx::pop();
+    nvtx::push_phase(static_cast<uint8_t>(phase), call_id_);
+  }
+  profiler_.switch_phase(phase);
+  live_phase_ = static_cast<uint8_t>(phase);
 }
 
 CallScope::~CallScope() {
@@ -52,7 +54,7 @@ void CallScope::on_op_start(OpKind kind) noexcept {
         inputs_begin_ = t;
         last_input_op_end_ = t;
         stage_ = kInputs;
-        nvtx_switch(Phase::kInputs);
+        live_switch(Phase::kInputs);
       }
       break;
     case kInputs:
@@ -61,12 +63,12 @@ void CallScope::on_op_start(OpKind kind) noexcept {
         outputs_begin_ = t;
         enqueue_begin_ = t;
         stage_ = kOutputs;
-        nvtx_switch(Phase::kOutputs);
+        live_switch(Phase::kOutputs);
       }
       break;
     case kOutputs:
       if (kind == OpKind::kAllocation) {
-        nvtx_switch(Phase::kOutputs);
+        live_switch(Phase::kOutputs);
       } else {
         stage_ = kAfterOutputs;
       }
@@ -81,7 +83,7 @@ void CallScope::on_op_end() noexcept {
     last_input_op_end_ = now_ns();
   } else if (stage_ == kOutputs) {
     enqueue_begin_ = now_ns();
-    nvtx_switch(Phase::kEnqueue);
+    live_switch(Phase::kEnqueue);
   }
 }
 
@@ -92,9 +94,11 @@ void CallScope::finish(bool error) noexcept {
   t_current_call = outer_;
   observe_.reset();
   if (nvtx_) {
-    if (nvtx_phase_ != 0) nvtx::pop();
+    if (live_phase_ != 0) nvtx::pop();
     nvtx::pop();
   }
+  profiler_.end();
+  if (!record_) return;
 
   // Boundaries of the four phases: [b[p], b[p+1]).
   std::array<int64_t, kNumHostPhases + 1> b;

@@ -32,6 +32,7 @@
 #include "common/record.h"
 #include "hook/gpu_timing.h"
 #include "hook/op_observer.h"
+#include "hook/profiler_scopes.h"
 
 namespace trt_trace {
 
@@ -43,7 +44,10 @@ extern thread_local CallScope* t_current_call;
 
 class CallScope {
  public:
-  CallScope(uint32_t engine_id, uint16_t device) noexcept;
+  // record = tracing is on: the call goes into the trace buffer and the engine
+  // table (with GPU events and NVTX ranges as switched on). record = false: only
+  // torch.profiler scopes (the hook creates such a scope only while one records).
+  CallScope(uint32_t engine_id, uint16_t device, bool record = true) noexcept;
   ~CallScope();
   CallScope(const CallScope&) = delete;
   CallScope& operator=(const CallScope&) = delete;
@@ -64,10 +68,11 @@ class CallScope {
   void on_op_end() noexcept;
 
  private:
-  // NVTX: the phase range now open (0 = none). Phases switch in real time, so
-  // between two output allocations a short `enqueue` range may appear, and with
-  // pre-allocated outputs the `inputs` range runs to the end of the call.
-  void nvtx_switch(Phase phase) noexcept;
+  // Live ranges (NVTX, profiler scopes): the phase now open (0 = none). Phases
+  // switch in real time, so between two output allocations a short `enqueue`
+  // range may appear, and with pre-allocated outputs the `inputs` range runs to
+  // the end of the call.
+  void live_switch(Phase phase) noexcept;
 
   enum Stage : uint8_t { kBeforeInputs, kInputs, kOutputs, kAfterOutputs };
 
@@ -75,11 +80,13 @@ class CallScope {
   uint16_t device_;
   bool finished_ = false;
   bool nested_ = false;
+  bool record_;
   bool nvtx_ = false;
   bool gpu_on_ = false;         // this call has a start event recorded
   gpu::CallEvents gpu_{};
   std::optional<ObserveOps> observe_;  // this thread's ops seen while the call runs
-  uint8_t nvtx_phase_ = 0;
+  uint8_t live_phase_ = 0;
+  ProfilerScopes profiler_;
   Stage stage_ = kBeforeInputs;
   uint64_t call_id_;
   int64_t begin_;

@@ -13,11 +13,13 @@ namespace trt_trace {
 namespace {
 
 // Direct-mapped per-thread cache: address -> id, valid for one registry epoch.
+// 256 lines (4 KiB per thread): a model's engines, even hundreds called in turn,
+// stay cached; a miss costs the registry's lock and a hash lookup.
 struct CacheLine {
   const void* obj = nullptr;
   uint32_t id = 0;
 };
-constexpr size_t kCacheLines = 16;
+constexpr size_t kCacheLines = 256;
 struct LookupCache {
   uint64_t epoch = 0;
   std::array<CacheLine, kCacheLines> lines{};
@@ -25,7 +27,8 @@ struct LookupCache {
 thread_local LookupCache t_cache;
 
 size_t cache_slot(const void* p) {
-  return (reinterpret_cast<uintptr_t>(p) >> 4) % kCacheLines;
+  const auto a = reinterpret_cast<uintptr_t>(p);
+  return ((a >> 4) ^ (a >> 12)) % kCacheLines;  // objects are 16-byte aligned; fold in higher bits
 }
 
 std::string engine_str(const c10::IValue& engine) {

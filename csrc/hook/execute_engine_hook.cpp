@@ -15,23 +15,28 @@
 #include "common/record.h"
 #include "hook/call_scope.h"
 #include "hook/engine_registry.h"
+#include "hook/profiler_scopes.h"
 #include "hook/tracing_state.h"
 
 namespace trt_trace {
 namespace {
 
 // The CUDA device of the first CUDA tensor in a tensor-list argument or result.
+// Reads the list in place (no List copy, no refcount traffic): this runs on every traced call.
 uint16_t cuda_device_of(const c10::IValue& tensors) {
-  if (!tensors.isTensorList()) return kNoDevice;
-  for (const at::Tensor& t : tensors.toTensorList()) {
+  if (!tensors.isList()) return kNoDevice;
+  for (const c10::IValue& v : tensors.toListRef()) {
+    if (!v.isTensor()) continue;
+    const at::Tensor& t = v.toTensor();
     if (t.defined() && t.is_cuda()) return static_cast<uint16_t>(t.get_device());
   }
   return kNoDevice;
 }
 
-void traced_call(const c10::OperatorHandle& op, c10::DispatchKeySet next, torch::jit::Stack* stack) {
+// record = false: tracing is off, a profiler records (scopes only, see profiler_scopes.h).
+void traced_call(const c10::OperatorHandle& op, c10::DispatchKeySet next, torch::jit::Stack* stack, bool record) {
   const uint32_t engine_id = EngineRegistry::instance().id_for(stack->back());
-  CallScope call(engine_id, cuda_device_of((*stack)[stack->size() - 2]));
+  CallScope call(engine_id, cuda_device_of((*stack)[stack->size() - 2]), record);
   try {
     op.redispatchBoxed(next, stack);
   } catch (...) {
@@ -46,11 +51,19 @@ void traced_call(const c10::OperatorHandle& op, c10::DispatchKeySet next, torch:
 void execute_engine_hook(const c10::OperatorHandle& op, c10::DispatchKeySet ks, torch::jit::Stack* stack) {
   const c10::DispatchKeySet next =
       ks & c10::DispatchKeySet(c10::DispatchKeySet::FULL_AFTER, c10::DispatchKey::BackendSelect);
-  if (!tracing_enabled() || stack->size() < 2) {
+  if (stack->size() < 2) {
     op.redispatchBoxed(next, stack);
     return;
   }
-  traced_call(op, next, stack);
+  if (!tracing_enabled()) {
+    if (C10_LIKELY(!profiler_scopes_wanted())) {
+      op.redispatchBoxed(next, stack);
+      return;
+    }
+    traced_call(op, next, stack, /*record=*/false);
+    return;
+  }
+  traced_call(op, next, stack, /*record=*/true);
 }
 
 // The registration, held so that it can be undone: destroying the library

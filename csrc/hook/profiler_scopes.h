@@ -1,0 +1,50 @@
+// Engine calls and phases as user scopes in torch.profiler's own trace.
+//
+// While anything records RecordFunction USER_SCOPE events (torch.profiler does,
+// with or without a trt_trace session), each engine call opens a scope named
+// `trt::<engine>/execute_engine` and, inside it, one per phase
+// `trt::<engine>/<phase>`: profiler users see engine names and phases with no
+// trt_trace file at all.
+//
+// Phase scopes switch where the op observer sees a boundary, which is inside
+// the boundary op's own profiler event (the dispatcher records an op before its
+// first kernel runs): the first op of a phase starts a fraction of a
+// microsecond before its phase scope does. The call scope nests exactly.
+//
+// Names are built once per engine (std::string, never freed) because the
+// profiler reads them by reference when a scope starts.
+#pragma once
+
+#include <ATen/record_function.h>
+
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "common/record.h"
+
+namespace trt_trace {
+
+// Cheap when nothing records (two loads of RecordFunction's callback state).
+bool profiler_scopes_wanted() noexcept;
+
+class ProfilerScopes {
+ public:
+  // Opens the call scope if a profiler records USER_SCOPE (phases: switch_phase).
+  void begin(uint32_t engine_id) noexcept;
+  bool active() const noexcept { return call_.has_value(); }
+  // Closes the open phase scope and opens `phase`'s.
+  void switch_phase(Phase phase) noexcept;
+  // Closes the phase scope, then the call scope.
+  void end() noexcept;
+
+ private:
+  void open(std::optional<at::RecordFunction>& scope, const std::string& name) noexcept;
+
+  const std::array<std::string, kNumHostPhases + 1>* names_ = nullptr;
+  std::optional<at::RecordFunction> call_;
+  std::optional<at::RecordFunction> phase_;
+};
+
+}  // namespace trt_trace
