@@ -16,6 +16,7 @@
 #include <cstring>
 #include <string>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 #include "common/record.h"
@@ -45,19 +46,14 @@ constexpr uint32_t kVarint = 0, kFixed64 = 1, kBytes = 2;
 // Interned annotation names, in the order of the caller's `annotation_iids` list.
 enum Annotation { kCallId, kThread, kDevice, kStream, kError, kNested, kCaptured, kNumAnnotations };
 
-size_t varint_size(uint64_t v) {
-  size_t n = 1;
-  while (v >= 0x80) {
-    v >>= 7;
-    ++n;
-  }
-  return n;
-}
-
 // A cursor into a buffer sized for the worst case up front: no capacity checks per append.
 struct Out {
   uint8_t* p;
   void varint(uint64_t v) {
+    if (v < 0x80) {  // tags, ids, small values: most varints here
+      *p++ = static_cast<uint8_t>(v);
+      return;
+    }
     while (v >= 0x80) {
       *p++ = static_cast<uint8_t>(v | 0x80);
       v >>= 7;
@@ -74,46 +70,60 @@ struct Out {
     std::memcpy(p, &v, 8);  // little-endian on every platform torch builds for
     p += 8;
   }
-  void bytes(uint32_t field, const uint8_t* data, size_t n) {
+  // A length-delimited field whose content follows; close() writes its length. Every message
+  // written here is shorter than 128 bytes (see kMaxPacket), so the length is one varint byte
+  // and no size has to be computed before the content.
+  uint8_t* open(uint32_t field) {
     tag(field, kBytes);
-    varint(n);
-    std::memcpy(p, data, n);
-    p += n;
+    return p++;
   }
+  void close(uint8_t* length_at) { *length_at = static_cast<uint8_t>(p - length_at - 1); }
   // A debug annotation {name_iid, <value field>: v}; every value here is a varint.
   void annotation(uint64_t name_iid, uint32_t value_field, uint64_t v) {
-    tag(kDebugAnnotations, kBytes);
-    varint(varint_size(name_iid) + varint_size(v) + 2);  // two one-byte tags
+    uint8_t* length_at = open(kDebugAnnotations);
     field(kAnnotationNameIid, name_iid);
     field(value_field, v);
+    close(length_at);
   }
 };
 
-// One begin or end of a record's slice, placed so that Perfetto (which sorts packets by
-// timestamp and keeps the file order among equal ones) rebuilds the nesting: at one timestamp
-// ends come first, then begins, the longer slice first; a zero-length slice ends right after
-// it begins.
-struct Event {
-  int64_t ts;
-  int64_t order;  // among begins at ts: -(end), the outer slice first
+// The longest packet: tag, length, timestamp (11), sequence id (2), track event (2 + type 2, track
+// 10, name 2, annotations call_id 15, thread 10, device 8, stream 10, three flags 18, flows 20),
+// with ids below 128 and track uuids below 2^63.
+constexpr size_t kMaxPacket = 2 + 11 + 2 + 2 + 95;
+static_assert(kMaxPacket - 2 < 128, "one-byte lengths");
+
+// The order records are written in. Perfetto sorts packets by timestamp and keeps the file order
+// among equal ones, and an end closes the innermost open slice of its track, so only equal
+// timestamps on one track need care. Writing each record's begin and end together, records by
+// (begin, longer first, call before phase), gets them right: an end at t comes from a slice that
+// began before any slice beginning at t (or is a zero-length one nested at t), and of two begins
+// at t the outer comes first. Ends are anonymous, so the order of several ends at t does not matter.
+struct Order {
+  int64_t begin;
+  int64_t neg_end;
+  uint8_t phase;
   uint32_t record;
-  uint8_t rank;   // 0: end of a slice with a duration, 1: begin, or either end of a zero-length one
-  uint8_t phase;  // the call before its phases when both span the same time
-  uint8_t is_end;
-  bool operator<(const Event& o) const {
-    return std::tie(ts, rank, order, phase, is_end, record) <
-           std::tie(o.ts, o.rank, o.order, o.phase, o.is_end, o.record);
+  bool operator<(const Order& o) const {
+    return std::tie(begin, neg_end, phase, record) < std::tie(o.begin, o.neg_end, o.phase, o.record);
   }
 };
 
-void encode_packet(Out& out, int64_t ts, uint64_t seq_id, const uint8_t* event, size_t event_size) {
-  const size_t packet_size = 1 + varint_size(static_cast<uint64_t>(ts)) + 1 + varint_size(seq_id) + 1 +
-                             varint_size(event_size) + event_size;
-  out.tag(kTracePacket, kBytes);
-  out.varint(packet_size);
+// Opens a TracePacket with its timestamp and sequence and, inside it, a TrackEvent of `type` on
+// `track`; returns the two length bytes to close (event, packet).
+std::pair<uint8_t*, uint8_t*> open_event(Out& out, int64_t ts, uint64_t seq_id, uint32_t type, uint64_t track) {
+  uint8_t* packet = out.open(kTracePacket);
   out.field(kTimestamp, static_cast<uint64_t>(ts));
   out.field(kSequenceId, seq_id);
-  out.bytes(kTrackEvent, event, event_size);
+  uint8_t* event = out.open(kTrackEvent);
+  out.field(kType, type);
+  out.field(kTrackUuid, track);
+  return {event, packet};
+}
+
+void close_event(Out& out, std::pair<uint8_t*, uint8_t*> lengths) {
+  out.close(lengths.first);
+  out.close(lengths.second);
 }
 
 // records: uint8 [n * 40]; track_uuids: int64 [n], the track of each record; annotation_iids: the
@@ -128,58 +138,54 @@ at::Tensor encode_slices(const at::Tensor& records, const at::Tensor& track_uuid
               "perfetto_slice_packets: one int64 track uuid per record");
   TORCH_CHECK(annotation_iids.size() == kNumAnnotations, "perfetto_slice_packets: ", kNumAnnotations,
               " annotation name iids expected");
-  TORCH_CHECK(seq_id > 0, "perfetto_slice_packets: the sequence id must be positive");
+  TORCH_CHECK(seq_id > 0 && seq_id < 128, "perfetto_slice_packets: the sequence id must be in 1..127");
+  for (int64_t a : annotation_iids) TORCH_CHECK(a > 0 && a < 128, "perfetto_slice_packets: iids must be in 1..127");
   const at::Tensor uuid_c = track_uuids.contiguous();
   const auto* rec = reinterpret_cast<const Record*>(records.data_ptr<uint8_t>());
   const int64_t* uuid = uuid_c.data_ptr<int64_t>();
   const auto iid = [&](Annotation a) { return static_cast<uint64_t>(annotation_iids[a]); };
   const auto seq = static_cast<uint64_t>(seq_id);
 
-  std::vector<Event> events;
-  events.reserve(static_cast<size_t>(2 * n));
+  std::vector<Order> order;
+  order.reserve(static_cast<size_t>(n));
   for (int64_t i = 0; i < n; ++i) {
     const Record& r = rec[i];
     if (r.phase > static_cast<uint8_t>(Phase::kGpu)) continue;
-    const auto idx = static_cast<uint32_t>(i);
-    const bool empty = r.end_ns <= r.begin_ns;
-    events.push_back(Event{r.begin_ns, -r.end_ns, idx, 1, r.phase, 0});
-    events.push_back(empty ? Event{r.begin_ns, -r.begin_ns, idx, 1, r.phase, 1}
-                           : Event{r.end_ns, -r.begin_ns, idx, 0, 0, 1});
+    order.push_back(Order{r.begin_ns, -std::max(r.end_ns, r.begin_ns), r.phase, static_cast<uint32_t>(i)});
   }
-  std::sort(events.begin(), events.end());
+  // A drained batch is mostly in order already (each thread's calls in time order, a call before
+  // its phases): the check is cheaper than the sort it usually saves.
+  if (!std::is_sorted(order.begin(), order.end())) std::sort(order.begin(), order.end());
 
-  // Worst case per record: begin packet <= 3 + 11 + 11 + 3 + (3 + 11 + 3 + 7 * 24 + 2 * 11) and end packet <= 64.
-  constexpr size_t kWorstPerRecord = 384;
-  at::Tensor result = at::empty({static_cast<int64_t>(kWorstPerRecord * events.size() / 2 + 1)}, at::kByte);
+  at::Tensor result = at::empty({static_cast<int64_t>(2 * kMaxPacket * order.size() + 1)}, at::kByte);
   uint8_t* const begin = result.data_ptr<uint8_t>();
-  Out out{begin};
-  uint8_t scratch[kWorstPerRecord];
-  for (const Event& e : events) {
-    const Record& r = rec[e.record];
-    Out ev{scratch};
-    ev.field(kType, e.is_end ? kSliceEnd : kSliceBegin);
-    ev.field(kTrackUuid, static_cast<uint64_t>(uuid[e.record]));
-    if (!e.is_end) {
-      // The same facts as the Chrome JSON's args; the engine is the track's parent.
-      ev.field(kNameIid, r.phase + 1u);
-      ev.annotation(iid(kCallId), kUintValue, r.call_id);
-      ev.annotation(iid(kThread), kUintValue, r.thread_id);
-      if (r.device != kNoDevice) ev.annotation(iid(kDevice), kUintValue, r.device);
-      const bool gpu = r.phase == static_cast<uint8_t>(Phase::kGpu);
-      if (gpu) ev.annotation(iid(kStream), kUintValue, r.stream);
-      if (r.flags & kFlagError) ev.annotation(iid(kError), kBoolValue, 1);
-      if (r.flags & kFlagNested) ev.annotation(iid(kNested), kBoolValue, 1);
-      if (r.flags & kFlagCaptured) ev.annotation(iid(kCaptured), kBoolValue, 1);
-      // A flow from the enqueue slice to the GPU slice it launched (the call id names it), as
-      // the JSON's launch arrows: none for failed or graph-captured calls (nothing ran).
-      const bool launch = r.phase == static_cast<uint8_t>(Phase::kEnqueue) && r.device != kNoDevice &&
-                          !(r.flags & (kFlagCaptured | kFlagError));
-      if (flows && launch) ev.fixed64(kFlowIds, r.call_id);
-      if (flows && gpu) ev.fixed64(kTerminatingFlowIds, r.call_id);
-    }
-    encode_packet(out, e.ts, seq, scratch, static_cast<size_t>(ev.p - scratch));
+  Out ev{begin};
+  for (const Order& o : order) {
+    const Record& r = rec[o.record];
+    const int64_t track_id = uuid[o.record];
+    TORCH_CHECK(track_id >= 0, "perfetto_slice_packets: track uuids must be non-negative");
+    const auto track = static_cast<uint64_t>(track_id);
+    auto lengths = open_event(ev, r.begin_ns, seq, kSliceBegin, track);
+    // The same facts as the Chrome JSON's args; the engine is the track's parent.
+    ev.field(kNameIid, r.phase + 1u);
+    ev.annotation(iid(kCallId), kUintValue, r.call_id);
+    ev.annotation(iid(kThread), kUintValue, r.thread_id);
+    if (r.device != kNoDevice) ev.annotation(iid(kDevice), kUintValue, r.device);
+    const bool gpu = r.phase == static_cast<uint8_t>(Phase::kGpu);
+    if (gpu) ev.annotation(iid(kStream), kUintValue, r.stream);
+    if (r.flags & kFlagError) ev.annotation(iid(kError), kBoolValue, 1);
+    if (r.flags & kFlagNested) ev.annotation(iid(kNested), kBoolValue, 1);
+    if (r.flags & kFlagCaptured) ev.annotation(iid(kCaptured), kBoolValue, 1);
+    // A flow from the enqueue slice to the GPU slice it launched (the call id names it), as
+    // the JSON's launch arrows: none for failed or graph-captured calls (nothing ran).
+    const bool launch = r.phase == static_cast<uint8_t>(Phase::kEnqueue) && r.device != kNoDevice &&
+                        !(r.flags & (kFlagCaptured | kFlagError));
+    if (flows && launch) ev.fixed64(kFlowIds, r.call_id);
+    if (flows && gpu) ev.fixed64(kTerminatingFlowIds, r.call_id);
+    close_event(ev, lengths);
+    close_event(ev, open_event(ev, -o.neg_end, seq, kSliceEnd, track));
   }
-  return result.narrow(0, 0, out.p - begin);
+  return result.narrow(0, 0, ev.p - begin);
 }
 
 // The constants above by proto name, for the test that checks them against the descriptors.

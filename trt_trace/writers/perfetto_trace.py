@@ -24,9 +24,11 @@ Format decisions (see ../shared/notes/trace-formats.md):
   containers are `legacy_json_value`s.
 * Size limit as ChromeJsonWriter: numbered files trace.1.pftrace, ..., each a complete trace that
   starts again with the clock, the interned names, every track seen so far and the start metadata.
-* Perfetto sorts packets by timestamp, keeping file order among equal ones; the C++ encoder orders
-  each batch so that begins and ends at one timestamp nest. Records of one call split across two
-  drained batches still nest (the call record comes first and ends are anonymous).
+* Perfetto sorts packets by timestamp, keeping file order among equal ones; the C++ encoder writes
+  each batch's records by begin (outer first) so that begins and ends at one timestamp nest.
+  Records of one call split across two drained batches still nest (the call record comes first,
+  and ends are anonymous). Not covered: two calls of one lane from different threads where one
+  ends at the very ns the other begins and the later one is drained a batch earlier.
 """
 
 from __future__ import annotations
@@ -44,7 +46,7 @@ import numpy as np
 from .. import ops
 from ..records import PHASE_GPU, PHASE_NAMES
 from ..tracks import LaneAssigner
-from .chrome_json import GPU_TRACKS, LANE_STRIDE, METADATA_EVENT
+from .chrome_json import METADATA_EVENT
 
 SUFFIXES = (".pftrace", ".perfetto-trace", ".pb")
 SEQUENCE_ID = 1
@@ -178,7 +180,7 @@ class PerfettoTraceWriter:
         self._names: list[str] = []
         self._start = b""  # the packets every file starts with (clock, interned names, process, metadata)
         self._tracks: list[bytes] = []  # every engine/lane track descriptor so far, for each new file
-        self._track_uuid: dict[int, int] = {}  # JSON track key (engine + lane * LANE_STRIDE [+ GPU_TRACKS]) -> uuid
+        self._track_uuid: dict[tuple[int, int, bool], int] = {}  # (engine id, lane, gpu) -> uuid
         self._engines: set[int] = set()
         self.gpu_flows = True
         self._pid = os.getpid()
@@ -238,14 +240,12 @@ class PerfettoTraceWriter:
             self._names = self._engine_names()
         return self._names[engine_id] if engine_id < len(self._names) else f"engine_{engine_id}"
 
-    def _uuid(self, key: int) -> tuple[int, bytes]:
-        """The uuid of a lane track (JSON track key), and the descriptors it needs if it is new."""
+    def _uuid(self, engine_id: int, lane: int, gpu: bool) -> tuple[int, bytes]:
+        """The uuid of a lane track, and the descriptors it needs if it is new."""
+        key = (engine_id, lane, gpu)
         uuid = self._track_uuid.get(key)
         if uuid is not None:
             return uuid, b""
-        gpu = key >= GPU_TRACKS
-        rest = key - GPU_TRACKS if gpu else key
-        engine_id, lane = rest % LANE_STRIDE, rest // LANE_STRIDE
         packets = []
         engine_uuid = ENGINE_UUID_BASE + engine_id
         if engine_id not in self._engines:
@@ -280,24 +280,38 @@ class PerfettoTraceWriter:
         if self._file is not None:
             self._put(self._start)
 
+    def _track_uuids(self, records: np.ndarray, lanes: np.ndarray, is_gpu: np.ndarray) -> tuple[np.ndarray, bytes]:
+        """The track uuid of each record, and the descriptors of tracks new in this batch."""
+        engines = records["engine_id"].astype(np.int64)
+        stride = int(engines.max()) + 1
+        codes = (lanes * 2 + is_gpu) * stride + engines  # dense: few engines, few lanes
+        size = int(codes.max()) + 1
+        # Few distinct tracks per batch: a Python loop over the ones present only, then a gather
+        # (a counting pass: np.unique's sort would cost more than the rest of the batch's Python work).
+        present = np.flatnonzero(np.bincount(codes, minlength=size))
+        table = np.zeros(size, dtype=np.int64)
+        new_tracks = []
+        for code in present.tolist():
+            lane_gpu, engine = divmod(code, stride)
+            table[code], packets = self._uuid(engine, lane_gpu // 2, bool(lane_gpu % 2))
+            new_tracks.append(packets)
+        return table[codes], b"".join(new_tracks)
+
     def write(self, records: np.ndarray) -> None:
         if len(records) == 0:
             return
         is_gpu = records["phase"] == PHASE_GPU
-        lanes = np.empty(len(records), dtype=np.int64)
-        lanes[~is_gpu] = self._lanes.assign(records[~is_gpu])
-        lanes[is_gpu] = self._gpu_lanes.assign_spans(records[is_gpu])
-        keys = records["engine_id"].astype(np.int64) + lanes * LANE_STRIDE + np.where(is_gpu, GPU_TRACKS, 0)
-        # Few distinct tracks per batch: a Python loop over the unique ones only.
-        unique, inverse = np.unique(keys, return_inverse=True)
-        uuids = np.empty(len(unique), dtype=np.int64)
-        new_tracks = []
-        for i, key in enumerate(unique.tolist()):
-            uuids[i], packets = self._uuid(key)
-            new_tracks.append(packets)
-        body = ops.perfetto_slice_packets(records, uuids[inverse], SEQUENCE_ID,
-                                          list(range(1, len(ANNOTATIONS) + 1)), self.gpu_flows)
-        self._emit(b"".join(new_tracks), body, len(records))
+        if is_gpu.any():
+            lanes = np.empty(len(records), dtype=np.int64)
+            lanes[~is_gpu] = self._lanes.assign(records[~is_gpu])
+            # GPU spans of one engine overlap when its calls run on several streams: lanes of their own.
+            lanes[is_gpu] = self._gpu_lanes.assign_spans(records[is_gpu])
+        else:  # no copy of the batch (masking a structured array costs more than the lanes)
+            lanes = self._lanes.assign(records)
+        uuids, new_tracks = self._track_uuids(records, lanes, is_gpu)
+        body = ops.perfetto_slice_packets(records, uuids, SEQUENCE_ID, list(range(1, len(ANNOTATIONS) + 1)),
+                                          self.gpu_flows)
+        self._emit(new_tracks, body, len(records))
 
     def finish(self, end_metadata: dict[str, Any]) -> None:
         if self._file is None:  # lazy and nothing was traced: no file
