@@ -46,10 +46,14 @@ constexpr uint32_t kVarint = 0, kFixed64 = 1, kBytes = 2;
 // Interned annotation names, in the order of the caller's `annotation_iids` list.
 enum Annotation { kCallId, kThread, kDevice, kStream, kError, kNested, kCaptured, kNumAnnotations };
 
+// Everything below is inlined into the loop so that the cursor stays in a register: a cursor
+// kept in memory has to be reloaded after every byte store (a uint8_t store may alias it).
+#define TRT_TRACE_INLINE __attribute__((always_inline)) inline
+
 // A cursor into a buffer sized for the worst case up front: no capacity checks per append.
 struct Out {
   uint8_t* p;
-  void varint(uint64_t v) {
+  TRT_TRACE_INLINE void varint(uint64_t v) {
     if (v < 0x80) {  // tags, ids, small values: most varints here
       *p++ = static_cast<uint8_t>(v);
       return;
@@ -60,12 +64,12 @@ struct Out {
     }
     *p++ = static_cast<uint8_t>(v);
   }
-  void tag(uint32_t field, uint32_t wire) { varint((field << 3) | wire); }
-  void field(uint32_t field, uint64_t v) {
+  TRT_TRACE_INLINE void tag(uint32_t field, uint32_t wire) { varint((field << 3) | wire); }
+  TRT_TRACE_INLINE void field(uint32_t field, uint64_t v) {
     tag(field, kVarint);
     varint(v);
   }
-  void fixed64(uint32_t field, uint64_t v) {
+  TRT_TRACE_INLINE void fixed64(uint32_t field, uint64_t v) {
     tag(field, kFixed64);
     std::memcpy(p, &v, 8);  // little-endian on every platform torch builds for
     p += 8;
@@ -73,13 +77,13 @@ struct Out {
   // A length-delimited field whose content follows; close() writes its length. Every message
   // written here is shorter than 128 bytes (see kMaxPacket), so the length is one varint byte
   // and no size has to be computed before the content.
-  uint8_t* open(uint32_t field) {
+  TRT_TRACE_INLINE uint8_t* open(uint32_t field) {
     tag(field, kBytes);
     return p++;
   }
-  void close(uint8_t* length_at) { *length_at = static_cast<uint8_t>(p - length_at - 1); }
+  TRT_TRACE_INLINE void close(uint8_t* length_at) { *length_at = static_cast<uint8_t>(p - length_at - 1); }
   // A debug annotation {name_iid, <value field>: v}; every value here is a varint.
-  void annotation(uint64_t name_iid, uint32_t value_field, uint64_t v) {
+  TRT_TRACE_INLINE void annotation(uint64_t name_iid, uint32_t value_field, uint64_t v) {
     uint8_t* length_at = open(kDebugAnnotations);
     field(kAnnotationNameIid, name_iid);
     field(value_field, v);
@@ -111,7 +115,7 @@ struct Order {
 
 // Opens a TracePacket with its timestamp and sequence and, inside it, a TrackEvent of `type` on
 // `track`; returns the two length bytes to close (event, packet).
-std::pair<uint8_t*, uint8_t*> open_event(Out& out, int64_t ts, uint64_t seq_id, uint32_t type, uint64_t track) {
+TRT_TRACE_INLINE std::pair<uint8_t*, uint8_t*> open_event(Out& out, int64_t ts, uint64_t seq_id, uint32_t type, uint64_t track) {
   uint8_t* packet = out.open(kTracePacket);
   out.field(kTimestamp, static_cast<uint64_t>(ts));
   out.field(kSequenceId, seq_id);
@@ -121,7 +125,7 @@ std::pair<uint8_t*, uint8_t*> open_event(Out& out, int64_t ts, uint64_t seq_id, 
   return {event, packet};
 }
 
-void close_event(Out& out, std::pair<uint8_t*, uint8_t*> lengths) {
+TRT_TRACE_INLINE void close_event(Out& out, std::pair<uint8_t*, uint8_t*> lengths) {
   out.close(lengths.first);
   out.close(lengths.second);
 }
