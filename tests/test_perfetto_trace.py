@@ -12,7 +12,7 @@ from collections import Counter
 import numpy as np
 import pytest
 import torch
-from conftest import drain_all, run_python
+from conftest import drain_all, in_thread, run_python
 from perfetto.protos.perfetto.trace import perfetto_trace_pb2 as pb
 from pftrace_checks import check_pftrace, parse
 from trace_checks import check_trace, load_strict, to_ns
@@ -195,6 +195,17 @@ def test_a_cut_file_still_reads_up_to_its_last_whole_packet(tmp_path):
         events = load_events(str(cut))
         assert any(e.get("name") == "execute_engine" for e in events)
     assert "cut_engine" in summary_text(str(cut))
+
+
+def test_dropped_events_are_in_the_end_metadata(tmp_path):
+    out = tmp_path / "t.pftrace"
+    with trt_trace.tracing(str(out), buffer_events=64):
+        in_thread(ops.push_synthetic, 20000, 1, 1_000_000)  # a fresh thread: a 64-record ring, flooded
+    c = check_pftrace(parse(out))
+    end = {k: annotation(a) for k, a in c.metadata[-1].items()}
+    flooded = [t for t in end["threads"] if t["dropped"]]
+    assert end["dropped_events"] > 0 and len(flooded) == 1 and flooded[0]["produced"] == 20000
+    assert flooded[0]["produced"] - flooded[0]["dropped"] == len(c.slices) == end["records_written"]
 
 
 # -- synthetic records: GPU spans, flows, and the JSON of the same records ----------------------
