@@ -29,6 +29,8 @@ Format decisions (see ../shared/notes/trace-formats.md):
   Records of one call split across two drained batches still nest (the call record comes first,
   and ends are anonymous). Not covered: two calls of one lane from different threads where one
   ends at the very ns the other begins and the later one is drained a batch earlier.
+* The sequence id and track uuids are the same in every file (small ids keep events short), so
+  traces of several processes cannot be merged by concatenating the files.
 """
 
 from __future__ import annotations
