@@ -48,7 +48,7 @@ def test_profiler_sees_engine_calls_and_phases_without_a_trace_file(tmp_path):
         # They follow each other without overlapping (the gaps between them are the profiler's own cost
         # of closing one scope and opening the next), and enqueue holds the 200 us launch.
         ordered = sorted(phases, key=lambda e: e["ts"])
-        for a, b in zip(ordered, ordered[1:]):
+        for a, b in zip(ordered, ordered[1:], strict=False):
             assert a["ts"] + a["dur"] <= b["ts"] + 1e-3, (a, b)
         enqueue = sum(e["dur"] for e in phases if e["name"].endswith("/enqueue"))
         assert enqueue >= 200
@@ -65,7 +65,7 @@ def test_profiler_and_trace_file_agree(tmp_path):
     ours = sorted(e["dur"] for e in load_events(str(trace))
                   if e.get("ph") == "X" and e.get("name") == "execute_engine")
     assert len(prof_calls) == len(ours) == 4
-    for a, b in zip(prof_calls, ours):
+    for a, b in zip(prof_calls, ours, strict=True):
         assert abs(a - b) <= max(2.0, 0.05 * b), (prof_calls, ours)
 
 

@@ -1,9 +1,10 @@
-"""Drain + write throughput: trt_trace's Chrome JSON writer vs torch.profiler's export, per event.
+"""Drain + write throughput: trt_trace's writers (Chrome JSON, native Perfetto) vs torch.profiler's export.
 
     python tools/bench_export.py [--calls 200000]
 
 trt_trace: `calls` synthetic engine calls (5 records each: the call and its 4 phases) on 6 engines,
-built as the drain hands them over (BATCH_RECORDS-record batches) and written as the drainer does.
+built as the drain hands them over (BATCH_RECORDS-record batches) and written as the drainer does,
+by each writer in turn on the same batches (interleaved repeats).
 torch.profiler: a CPU profile of stand-in engine calls, then export_chrome_trace; events counted in the
 exported file. Reports events/s, bytes/event, and the writer's peak RSS growth.
 """
@@ -23,7 +24,9 @@ import torch
 from trt_trace import ops, standin
 from trt_trace.drainer import BATCH_RECORDS
 from trt_trace.records import RECORD_DTYPE
-from trt_trace.writers import ChromeJsonWriter
+from trt_trace.writers import ChromeJsonWriter, PerfettoTraceWriter
+
+WRITERS = {"Chrome JSON": (ChromeJsonWriter, "t.json"), "Perfetto protobuf": (PerfettoTraceWriter, "t.pftrace")}
 
 
 def synthetic_batch(n_calls: int, first_call: int) -> np.ndarray:
@@ -46,12 +49,13 @@ def rss_kib() -> int:
     return int(open("/proc/self/statm").read().split()[1]) * 4
 
 
-def bench_trt_trace(calls: int, d: str) -> tuple[float, float, int]:
+def bench_trt_trace(calls: int, d: str, fmt: str) -> tuple[float, float, int]:
     names = ["", *[f"_run_on_acc_{i}_engine" for i in range(6)]]
     step = BATCH_RECORDS // 5  # calls per drained batch, as the drainer hands them over
     batches = [synthetic_batch(min(step, calls - c), c) for c in range(0, calls, step)]
     n_events = sum(len(b) for b in batches)
-    writer = ChromeJsonWriter(os.path.join(d, "t.json"), lambda: names)
+    cls, name = WRITERS[fmt]
+    writer = cls(os.path.join(d, name), lambda: names)
     writer.begin("bench", {})
     before = rss_kib()
     peak = before
@@ -86,16 +90,23 @@ def main() -> int:
     ap.add_argument("--repeats", type=int, default=5)
     args = ap.parse_args()
     ops.timing_table()  # load the library
-    ours, theirs = [], []
+    ours: dict[str, list[tuple[float, float, int]]] = {fmt: [] for fmt in WRITERS}
+    theirs = []
     with tempfile.TemporaryDirectory() as d:
         for _ in range(args.repeats):  # interleaved
-            ours.append(bench_trt_trace(args.calls, d))
+            for fmt in WRITERS:
+                ours[fmt].append(bench_trt_trace(args.calls, d, fmt))
             theirs.append(bench_profiler(args.profiler_calls, d))
-    rate = statistics.median(r[0] for r in ours)
+    rates = {fmt: statistics.median(r[0] for r in runs) for fmt, runs in ours.items()}
+    for fmt, runs in ours.items():
+        print(f"trt_trace {fmt}: {rates[fmt] / 1e6:.2f} M events/s (spread {min(r[0] for r in runs) / 1e6:.2f}-"
+              f"{max(r[0] for r in runs) / 1e6:.2f}), {runs[0][1]:.1f} bytes/event, "
+              f"peak RSS growth {max(r[2] for r in runs) / 1024:.1f} MiB for {5 * args.calls} events")
+    js, pf = ours["Chrome JSON"], ours["Perfetto protobuf"]
+    print(f"Perfetto vs JSON: {rates['Perfetto protobuf'] / rates['Chrome JSON']:.1f}x the events/s, "
+          f"{js[0][1] / pf[0][1]:.1f}x smaller")
+    rate = rates["Chrome JSON"]
     prof_rate = statistics.median(r[0] for r in theirs)
-    print(f"trt_trace Chrome JSON: {rate / 1e6:.2f} M events/s (spread {min(r[0] for r in ours) / 1e6:.2f}-"
-          f"{max(r[0] for r in ours) / 1e6:.2f}), {ours[0][1]:.0f} bytes/event, "
-          f"peak RSS growth {max(r[2] for r in ours) / 1024:.1f} MiB for {5 * args.calls} events")
     print(f"torch.profiler export_chrome_trace: {prof_rate / 1e6:.3f} M events/s (spread "
           f"{min(r[0] for r in theirs) / 1e6:.3f}-{max(r[0] for r in theirs) / 1e6:.3f}), "
           f"{theirs[0][1]:.0f} bytes/event")

@@ -21,9 +21,9 @@ from .session import Session, TraceError, active, start, stop
 
 @contextlib.contextmanager
 def tracing(path: str, buffer_events: int | None = None, nvtx: bool = False, gpu: bool = True,
-            max_bytes: int | None = None, split: bool = True) -> Iterator[Session]:
+            max_bytes: int | None = None, split: bool = True, format: str | None = None) -> Iterator[Session]:
     """Traces every engine call inside the block into `path`; the arguments are start()'s."""
-    session = start(path, buffer_events, nvtx, gpu=gpu, max_bytes=max_bytes, split=split)
+    session = start(path, buffer_events, nvtx, gpu=gpu, max_bytes=max_bytes, split=split, format=format)
     try:
         yield session
     finally:

@@ -26,7 +26,7 @@ def _start_from_env() -> None:
             # Lazy file: children that import torch but run no engine (compile workers, data
             # loader workers) inherit the variable and must not leave empty traces behind.
             session.start(path, settings.buffer_events, settings.nvtx, lazy_file=True, gpu=settings.gpu,
-                          max_bytes=settings.max_bytes, split=settings.split)
+                          max_bytes=settings.max_bytes, split=settings.split, format=settings.format)
         except session.TraceError as exc:
             config.warn(f"TRT_TRACE_OUT: {exc}; running untraced")
     except Exception as exc:  # never take the user's process down

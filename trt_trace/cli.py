@@ -26,6 +26,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
     env["TRT_TRACE_OUT"] = args.output
     if args.buffer:
         env["TRT_TRACE_BUFFER"] = args.buffer
+    if args.format:
+        env["TRT_TRACE_FORMAT"] = args.format
     try:
         # Children inherit TRT_TRACE_OUT: every Python process of the command that imports torch is
         # traced (give {pid} in the path to keep their files apart).
@@ -100,11 +102,13 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("-o", "--output", default="trace.json",
                      help="trace file; {pid}, {rank}, {host} are replaced (default trace.json)")
     run.add_argument("--buffer", help="events per thread buffer, e.g. 256k (TRT_TRACE_BUFFER)")
+    run.add_argument("--format", choices=("json", "perfetto"),
+                     help="trace format (TRT_TRACE_FORMAT; default: by suffix, *.pftrace is Perfetto)")
     run.add_argument("command", nargs=argparse.REMAINDER, help="-- command and its arguments")
     run.set_defaults(func=_cmd_run)
 
     summary = sub.add_parser("summary", help="per-engine timing table of a trace file")
-    summary.add_argument("trace", help="trace.json written by trt_trace (or merged by trt-trace merge)")
+    summary.add_argument("trace", help="trace.json / trace.pftrace written by trt_trace (or trt-trace merge)")
     summary.add_argument("--by-rank", action="store_true",
                          help="one table per process (rank) of a merged trace, then all of them")
     summary.add_argument("--plot", metavar="PNG", help="also draw per-engine bars by phase into this image")

@@ -117,6 +117,18 @@ def rank_info() -> dict[str, int | None]:
     return {"rank": _env_int("RANK"), "local_rank": _env_int("LOCAL_RANK"), "world_size": _env_int("WORLD_SIZE")}
 
 
+def trace_format() -> str | None:
+    """TRT_TRACE_FORMAT: 'json' or 'perfetto'; unset or 'auto': by the suffix of TRT_TRACE_OUT."""
+    raw = os.environ.get("TRT_TRACE_FORMAT")
+    if raw is None or raw.strip().lower() in ("", "auto"):
+        return None
+    value = raw.strip().lower()
+    if value in ("json", "perfetto"):
+        return value
+    warn(f"TRT_TRACE_FORMAT={raw!r} must be json or perfetto (using the file name's suffix)")
+    return None
+
+
 def expand_path(template: str) -> str:
     """Replaces {pid}, {rank} and {host} in an output path template.
 
@@ -138,6 +150,7 @@ class Settings:
     nvtx: bool
     max_bytes: int
     split: bool
+    format: str | None = None
 
 
 def from_env() -> Settings:
@@ -152,4 +165,5 @@ def from_env() -> Settings:
         nvtx=parse_bool("TRT_TRACE_NVTX", False),
         max_bytes=max_bytes(),
         split=split_at_limit(),
+        format=trace_format(),
     )

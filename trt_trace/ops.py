@@ -112,6 +112,23 @@ def chrome_json_events(records, tids, pid: int, engine_json: list[str], flows: b
                                      engine_json, bool(flows)).numpy().data
 
 
+def perfetto_slice_packets(records, track_uuids, seq_id: int, annotation_iids: list[int], flows: bool) -> memoryview:
+    """Framed Perfetto TracePackets (SLICE_BEGIN/SLICE_END) of a record batch, ready to append to a
+    trace file; track_uuids: the track of each record; annotation_iids: see csrc/ops/perfetto_format.cpp."""
+    import numpy as np
+    import torch
+
+    raw = torch.from_numpy(np.ascontiguousarray(records).view(np.uint8).reshape(-1))
+    uuids = torch.from_numpy(np.ascontiguousarray(track_uuids, dtype=np.int64))
+    return _op("perfetto_slice_packets")(raw, uuids, int(seq_id), list(annotation_iids), bool(flows)).numpy().data
+
+
+def perfetto_field_numbers() -> dict[str, int]:
+    """The proto field numbers the C++ encoder uses, by proto name (for the test against the descriptors)."""
+    names, numbers = _op("perfetto_field_numbers")()
+    return dict(zip(names, numbers, strict=True))
+
+
 def set_buffer_capacity(records: int) -> None:
     _op("set_buffer_capacity")(int(records))
 

@@ -19,7 +19,7 @@ from typing import Any
 from . import __version__, ops
 from .config import DEFAULT_BUFFER_EVENTS, DEFAULT_MAX_MB, host_name, rank_info, warn
 from .drainer import Drainer
-from .writers import ChromeJsonWriter
+from .writers import ChromeJsonWriter, PerfettoTraceWriter, resolve_format, suffix_matches
 
 
 class TraceError(RuntimeError):
@@ -52,19 +52,28 @@ def _check_output_path(path: str) -> Path:
 class Session:
     def __init__(self, path: str, buffer_events: int = DEFAULT_BUFFER_EVENTS, nvtx: bool = False,
                  lazy_file: bool = False, gpu: bool = True, max_bytes: int = int(DEFAULT_MAX_MB * 2**20),
-                 split: bool = True) -> None:
+                 split: bool = True, format: str | None = None) -> None:
         self.path = str(_check_output_path(path))
-        if not self.path.endswith(".json"):
-            warn(f"{self.path}: writing Chrome trace JSON (name the file *.json to say so)")
+        try:
+            self.format = resolve_format(self.path, format)
+        except ValueError as exc:
+            raise TraceError(str(exc)) from None
+        if not suffix_matches(self.path, self.format):
+            if self.format == "json":
+                warn(f"{self.path}: writing Chrome trace JSON (name the file *.json to say so)")
+            else:
+                warn(f"{self.path}: writing a Perfetto protobuf trace (name the file *.pftrace to say so)")
         self.buffer_events = buffer_events
         self.nvtx = nvtx
         self.gpu = gpu
         self.pid = os.getpid()
+        writer_class = PerfettoTraceWriter if self.format == "perfetto" else ChromeJsonWriter
         try:
-            self.writer = ChromeJsonWriter(self.path, ops.engine_names, lazy=lazy_file, max_bytes=max_bytes,
-                                           split=split)
+            self.writer = writer_class(self.path, ops.engine_names, lazy=lazy_file, max_bytes=max_bytes, split=split)
         except OSError as exc:
             raise TraceError(f"cannot write {self.path}: {exc.strerror or exc}; pick a writable path") from exc
+        except ImportError as exc:  # the perfetto package's protos
+            raise TraceError(f"cannot write a Perfetto trace ({exc}); pip install perfetto, or write *.json") from exc
         self.drainer = Drainer(self._write_batch)
         self.records_written = 0
         self.started_ns = 0
@@ -146,8 +155,11 @@ class Session:
 
 
 def start(path: str, buffer_events: int | None = None, nvtx: bool = False, lazy_file: bool = False,
-          gpu: bool = True, max_bytes: int | None = None, split: bool = True) -> Session:
-    """Starts tracing every engine call of this process into `path` (Chrome trace JSON).
+          gpu: bool = True, max_bytes: int | None = None, split: bool = True, format: str | None = None) -> Session:
+    """Starts tracing every engine call of this process into `path`.
+
+    format: "json" (Chrome trace JSON) or "perfetto" (native Perfetto protobuf); None picks by the
+    suffix: *.pftrace, *.perfetto-trace and *.pb are Perfetto, anything else JSON.
 
     nvtx=True also emits NVTX ranges (domain "trt_trace") for Nsight Systems. lazy_file=True creates
     the file only when the first engine call is traced (the TRT_TRACE_OUT start-up path). gpu=False
@@ -158,7 +170,7 @@ def start(path: str, buffer_events: int | None = None, nvtx: bool = False, lazy_
         if _active is not None:
             raise TraceError(f"already tracing into {_active.path}; call trt_trace.stop() first")
         session = Session(path, buffer_events or DEFAULT_BUFFER_EVENTS, nvtx, lazy_file, gpu,
-                          int(DEFAULT_MAX_MB * 2**20) if max_bytes is None else max_bytes, split)
+                          int(DEFAULT_MAX_MB * 2**20) if max_bytes is None else max_bytes, split, format)
         session.start()
         _active = session
         _install_signal_handlers()
@@ -217,7 +229,8 @@ def _after_fork_in_child() -> None:
         from . import config
 
         try:
-            start(config.expand_path(template), session.buffer_events, session.nvtx, lazy_file=True, gpu=False)
+            start(config.expand_path(template), session.buffer_events, session.nvtx, lazy_file=True, gpu=False,
+                  format=session.format)
         except Exception as exc:
             warn(f"TRT_TRACE_OUT: could not trace the forked child ({exc})")
     else:

@@ -26,6 +26,10 @@ class TraceFileError(ValueError):
 
 def load_events(path: str) -> list[dict[str, Any]]:
     """Events of a trace file; accepts an unterminated array (a process killed mid-run)."""
+    from . import pftrace_reader
+
+    if pftrace_reader.looks_like_perfetto(path):  # native Perfetto: the same events, from the protos
+        return pftrace_reader.load_events(path)
     try:
         with open(path, "rb") as f:
             data = f.read()

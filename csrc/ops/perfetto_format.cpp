@@ -1,0 +1,231 @@
+// Bulk encoding of drained records as Perfetto TrackEvent packets, for the Python writer
+// (trt_trace/writers/perfetto_trace.py), which owns everything rare: track descriptors, interned
+// names, the clock snapshot, metadata, the file. This file writes only the per-record slices.
+//
+// Why C++: a Python protobuf object per event caps a writer at well under 1 M events/s; this loop
+// hand-encodes the wire format. Field numbers are constants here; tests compare them with the
+// descriptors of the `perfetto` package's protos (perfetto_field_numbers below).
+//
+// Output: a run of Trace.packet fields (tag 0x0A, length, TracePacket), i.e. bytes that can be
+// appended to a trace file as they are. Each record becomes a SLICE_BEGIN packet (name, debug
+// annotations, flow ids) and a SLICE_END packet on the track the caller chose for it.
+#include <ATen/ATen.h>
+#include <torch/library.h>
+
+#include <algorithm>
+#include <cstring>
+#include <string>
+#include <tuple>
+#include <utility>
+#include <vector>
+
+#include "common/record.h"
+
+namespace trt_trace {
+namespace {
+
+// Field numbers of the protos (perfetto/trace/trace.proto, trace_packet.proto, track_event/*.proto).
+constexpr uint32_t kTracePacket = 1;           // Trace.packet
+constexpr uint32_t kTimestamp = 8;             // TracePacket.timestamp
+constexpr uint32_t kSequenceId = 10;           // TracePacket.trusted_packet_sequence_id
+constexpr uint32_t kTrackEvent = 11;           // TracePacket.track_event
+constexpr uint32_t kDebugAnnotations = 4;      // TrackEvent.debug_annotations
+constexpr uint32_t kType = 9;                  // TrackEvent.type
+constexpr uint32_t kNameIid = 10;              // TrackEvent.name_iid
+constexpr uint32_t kTrackUuid = 11;            // TrackEvent.track_uuid
+constexpr uint32_t kFlowIds = 47;              // TrackEvent.flow_ids (fixed64)
+constexpr uint32_t kTerminatingFlowIds = 48;   // TrackEvent.terminating_flow_ids (fixed64)
+constexpr uint32_t kAnnotationNameIid = 1;     // DebugAnnotation.name_iid
+constexpr uint32_t kBoolValue = 2;             // DebugAnnotation.bool_value
+constexpr uint32_t kUintValue = 3;             // DebugAnnotation.uint_value
+constexpr uint32_t kSliceBegin = 1;            // TrackEvent.Type.TYPE_SLICE_BEGIN
+constexpr uint32_t kSliceEnd = 2;              // TrackEvent.Type.TYPE_SLICE_END
+
+constexpr uint32_t kVarint = 0, kFixed64 = 1, kBytes = 2;
+
+// Interned annotation names, in the order of the caller's `annotation_iids` list.
+enum Annotation { kCallId, kThread, kDevice, kStream, kError, kNested, kCaptured, kNumAnnotations };
+
+// Everything below is inlined into the loop so that the cursor stays in a register: a cursor
+// kept in memory has to be reloaded after every byte store (a uint8_t store may alias it).
+#define TRT_TRACE_INLINE __attribute__((always_inline)) inline
+
+// A cursor into a buffer sized for the worst case up front: no capacity checks per append.
+struct Out {
+  uint8_t* p;
+  TRT_TRACE_INLINE void varint(uint64_t v) {
+    if (v < 0x80) {  // tags, ids, small values: most varints here
+      *p++ = static_cast<uint8_t>(v);
+      return;
+    }
+    while (v >= 0x80) {
+      *p++ = static_cast<uint8_t>(v | 0x80);
+      v >>= 7;
+    }
+    *p++ = static_cast<uint8_t>(v);
+  }
+  TRT_TRACE_INLINE void tag(uint32_t field, uint32_t wire) { varint((field << 3) | wire); }
+  TRT_TRACE_INLINE void field(uint32_t field, uint64_t v) {
+    tag(field, kVarint);
+    varint(v);
+  }
+  TRT_TRACE_INLINE void fixed64(uint32_t field, uint64_t v) {
+    tag(field, kFixed64);
+    std::memcpy(p, &v, 8);  // little-endian on every platform torch builds for
+    p += 8;
+  }
+  // A length-delimited field whose content follows; close() writes its length. Every message
+  // written here is shorter than 128 bytes (see kMaxPacket), so the length is one varint byte
+  // and no size has to be computed before the content.
+  TRT_TRACE_INLINE uint8_t* open(uint32_t field) {
+    tag(field, kBytes);
+    return p++;
+  }
+  TRT_TRACE_INLINE void close(uint8_t* length_at) { *length_at = static_cast<uint8_t>(p - length_at - 1); }
+  // A debug annotation {name_iid, <value field>: v}; every value here is a varint.
+  TRT_TRACE_INLINE void annotation(uint64_t name_iid, uint32_t value_field, uint64_t v) {
+    uint8_t* length_at = open(kDebugAnnotations);
+    field(kAnnotationNameIid, name_iid);
+    field(value_field, v);
+    close(length_at);
+  }
+};
+
+// The longest packet: tag, length, timestamp (11), sequence id (2), track event (2 + type 2, track
+// 10, name 2, annotations call_id 15, thread 10, device 8, stream 10, three flags 18, flows 20),
+// with ids below 128 and track uuids below 2^63.
+constexpr size_t kMaxPacket = 2 + 11 + 2 + 2 + 95;
+static_assert(kMaxPacket - 2 < 128, "one-byte lengths");
+
+// The order records are written in. Perfetto sorts packets by timestamp and keeps the file order
+// among equal ones, and an end closes the innermost open slice of its track, so only equal
+// timestamps on one track need care. Writing each record's begin and end together, records by
+// (begin, longer first, call before phase), gets them right: an end at t comes from a slice that
+// began before any slice beginning at t (or is a zero-length one nested at t), and of two begins
+// at t the outer comes first. Ends are anonymous, so the order of several ends at t does not matter.
+struct Order {
+  int64_t begin;
+  int64_t neg_end;
+  uint8_t phase;
+  uint32_t record;
+  bool operator<(const Order& o) const {
+    return std::tie(begin, neg_end, phase, record) < std::tie(o.begin, o.neg_end, o.phase, o.record);
+  }
+};
+
+// Opens a TracePacket with its timestamp and sequence and, inside it, a TrackEvent of `type` on
+// `track`; returns the two length bytes to close (event, packet).
+TRT_TRACE_INLINE std::pair<uint8_t*, uint8_t*> open_event(Out& out, int64_t ts, uint64_t seq_id, uint32_t type, uint64_t track) {
+  uint8_t* packet = out.open(kTracePacket);
+  out.field(kTimestamp, static_cast<uint64_t>(ts));
+  out.field(kSequenceId, seq_id);
+  uint8_t* event = out.open(kTrackEvent);
+  out.field(kType, type);
+  out.field(kTrackUuid, track);
+  return {event, packet};
+}
+
+TRT_TRACE_INLINE void close_event(Out& out, std::pair<uint8_t*, uint8_t*> lengths) {
+  out.close(lengths.first);
+  out.close(lengths.second);
+}
+
+// records: uint8 [n * 40]; track_uuids: int64 [n], the track of each record; annotation_iids: the
+// interned names (see Annotation); flows: flow ids from each launching enqueue to its GPU slice.
+// The event name of a record is interned as phase + 1.
+at::Tensor encode_slices(const at::Tensor& records, const at::Tensor& track_uuids, int64_t seq_id,
+                         const std::vector<int64_t>& annotation_iids, bool flows) {
+  TORCH_CHECK(records.dtype() == at::kByte && records.is_contiguous() && records.numel() % sizeof(Record) == 0,
+              "perfetto_slice_packets: records must be contiguous uint8 of whole records");
+  const int64_t n = records.numel() / static_cast<int64_t>(sizeof(Record));
+  TORCH_CHECK(track_uuids.dtype() == at::kLong && track_uuids.numel() == n,
+              "perfetto_slice_packets: one int64 track uuid per record");
+  TORCH_CHECK(annotation_iids.size() == kNumAnnotations, "perfetto_slice_packets: ", kNumAnnotations,
+              " annotation name iids expected");
+  TORCH_CHECK(seq_id > 0 && seq_id < 128, "perfetto_slice_packets: the sequence id must be in 1..127");
+  for (int64_t a : annotation_iids) TORCH_CHECK(a > 0 && a < 128, "perfetto_slice_packets: iids must be in 1..127");
+  const at::Tensor uuid_c = track_uuids.contiguous();
+  const auto* rec = reinterpret_cast<const Record*>(records.data_ptr<uint8_t>());
+  const int64_t* uuid = uuid_c.data_ptr<int64_t>();
+  const auto iid = [&](Annotation a) { return static_cast<uint64_t>(annotation_iids[a]); };
+  const auto seq = static_cast<uint64_t>(seq_id);
+
+  std::vector<Order> order;
+  order.reserve(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) {
+    const Record& r = rec[i];
+    if (r.phase > static_cast<uint8_t>(Phase::kGpu)) continue;
+    order.push_back(Order{r.begin_ns, -std::max(r.end_ns, r.begin_ns), r.phase, static_cast<uint32_t>(i)});
+  }
+  // A drained batch is mostly in order already (each thread's calls in time order, a call before
+  // its phases): the check is cheaper than the sort it usually saves.
+  if (!std::is_sorted(order.begin(), order.end())) std::sort(order.begin(), order.end());
+
+  at::Tensor result = at::empty({static_cast<int64_t>(2 * kMaxPacket * order.size() + 1)}, at::kByte);
+  uint8_t* const begin = result.data_ptr<uint8_t>();
+  Out ev{begin};
+  for (const Order& o : order) {
+    const Record& r = rec[o.record];
+    const int64_t track_id = uuid[o.record];
+    TORCH_CHECK(track_id >= 0, "perfetto_slice_packets: track uuids must be non-negative");
+    const auto track = static_cast<uint64_t>(track_id);
+    auto lengths = open_event(ev, r.begin_ns, seq, kSliceBegin, track);
+    // The same facts as the Chrome JSON's args; the engine is the track's parent.
+    ev.field(kNameIid, r.phase + 1u);
+    ev.annotation(iid(kCallId), kUintValue, r.call_id);
+    ev.annotation(iid(kThread), kUintValue, r.thread_id);
+    if (r.device != kNoDevice) ev.annotation(iid(kDevice), kUintValue, r.device);
+    const bool gpu = r.phase == static_cast<uint8_t>(Phase::kGpu);
+    if (gpu) ev.annotation(iid(kStream), kUintValue, r.stream);
+    if (r.flags & kFlagError) ev.annotation(iid(kError), kBoolValue, 1);
+    if (r.flags & kFlagNested) ev.annotation(iid(kNested), kBoolValue, 1);
+    if (r.flags & kFlagCaptured) ev.annotation(iid(kCaptured), kBoolValue, 1);
+    // A flow from the enqueue slice to the GPU slice it launched (the call id names it), as
+    // the JSON's launch arrows: none for failed or graph-captured calls (nothing ran).
+    const bool launch = r.phase == static_cast<uint8_t>(Phase::kEnqueue) && r.device != kNoDevice &&
+                        !(r.flags & (kFlagCaptured | kFlagError));
+    if (flows && launch) ev.fixed64(kFlowIds, r.call_id);
+    if (flows && gpu) ev.fixed64(kTerminatingFlowIds, r.call_id);
+    close_event(ev, lengths);
+    close_event(ev, open_event(ev, -o.neg_end, seq, kSliceEnd, track));
+  }
+  return result.narrow(0, 0, ev.p - begin);
+}
+
+// The constants above by proto name, for the test that checks them against the descriptors.
+std::tuple<std::vector<std::string>, std::vector<int64_t>> field_numbers() {
+  std::vector<std::pair<std::string, int64_t>> table = {
+      {"Trace.packet", kTracePacket},
+      {"TracePacket.timestamp", kTimestamp},
+      {"TracePacket.trusted_packet_sequence_id", kSequenceId},
+      {"TracePacket.track_event", kTrackEvent},
+      {"TrackEvent.debug_annotations", kDebugAnnotations},
+      {"TrackEvent.type", kType},
+      {"TrackEvent.name_iid", kNameIid},
+      {"TrackEvent.track_uuid", kTrackUuid},
+      {"TrackEvent.flow_ids", kFlowIds},
+      {"TrackEvent.terminating_flow_ids", kTerminatingFlowIds},
+      {"DebugAnnotation.name_iid", kAnnotationNameIid},
+      {"DebugAnnotation.bool_value", kBoolValue},
+      {"DebugAnnotation.uint_value", kUintValue},
+      {"TrackEvent.Type.TYPE_SLICE_BEGIN", kSliceBegin},
+      {"TrackEvent.Type.TYPE_SLICE_END", kSliceEnd},
+  };
+  std::vector<std::string> names;
+  std::vector<int64_t> numbers;
+  for (auto& [name, number] : table) {
+    names.push_back(name);
+    numbers.push_back(number);
+  }
+  return {names, numbers};
+}
+
+}  // namespace
+}  // namespace trt_trace
+
+TORCH_LIBRARY_FRAGMENT(trt_trace, m) {
+  m.def("perfetto_slice_packets(Tensor records, Tensor track_uuids, int seq_id, int[] annotation_iids, "
+        "bool flows) -> Tensor",
+        &trt_trace::encode_slices);
+  m.def("perfetto_field_numbers() -> (str[], int[])", &trt_trace::field_numbers);
+}

@@ -1,0 +1,163 @@
+"""Reads a Perfetto trace written by writers/perfetto_trace.py back, with the `perfetto` package's protos.
+
+No trace_processor: it is a native binary the `perfetto` package downloads on first use. The
+trt_trace files are simple enough to rebuild here: slices are SLICE_BEGIN/SLICE_END pairs on named
+tracks, replayed in Perfetto's order (by timestamp, file order among equal ones).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from .trace_summary import TraceFileError
+from .writers.chrome_json import CATEGORY, METADATA_EVENT
+from .writers.perfetto_trace import ENGINE_UUID_BASE, SUFFIXES, protos
+
+
+def looks_like_perfetto(path: str) -> bool:
+    """By content: a Perfetto trace's first byte is the Trace.packet tag, JSON starts with [ or {.
+    An empty or unreadable file goes by its suffix."""
+    try:
+        with open(path, "rb") as f:
+            first = f.read(1)
+    except OSError:
+        first = b""
+    return first == b"\x0a" if first else path.endswith(SUFFIXES)
+
+
+def _complete_length(data: bytes) -> int:
+    """The length of the prefix of `data` that holds whole Trace.packet fields (a killed writer's
+    file ends in a cut packet)."""
+    pos = 0
+    n = len(data)
+    while pos < n:
+        if data[pos] != 0x0A:
+            break
+        size, shift, p = 0, 0, pos + 1
+        while p < n and data[p] & 0x80:
+            size |= (data[p] & 0x7F) << shift
+            shift += 7
+            p += 1
+        if p >= n:
+            break
+        size |= data[p] << shift
+        end = p + 1 + size
+        if end > n:
+            break
+        pos = end
+    return pos
+
+
+def read_packets(path: str) -> list[Any]:
+    """Every complete TracePacket of the file, in file order."""
+    pb = protos()
+    try:
+        with open(path, "rb") as f:
+            data = f.read()
+    except OSError as exc:
+        raise TraceFileError(f"cannot read {path}: {exc.strerror or exc}") from exc
+    from google.protobuf.message import DecodeError
+
+    try:
+        return list(pb.Trace.FromString(data).packet)
+    except DecodeError:
+        pass
+    try:  # cut short: keep every whole packet
+        return list(pb.Trace.FromString(data[: _complete_length(data)]).packet)
+    except DecodeError:
+        raise TraceFileError(f"{path} is not a Perfetto trace file") from None
+
+
+def annotation_value(annotation: Any) -> Any:
+    """The JSON-like value of a DebugAnnotation (nested ones as lists and dicts)."""
+    if annotation.dict_entries:
+        return {entry.name: annotation_value(entry) for entry in annotation.dict_entries}
+    if annotation.array_values:
+        return [annotation_value(item) for item in annotation.array_values]
+    kind = annotation.WhichOneof("value")
+    if kind == "legacy_json_value":
+        return json.loads(annotation.legacy_json_value)
+    return getattr(annotation, kind) if kind else None
+
+
+@dataclass
+class Slice:
+    track: int
+    name: str
+    begin_ns: int
+    end_ns: int
+    args: dict[str, Any]
+    flow_ids: list[int] = field(default_factory=list)
+    terminating_flow_ids: list[int] = field(default_factory=list)
+
+
+@dataclass
+class PerfettoTrace:
+    tracks: dict[int, Any] = field(default_factory=dict)  # uuid -> TrackDescriptor
+    slices: list[Slice] = field(default_factory=list)
+    metadata: list[dict[str, Any]] = field(default_factory=list)  # start, then finish
+    unclosed: int = 0  # slice begins with no end (a cut file)
+
+    def engine_of(self, uuid: int) -> tuple[int, str] | None:
+        """(engine id, engine name) of a track under an engine track."""
+        while uuid in self.tracks:
+            if uuid >= ENGINE_UUID_BASE:
+                return uuid - ENGINE_UUID_BASE, self.tracks[uuid].name
+            uuid = self.tracks[uuid].parent_uuid
+        return None
+
+
+def load_trace(path: str) -> PerfettoTrace:
+    pb = protos()
+    packets = read_packets(path)
+    out = PerfettoTrace()
+    event_names: dict[int, str] = {}
+    annotation_names: dict[int, str] = {}
+    events = []
+    for index, packet in enumerate(packets):
+        if packet.HasField("interned_data"):
+            if packet.sequence_flags & pb.TracePacket.SEQ_INCREMENTAL_STATE_CLEARED:
+                event_names.clear()
+                annotation_names.clear()
+            event_names.update((e.iid, e.name) for e in packet.interned_data.event_names)
+            annotation_names.update((a.iid, a.name) for a in packet.interned_data.debug_annotation_names)
+        if packet.HasField("track_descriptor"):
+            out.tracks[packet.track_descriptor.uuid] = packet.track_descriptor
+        if packet.HasField("track_event"):
+            # Names resolve with the interned state at this point of the file (one sequence).
+            ev = packet.track_event
+            name = ev.name if ev.HasField("name") else event_names.get(ev.name_iid, "")
+            args = {(a.name if a.HasField("name") else annotation_names.get(a.name_iid, "")): annotation_value(a)
+                    for a in ev.debug_annotations}
+            events.append((packet.timestamp, index, ev, name, args))
+    stacks: dict[int, list[Slice]] = {}
+    events.sort(key=lambda e: (e[0], e[1]))
+    for ts, _index, ev, name, args in events:
+        if ev.type == pb.TrackEvent.TYPE_SLICE_BEGIN:
+            s = Slice(ev.track_uuid, name, ts, ts, args, list(ev.flow_ids), list(ev.terminating_flow_ids))
+            stacks.setdefault(ev.track_uuid, []).append(s)
+        elif ev.type == pb.TrackEvent.TYPE_SLICE_END:
+            stack = stacks.get(ev.track_uuid)
+            if stack:
+                s = stack.pop()
+                s.end_ns = ts
+                out.slices.append(s)
+        elif ev.type == pb.TrackEvent.TYPE_INSTANT and name == METADATA_EVENT:
+            out.metadata.append(args)
+    out.unclosed = sum(len(s) for s in stacks.values())
+    return out
+
+
+def load_events(path: str) -> list[dict[str, Any]]:
+    """The trace as Chrome JSON events (complete slices and metadata), for trace_summary.aggregate."""
+    trace = load_trace(path)
+    events: list[dict[str, Any]] = [{"ph": "M", "name": METADATA_EVENT, "args": m} for m in trace.metadata]
+    for s in trace.slices:
+        engine = trace.engine_of(s.track)
+        engine_id, engine_name = engine if engine else (0, "")
+        events.append({"ph": "X", "cat": CATEGORY, "name": s.name, "ts": s.begin_ns / 1000.0,
+                       "dur": (s.end_ns - s.begin_ns) / 1000.0, "tid": s.track,
+                       "args": dict(s.args, engine=engine_name, engine_id=engine_id)})
+    return events

@@ -1,0 +1,334 @@
+"""Streams records as a native Perfetto trace (protobuf TrackEvent), as ui.perfetto.dev loads it.
+
+Format decisions (see ../shared/notes/trace-formats.md):
+* A Perfetto `Trace` is a run of length-delimited `packet` fields: the file is appended to batch by
+  batch, with nothing to close. A killed process leaves every drained batch loadable (a reader
+  skips a cut last packet).
+* One packet sequence per file (SEQUENCE_ID). It starts with a ClockSnapshot tying CLOCK_MONOTONIC
+  (the records' clock) to BOOTTIME (Perfetto's trace clock) and REALTIME, then a packet with
+  SEQ_INCREMENTAL_STATE_CLEARED that makes MONOTONIC the default timestamp clock and interns the
+  event names (iid = phase + 1) and slice annotation names (iid = index in ANNOTATIONS + 1).
+* Tracks: the process (pid, name) -> one track per engine (named after it, uuid ENGINE_UUID_BASE +
+  engine id, so a reader gets the id back) -> lanes "host", "host (2)", ... and "GPU", "GPU (2)",
+  ... (tracks.LaneAssigner, as in the JSON: slices on one track always nest). Lanes get small
+  uuids (one varint byte each in every event).
+* Slices: SLICE_BEGIN/SLICE_END pairs, encoded per batch in C++ (csrc/ops/perfetto_format.cpp).
+  A begin carries the JSON's args as debug annotations (call_id, thread, device, stream, error,
+  nested, captured); the engine is the parent track. Flows: flow_ids on each launching enqueue
+  slice, terminating_flow_ids on the call's GPU slice (flow id = call id).
+* Trace-level facts (tool, versions, clock, wall-clock anchors, drops per thread, records written)
+  are the debug annotations of INSTANT events named `trt_trace_metadata` on a "trt_trace metadata"
+  track: one at the start, one at the finish. Perfetto has no free-form metadata packet a trace can
+  carry; annotations show in the UI (click the event), land in trace_processor's args table, and
+  `trt-trace summary` reads them back. Lists and dicts are nested annotations; None and empty
+  containers are `legacy_json_value`s.
+* Size limit as ChromeJsonWriter: numbered files trace.1.pftrace, ..., each a complete trace that
+  starts again with the clock, the interned names, every track seen so far and the start metadata.
+* Perfetto sorts packets by timestamp, keeping file order among equal ones; the C++ encoder writes
+  each batch's records by begin (outer first) so that begins and ends at one timestamp nest.
+  Records of one call split across two drained batches still nest (the call record comes first,
+  and ends are anonymous). Not covered: two calls of one lane from different threads where one
+  ends at the very ns the other begins and the later one is drained a batch earlier.
+* The sequence id and track uuids are the same in every file (small ids keep events short), so
+  traces of several processes cannot be merged by concatenating the files.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Callable
+from functools import cache
+from types import ModuleType
+from typing import Any, BinaryIO
+
+import numpy as np
+
+from .. import ops
+from ..records import PHASE_GPU, PHASE_NAMES
+from ..tracks import LaneAssigner
+from .chrome_json import METADATA_EVENT
+
+SUFFIXES = (".pftrace", ".perfetto-trace", ".pb")
+SEQUENCE_ID = 1
+PROCESS_UUID = 1
+METADATA_UUID = 2
+FIRST_LANE_UUID = 16
+ENGINE_UUID_BASE = 1 << 32
+METADATA_TRACK = "trt_trace metadata"
+# Slice annotation names, interned in this order (iid = index + 1): csrc/ops/perfetto_format.cpp's Annotation.
+ANNOTATIONS = ("call_id", "thread", "device", "stream", "error", "nested", "captured")
+METADATA_NAME_IID = len(PHASE_NAMES) + 1  # event names: phase + 1, then the metadata instant
+GPU_RANK = 1 << 20  # GPU lanes sort after the host lanes under their engine
+
+
+@cache
+def protos() -> ModuleType:
+    """The `perfetto` package's generated protos (imported on first use: it takes a while)."""
+    from perfetto.protos.perfetto.trace import perfetto_trace_pb2
+
+    return perfetto_trace_pb2
+
+
+def _varint(v: int) -> bytes:
+    out = bytearray()
+    while v >= 0x80:
+        out.append((v & 0x7F) | 0x80)
+        v >>= 7
+    out.append(v)
+    return bytes(out)
+
+
+def frame(packet: Any) -> bytes:
+    """A TracePacket as one `Trace.packet` field (tag, length, bytes): appendable to a trace file."""
+    data = packet.SerializeToString()
+    return b"\x0a" + _varint(len(data)) + data
+
+
+def fill_annotation(annotation: Any, value: Any) -> None:
+    """Sets a DebugAnnotation's value from a JSON-like value (nested for lists and dicts)."""
+    if isinstance(value, bool):
+        annotation.bool_value = value
+    elif isinstance(value, int) and -(1 << 63) <= value < (1 << 63):
+        annotation.int_value = value
+    elif isinstance(value, int) and 0 <= value < (1 << 64):
+        annotation.uint_value = value
+    elif isinstance(value, float):
+        annotation.double_value = value
+    elif isinstance(value, str):
+        annotation.string_value = value
+    elif isinstance(value, dict) and value:
+        for key, item in value.items():
+            entry = annotation.dict_entries.add()
+            entry.name = str(key)
+            fill_annotation(entry, item)
+    elif isinstance(value, list | tuple) and value:
+        for item in value:
+            fill_annotation(annotation.array_values.add(), item)
+    else:  # None, {}, [] (a nested annotation with no entries would read back as nothing)
+        annotation.legacy_json_value = json.dumps(value, default=str)
+
+
+def _clock_snapshot_packet() -> bytes:
+    pb = protos()
+    # Read back to back (a few hundred ns apart: well under the records' precision that matters).
+    mono = time.clock_gettime_ns(time.CLOCK_MONOTONIC)
+    boot = time.clock_gettime_ns(time.CLOCK_BOOTTIME)
+    real = time.time_ns()
+    packet = pb.TracePacket(trusted_packet_sequence_id=SEQUENCE_ID)
+    for clock_id, ns in ((pb.BUILTIN_CLOCK_BOOTTIME, boot), (pb.BUILTIN_CLOCK_MONOTONIC, mono),
+                         (pb.BUILTIN_CLOCK_REALTIME, real)):
+        packet.clock_snapshot.clocks.add(clock_id=clock_id, timestamp=ns)
+    return frame(packet)
+
+
+def _sequence_start_packet() -> bytes:
+    pb = protos()
+    packet = pb.TracePacket(trusted_packet_sequence_id=SEQUENCE_ID, first_packet_on_sequence=True,
+                            sequence_flags=pb.TracePacket.SEQ_INCREMENTAL_STATE_CLEARED)
+    packet.trace_packet_defaults.timestamp_clock_id = pb.BUILTIN_CLOCK_MONOTONIC
+    for phase, name in enumerate(PHASE_NAMES):
+        packet.interned_data.event_names.add(iid=phase + 1, name=name)
+    packet.interned_data.event_names.add(iid=METADATA_NAME_IID, name=METADATA_EVENT)
+    for i, name in enumerate(ANNOTATIONS):
+        packet.interned_data.debug_annotation_names.add(iid=i + 1, name=name)
+    return frame(packet)
+
+
+def _track_packet(uuid: int, name: str, parent: int, rank: int, has_children: bool = False) -> bytes:
+    """A named track under `parent`, placed among its siblings by `rank` (the UI's order)."""
+    pb = protos()
+    track = pb.TrackDescriptor(uuid=uuid, parent_uuid=parent, name=name, sibling_order_rank=rank)
+    if has_children:
+        track.child_ordering = pb.TrackDescriptor.EXPLICIT
+    return frame(pb.TracePacket(trusted_packet_sequence_id=SEQUENCE_ID, track_descriptor=track))
+
+
+def _metadata_packet(ts: int, metadata: dict[str, Any]) -> bytes:
+    pb = protos()
+    packet = pb.TracePacket(timestamp=ts, trusted_packet_sequence_id=SEQUENCE_ID)
+    event = packet.track_event
+    event.type = pb.TrackEvent.TYPE_INSTANT
+    event.track_uuid = METADATA_UUID
+    event.name_iid = METADATA_NAME_IID
+    for key, value in metadata.items():
+        annotation = event.debug_annotations.add(name=str(key))
+        fill_annotation(annotation, value)
+    return frame(packet)
+
+
+def _write_all(f: BinaryIO, data: bytes | memoryview) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[f.write(view) :]
+
+
+class PerfettoTraceWriter:
+    """`write(records)` for each drained batch, then `finish(end_metadata)` once (as ChromeJsonWriter)."""
+
+    def __init__(self, path: str, engine_names: Callable[[], list[str]], lazy: bool = False,
+                 max_bytes: int = 0, split: bool = True) -> None:
+        """lazy=True: the file is created at the first engine event. max_bytes > 0: size limit per
+        file; split=True continues in numbered files, False stops writing (and counts what it left out)."""
+        protos()  # fail here, at start, if the `perfetto` package is missing
+        self.path = path
+        self.paths = [path]
+        self._max_bytes = max_bytes
+        self._split = split
+        self._file_bytes = 0
+        self.events_not_written = 0
+        self._engine_names = engine_names
+        self._names: list[str] = []
+        self._start = b""  # the packets every file starts with (clock, interned names, process, metadata)
+        self._tracks: list[bytes] = []  # every engine/lane track descriptor so far, for each new file
+        self._track_uuid: dict[tuple[int, int, bool], int] = {}  # (engine id, lane, gpu) -> uuid
+        self._engines: set[int] = set()
+        self.gpu_flows = True
+        self._pid = os.getpid()
+        self._lanes = LaneAssigner()
+        self._gpu_lanes = LaneAssigner()
+        self._file: BinaryIO | None = None
+        self.events_written = 0
+        self.bytes_written = 0
+        if not lazy:  # opened now, so that a path that cannot be written fails at start
+            self._open(path)
+
+    @property
+    def created(self) -> bool:
+        return self._file is not None
+
+    # -- file layout -----------------------------------------------------------------------------
+
+    def _open(self, path: str) -> None:
+        """Creates a file and writes what every file starts with (nothing before begin())."""
+        self._file = open(path, "wb", buffering=0)  # noqa: SIM115 (closed in finish)
+        self._file_bytes = 0
+        self._put(self._start + b"".join(self._tracks))
+
+    def _put(self, data: bytes | memoryview) -> None:
+        assert self._file is not None
+        # Unbuffered, whole batches: nothing sits in a Python buffer that a forked child could flush
+        # into this file, and a killed process leaves every drained batch on disk.
+        _write_all(self._file, data)
+        self.bytes_written += len(data)
+        self._file_bytes += len(data)
+
+    def _emit(self, new_tracks: bytes, body: bytes | memoryview, count: int) -> None:
+        """Writes the descriptors of tracks first used by this batch, then its slices (`count` records)."""
+        opened = False
+        if self._max_bytes and self._file is not None and self._file_bytes >= self._max_bytes:
+            if not self._split:
+                self.events_not_written += count
+                return
+            self._file.close()
+            stem, dot, suffix = self.path.rpartition(".")
+            base = stem if dot else self.path
+            self.paths.append(f"{base}.{len(self.paths)}{dot}{suffix if dot else ''}")
+            self._open(self.paths[-1])
+            opened = True
+        if self._file is None:
+            self._open(self.path)
+            opened = True
+        if not opened:  # a new file already starts with every track
+            self._put(new_tracks)
+        self._put(body)
+        self.events_written += count
+
+    # -- tracks ----------------------------------------------------------------------------------
+
+    def _engine_name(self, engine_id: int) -> str:
+        if engine_id >= len(self._names):
+            self._names = self._engine_names()
+        return self._names[engine_id] if engine_id < len(self._names) else f"engine_{engine_id}"
+
+    def _uuid(self, engine_id: int, lane: int, gpu: bool) -> tuple[int, bytes]:
+        """The uuid of a lane track, and the descriptors it needs if it is new."""
+        key = (engine_id, lane, gpu)
+        uuid = self._track_uuid.get(key)
+        if uuid is not None:
+            return uuid, b""
+        packets = []
+        engine_uuid = ENGINE_UUID_BASE + engine_id
+        if engine_id not in self._engines:
+            self._engines.add(engine_id)
+            packets.append(_track_packet(engine_uuid, self._engine_name(engine_id), PROCESS_UUID, engine_id,
+                                         has_children=True))
+        uuid = FIRST_LANE_UUID + len(self._track_uuid)
+        self._track_uuid[key] = uuid
+        name = ("GPU" if gpu else "host") + ("" if lane == 0 else f" ({lane + 1})")
+        packets.append(_track_packet(uuid, name, engine_uuid, (GPU_RANK if gpu else 0) + lane))
+        self._tracks += packets
+        return uuid, b"".join(packets)
+
+    # -- the writer interface --------------------------------------------------------------------
+
+    def begin(self, process_name: str, metadata: dict[str, Any]) -> None:
+        pb = protos()
+        process = pb.TrackDescriptor(uuid=PROCESS_UUID, child_ordering=pb.TrackDescriptor.EXPLICIT)
+        process.process.pid = self._pid
+        process.process.process_name = process_name
+        metadata = dict(metadata, format="perfetto TrackEvent protobuf")
+        if "clock_domain" in metadata:
+            metadata["clock_domain"] = "CLOCK_MONOTONIC ns (timestamp_clock_id 3; see the ClockSnapshot)"
+        ts = int(metadata.get("monotonic_ns") or time.clock_gettime_ns(time.CLOCK_MONOTONIC))
+        self._start = b"".join([
+            _clock_snapshot_packet(),
+            _sequence_start_packet(),
+            frame(pb.TracePacket(trusted_packet_sequence_id=SEQUENCE_ID, track_descriptor=process)),
+            _track_packet(METADATA_UUID, METADATA_TRACK, PROCESS_UUID, -1),
+            _metadata_packet(ts, metadata),
+        ])
+        if self._file is not None:
+            self._put(self._start)
+
+    def _track_uuids(self, records: np.ndarray, lanes: np.ndarray, is_gpu: np.ndarray) -> tuple[np.ndarray, bytes]:
+        """The track uuid of each record, and the descriptors of tracks new in this batch."""
+        engines = records["engine_id"].astype(np.int64)
+        stride = int(engines.max()) + 1
+        codes = (lanes * 2 + is_gpu) * stride + engines  # dense: few engines, few lanes
+        size = int(codes.max()) + 1
+        # Few distinct tracks per batch: a Python loop over the ones present only, then a gather
+        # (a counting pass: np.unique's sort would cost more than the rest of the batch's Python work).
+        present = np.flatnonzero(np.bincount(codes, minlength=size))
+        table = np.zeros(size, dtype=np.int64)
+        new_tracks = []
+        for code in present.tolist():
+            lane_gpu, engine = divmod(code, stride)
+            table[code], packets = self._uuid(engine, lane_gpu // 2, bool(lane_gpu % 2))
+            new_tracks.append(packets)
+        return table[codes], b"".join(new_tracks)
+
+    def write(self, records: np.ndarray) -> None:
+        if len(records) == 0:
+            return
+        is_gpu = records["phase"] == PHASE_GPU
+        if is_gpu.any():
+            lanes = np.empty(len(records), dtype=np.int64)
+            lanes[~is_gpu] = self._lanes.assign(records[~is_gpu])
+            # GPU spans of one engine overlap when its calls run on several streams: lanes of their own.
+            lanes[is_gpu] = self._gpu_lanes.assign_spans(records[is_gpu])
+        else:  # no copy of the batch (masking a structured array costs more than the lanes)
+            lanes = self._lanes.assign(records)
+        uuids, new_tracks = self._track_uuids(records, lanes, is_gpu)
+        body = ops.perfetto_slice_packets(records, uuids, SEQUENCE_ID, list(range(1, len(ANNOTATIONS) + 1)),
+                                          self.gpu_flows)
+        self._emit(new_tracks, body, len(records))
+
+    def finish(self, end_metadata: dict[str, Any]) -> None:
+        if self._file is None:  # lazy and nothing was traced: no file
+            return
+        end_metadata = dict(end_metadata, files=self.paths, events_not_written=self.events_not_written)
+        ts = int(end_metadata.get("monotonic_ns") or time.clock_gettime_ns(time.CLOCK_MONOTONIC))
+        # The closing metadata always goes into the current file, past any size limit; a second
+        # clock snapshot lets a reader correct wall-clock drift over a long run.
+        self._put(_clock_snapshot_packet() + _metadata_packet(ts, end_metadata))
+        self._file.close()
+
+    def abandon(self) -> None:
+        """Closes the file without finishing it (a fork child's copy must not write)."""
+        try:
+            if self._file is not None:
+                self._file.close()
+        except Exception:
+            pass
