@@ -17,7 +17,7 @@ fi
 cd /tmp   # import the installed package, not the source folder
 status=0
 if [ "${DEVICE_TESTS:-1}" != 0 ]; then
-  python3 -m pytest -q -p no:cacheprovider -p no:logging "$OLDPWD/tests" "$@" > "${OUT:-/tmp}/pytest.log" 2>&1 || status=1
+  timeout "${PYTEST_TIMEOUT:-900}" python3 -m pytest -q -p no:cacheprovider -p no:logging "$OLDPWD/tests" "$@" > "${OUT:-/tmp}/pytest.log" 2>&1 || status=1
   grep -E "^(FAILED|ERROR)|passed|failed" "${OUT:-/tmp}/pytest.log"
 fi
 for check in ${CHECKS:-gpu_standin_check gpu_timing_check}; do

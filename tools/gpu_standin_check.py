@@ -33,7 +33,7 @@ def drain():
 
     parts = []
     while True:
-        b = from_bytes(ops.drain(1 << 16).numpy()).copy()
+        b = from_bytes(ops.drain(1 << 16, True).numpy()).copy()  # wait for GPU spans: none left for later
         if not len(b):
             break
         parts.append(b)
