@@ -70,10 +70,12 @@ def get_gpu_timing() -> bool:
 def gpu_clock_stats() -> dict[str, float]:
     """How GPU times were placed on the host clock: anchors made, the largest distance of an anchor from
     the clock line through the two before it (ns: the placement error that remains), the last one,
-    the last anchor's record->sync window (ns) and the GPU clock's rate difference (ppm)."""
-    made, max_res, last_res, window, rate_ppb = _op("gpu_clock_stats")()
+    the last anchor's record->sync window (ns), the GPU clock's rate difference (ppm) and the median and
+    99th percentile of the anchors' distances from the line (ns)."""
+    made, max_res, last_res, window, rate_ppb, p50, p99 = _op("gpu_clock_stats")()
     return {"anchors": made, "max_abs_residual_ns": max_res, "last_residual_ns": last_res,
-            "anchor_window_ns": window, "gpu_clock_rate_ppm": rate_ppb / 1000.0}
+            "anchor_window_ns": window, "gpu_clock_rate_ppm": rate_ppb / 1000.0,
+            "p50_abs_residual_ns": p50, "p99_abs_residual_ns": p99}
 
 
 def pending() -> int:

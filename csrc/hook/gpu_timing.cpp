@@ -28,6 +28,11 @@ namespace {
 
 constexpr int kMaxDevices = 64;
 constexpr int64_t kReanchorNs = 100000000;  // a new anchor every 100 ms while spans resolve
+// Residual statistic: the clock line is drawn through two anchors at least this far apart (two
+// anchors close together, e.g. a final drain right after a periodic anchor, turn their record->sync
+// windows into a large rate error that says nothing about placement).
+constexpr int64_t kMinBaselineNs = 20000000;
+constexpr size_t kResidualsKept = 1 << 16;
 constexpr size_t kAnchorsKept = 64;
 
 // Event pool: each thread takes events from its own free list; the resolver
@@ -155,6 +160,8 @@ struct ResolverState {
   int64_t anchors_made = 0;
   int64_t max_abs_residual_ns = 0;  // anchor vs the linear clock fitted on the two before it
   int64_t last_residual_ns = 0;
+  std::vector<int64_t> abs_residuals;  // the last kResidualsKept, for percentiles
+  size_t residual_next = 0;
   int64_t last_window_ns = 0;
   double rate_ppm = 0;              // GPU clock rate vs CLOCK_MONOTONIC, last interval
 };
@@ -208,17 +215,31 @@ void make_anchor(ResolverState& s, uint16_t device) {
   const size_t n = clock.anchors.size();
   // Residuals only across back-to-back anchors: after a pause (tracing off, no GPU calls) the
   // previous anchors are old and the line through them says little about the clock now.
-  const bool recent = n >= 2 && best.host_ns - clock.anchors[n - 2].host_ns < 4 * kReanchorNs;
-  if (recent) {
-    // How far the new anchor lies from the clock line through the previous two: the error
-    // that piecewise-linear placement between anchors can still have.
-    const Anchor& a = clock.anchors[n - 2];
+  const Anchor* a = nullptr;
+  if (n >= 2 && best.host_ns - clock.anchors[n - 1].host_ns < 2 * kReanchorNs) {
+    for (size_t i = n - 1; i-- > 0;) {
+      const int64_t baseline = clock.anchors[n - 1].host_ns - clock.anchors[i].host_ns;
+      if (baseline > 10 * kReanchorNs) break;
+      if (baseline >= kMinBaselineNs) {
+        a = &clock.anchors[i];
+        break;
+      }
+    }
+  }
+  if (a != nullptr) {
+    // How far the new anchor lies from the clock line through two earlier ones: the error that
+    // piecewise-linear placement between anchors can still have.
     const Anchor& b = clock.anchors[n - 1];
-    const double gpu_ab = elapsed_ns(a.event, b.event);
-    const double rate = gpu_ab > 0 ? static_cast<double>(b.host_ns - a.host_ns) / gpu_ab : 1.0;
+    const double gpu_ab = elapsed_ns(a->event, b.event);
+    const double rate = gpu_ab > 0 ? static_cast<double>(b.host_ns - a->host_ns) / gpu_ab : 1.0;
     const int64_t predicted = b.host_ns + static_cast<int64_t>(elapsed_ns(b.event, best.event) * rate);
     s.last_residual_ns = best.host_ns - predicted;
     s.max_abs_residual_ns = std::max(s.max_abs_residual_ns, std::abs(s.last_residual_ns));
+    if (s.abs_residuals.size() < kResidualsKept) {
+      s.abs_residuals.push_back(std::abs(s.last_residual_ns));
+    } else {
+      s.abs_residuals[s.residual_next++ % kResidualsKept] = std::abs(s.last_residual_ns);
+    }
     s.rate_ppm = (rate - 1.0) * 1e6;
   }
   s.last_window_ns = best_window;
@@ -346,8 +367,16 @@ void Resolver::forget_pending() noexcept {
 
 std::vector<int64_t> Resolver::clock_stats() const {
   const ResolverState& s = state();
+  std::vector<int64_t> r = s.abs_residuals;
+  auto pct = [&r](double q) -> int64_t {
+    if (r.empty()) return 0;
+    const size_t k = std::min(r.size() - 1, static_cast<size_t>(q * static_cast<double>(r.size())));
+    std::nth_element(r.begin(), r.begin() + static_cast<std::ptrdiff_t>(k), r.end());
+    return r[k];
+  };
+  const int64_t p50 = pct(0.50), p99 = pct(0.99);
   return {s.anchors_made, s.max_abs_residual_ns, s.last_residual_ns, s.last_window_ns,
-          static_cast<int64_t>(s.rate_ppm * 1000)};
+          static_cast<int64_t>(s.rate_ppm * 1000), p50, p99};
 }
 
 #else  // CPU-only build: no GPU spans
@@ -369,7 +398,7 @@ size_t Resolver::take_pending(Record*, size_t n) { return n; }
 size_t Resolver::resolve(Record*, size_t, bool) { return 0; }
 size_t Resolver::pending() const noexcept { return 0; }
 void Resolver::forget_pending() noexcept {}
-std::vector<int64_t> Resolver::clock_stats() const { return {0, 0, 0, 0, 0}; }
+std::vector<int64_t> Resolver::clock_stats() const { return {0, 0, 0, 0, 0, 0, 0}; }
 
 #endif
 

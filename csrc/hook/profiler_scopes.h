@@ -26,7 +26,7 @@
 
 namespace trt_trace {
 
-// Cheap when nothing records (two loads of RecordFunction's callback state).
+// Cheap when nothing records (RecordFunction's per-thread list of active callbacks is empty).
 bool profiler_scopes_wanted() noexcept;
 
 class ProfilerScopes {
