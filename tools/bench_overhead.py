@@ -1,7 +1,7 @@
 """Per engine call host overhead of trt_trace, from C++ loops of boxed calls (as the AOTInductor proxy
 executor and TorchScript make them), side by side in one run.
 
-    python tools/bench_overhead.py [--calls 20000] [--repeats 15] [--engines 1 10 100 1000] [--threads 1 2 4]
+    python tools/bench_overhead.py [--calls 20000] [--repeats 15] [--engines 1 10 100 1000] [--threads 1 2 4] [--cuda]
 
 Modes, interleaved in one process (so allocator and CPU state are shared), repeated:
   not installed   the hook's kernel deregistered (torch.ops.trt_trace._install_hook(False))
@@ -64,18 +64,21 @@ TORCH_LIBRARY(trt_trace_bench, m) {
 WORKER = r"""
 import json, os, sys, tempfile, torch
 from torch.utils import cpp_extension
-calls, engines, threads, repeats, src, build = sys.argv[1:7]
-calls, engines, threads, repeats = int(calls), int(engines), int(threads), int(repeats)
+calls, engines, threads, repeats, src, build, cuda = sys.argv[1:8]
+calls, engines, threads, repeats, cuda = int(calls), int(engines), int(threads), int(repeats), cuda == "1"
 import trt_trace
 from trt_trace import standin
 standin.load()
 trt_trace._library.load()
 cpp_extension.load_inline("trt_trace_bench", [open(src).read()], build_directory=build, is_python_module=False,
                           extra_cflags=["-O2"], verbose=False)
-es = [standin.make_engine(f"bench_engine_{i}") for i in range(engines)]
-x = [torch.ones(4)]
+es = [standin.make_engine(f"bench_engine_{i}", device=0 if cuda else -1) for i in range(engines)]
+x = [torch.ones(4, device="cuda" if cuda else "cpu")]
 loop = torch.ops.trt_trace_bench.boxed_loop
-results = {m: [] for m in ("not installed", "installed, off", "tracing on", "torch.profiler")}
+modes = ["not installed", "installed, off", "tracing on", "torch.profiler"]
+if cuda:
+    modes.insert(3, "tracing on + GPU events")
+results = {m: [] for m in modes}
 with tempfile.TemporaryDirectory() as d:
     with trt_trace.tracing(os.path.join(d, "warm.json")):
         loop(x, es, 2000, threads)  # first-call costs, engine registration, observer set-up
@@ -86,16 +89,22 @@ with tempfile.TemporaryDirectory() as d:
         torch.ops.trt_trace._install_hook(True)
         loop(x, es, 200, threads)
         results["installed, off"].append(loop(x, es, calls, threads))
-        with trt_trace.tracing(os.path.join(d, "t.json")):
+        with trt_trace.tracing(os.path.join(d, "t.json"), gpu=False):
             loop(x, es, 200, threads)
             results["tracing on"].append(loop(x, es, calls, threads))
+        if cuda:
+            with trt_trace.tracing(os.path.join(d, "g.json"), gpu=True):
+                loop(x, es, 200, threads)
+                results["tracing on + GPU events"].append(loop(x, es, calls, threads))
+        if cuda:
+            torch.cuda.synchronize()
         with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]):
             loop(x, es, 200, threads)
             results["torch.profiler"].append(loop(x, es, calls, threads))
 print(json.dumps(results))
 """
 
-MODES = ("not installed", "installed, off", "tracing on", "torch.profiler")
+MODES = ("not installed", "installed, off", "tracing on", "torch.profiler")  # (+ GPU events with --cuda)
 
 
 def main() -> int:
@@ -104,6 +113,7 @@ def main() -> int:
     ap.add_argument("--repeats", type=int, default=9)
     ap.add_argument("--engines", type=int, nargs="+", default=[1])
     ap.add_argument("--threads", type=int, nargs="+", default=[1])
+    ap.add_argument("--cuda", action="store_true", help="CUDA stand-in engine and inputs; adds tracing on + GPU events")
     args = ap.parse_args()
     build = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "trt_trace" / "bench_ext"
     build.mkdir(parents=True, exist_ok=True)
@@ -114,8 +124,9 @@ def main() -> int:
     env["TRT_TRACE_QUIET"] = "1"
     for engines in args.engines:
         for threads in args.threads:
-            out = subprocess.run([sys.executable, "-c", WORKER, str(args.calls), str(engines), str(threads),
-                                  str(args.repeats), src, str(build)], env=env, capture_output=True, text=True,
+            argv = [str(args.calls), str(engines), str(threads), str(args.repeats), src, str(build),
+                    "1" if args.cuda else "0"]
+            out = subprocess.run([sys.executable, "-c", WORKER, *argv], env=env, capture_output=True, text=True,
                                  cwd=tempfile.gettempdir())
             if out.returncode != 0:
                 print(out.stderr[-3000:], file=sys.stderr)
@@ -123,8 +134,7 @@ def main() -> int:
             results = json.loads(out.stdout.strip().splitlines()[-1])
             base = statistics.median(results["not installed"])
             print(f"engines={engines} threads={threads} calls/thread={args.calls} repeats={args.repeats}")
-            for mode in MODES:
-                v = results[mode]
+            for mode, v in results.items():
                 med = statistics.median(v)
                 print(f"  {mode:15s} {med:9.0f} ns/call  (+{med - base:6.0f} ns)  spread {min(v):.0f}-{max(v):.0f}")
             on = statistics.median(results["tracing on"]) - base

@@ -196,12 +196,12 @@ def main() -> int:
     compare_with_profiler("eager, default stream, idle GPU", eager_default, d, strict=False)
     compare_with_profiler("eager, own stream, idle GPU", eager_own_stream, d, strict=False)
 
-    # GPU busy (the serving case): 20 ms of queued work ahead of the calls, so every engine's kernels
+    # GPU busy (the serving case): 60 ms of queued work ahead of the calls, so every engine's kernels
     # are queued before the GPU reaches them and the span is the engine's own GPU time.
     def queued(run, stream=None):
         def go():
             with torch.cuda.stream(stream or torch.cuda.current_stream()):
-                torch.cuda._sleep(int(20e-3 * 1.98e9))  # ~20 ms at the H200's ~1.98 GHz, on the calls' stream
+                torch.cuda._sleep(int(60e-3 * 1.98e9))  # ~60 ms at the H200's ~1.98 GHz, on the calls' stream
             run()
         return go
 
