@@ -6,7 +6,8 @@ wall-clock loops on these machines vary by microseconds.
 Each mode runs in its own process under callgrind, collecting only inside the C++ loop of boxed calls
 (tools/bench_overhead.py's boxed_loop, built on first use); instructions per call are the loop's total
 over the number of calls. Modes as in bench_overhead.py. --engines N calls N engines in turn (the
-registry's per-thread cache); --threads T runs T calling threads (valgrind serialises threads, so this
+registry's per-thread cache); --io K gives each engine K inputs and K outputs (an aten op each, as
+the runtime binds them); --threads T runs T calling threads (valgrind serialises threads, so this
 counts per-call work with T threads' state, not contention).
 """
 
@@ -27,15 +28,15 @@ WORKER = r"""
 import os, sys, tempfile, torch
 from torch.utils import cpp_extension
 mode, calls, src, build = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4]
-engines, threads = int(sys.argv[5]), int(sys.argv[6])
+engines, threads, io = int(sys.argv[5]), int(sys.argv[6]), int(sys.argv[7])
 import trt_trace
 from trt_trace import standin
 standin.load()
 trt_trace._library.load()
 cpp_extension.load_inline("trt_trace_bench", [open(src).read()], build_directory=build, is_python_module=False,
                           extra_cflags=["-O2"], verbose=False)
-es = [standin.make_engine(f"bench_engine_{i}") for i in range(engines)]
-x = [torch.ones(4)]
+es = [standin.make_engine(f"bench_engine_{i}", num_inputs=io, num_outputs=io) for i in range(engines)]
+x = [torch.ones(4) for _ in range(io)]
 loop = torch.ops.trt_trace_bench.boxed_loop
 d = tempfile.mkdtemp()
 if mode == "not installed":
@@ -62,6 +63,7 @@ def main() -> int:
     ap.add_argument("--calls", type=int, default=2000)
     ap.add_argument("--engines", type=int, default=1)
     ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--io", type=int, default=1, help="inputs and outputs per engine (one aten op each)")
     ap.add_argument("--modes", nargs="+", default=list(MODES), choices=MODES)
     args = ap.parse_args()
     build = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "trt_trace" / "bench_ext"
@@ -69,12 +71,13 @@ def main() -> int:
     src = Path(tempfile.mkdtemp()) / "loop.cpp"
     src.write_text(LOOP_SRC)
     # Build the loop extension outside valgrind first.
-    shape = [str(args.engines), str(args.threads)]
+    shape = [str(args.engines), str(args.threads), str(args.io)]
     subprocess.run([sys.executable, "-c", WORKER, "installed, off", "10", str(src), str(build), *shape], check=True,
                    cwd=tempfile.gettempdir())
     env = {k: v for k, v in os.environ.items() if not k.startswith("TRT_TRACE_")}
     env["TRT_TRACE_QUIET"] = "1"
-    print(f"  {args.engines} engine(s), {args.threads} thread(s), {args.calls} calls per thread", flush=True)
+    print(f"  {args.engines} engine(s) with {args.io} input(s)/output(s), {args.threads} thread(s), "
+          f"{args.calls} calls per thread", flush=True)
     per_call = {}
     for mode in args.modes:
         counts = []

@@ -6,8 +6,13 @@
 
 namespace trt_trace {
 
+namespace {
+thread_local uint32_t t_tid = 0;  // trivially initialised: one thread-local access, no guard
+}  // namespace
+
 uint32_t current_thread_id() noexcept {
-  thread_local const uint32_t tid = static_cast<uint32_t>(::syscall(SYS_gettid));
+  uint32_t& tid = t_tid;
+  if (tid == 0) tid = static_cast<uint32_t>(::syscall(SYS_gettid));
   return tid;
 }
 
@@ -27,7 +32,10 @@ struct LocalRing {
     if (ring != nullptr) ThreadRings::instance().release(index, current_thread_id());
   }
 };
-thread_local LocalRing t_local;
+thread_local LocalRing t_local;  // touched on a thread's first push and at its exit only
+// The hot path's copy of t_local.ring: trivially destructible, so reading it needs no
+// thread_local wrapper (t_local's destructor registration) on every push.
+thread_local RecordRing* t_ring = nullptr;
 
 }  // namespace
 
@@ -59,7 +67,7 @@ void ThreadRings::after_fork_child() noexcept {
   for (size_t i = 0; i < slots_.size(); ++i) {
     Slot& s = *slots_[i];
     s.ring->discard();
-    s.owned = t_local.ring != nullptr && t_local.index == i;  // only the forking thread lives on
+    s.owned = t_ring != nullptr && t_local.index == i;  // only the forking thread lives on
     s.base_pushed = s.ring->pushed();
     s.base_dropped = s.ring->dropped();
   }
@@ -67,7 +75,7 @@ void ThreadRings::after_fork_child() noexcept {
   drain_mutex_.unlock();
 }
 
-size_t ThreadRings::acquire(uint32_t thread_id) {
+std::pair<size_t, RecordRing*> ThreadRings::acquire(uint32_t thread_id) {
   std::lock_guard<std::mutex> lock(mutex_);
   for (size_t i = 0; i < slots_.size(); ++i) {
     Slot& s = *slots_[i];
@@ -76,15 +84,16 @@ size_t ThreadRings::acquire(uint32_t thread_id) {
       s.owner_tid = thread_id;
       s.base_pushed = s.ring->pushed();
       s.base_dropped = s.ring->dropped();
-      return i;
+      return {i, s.ring.get()};
     }
   }
   auto slot = std::make_unique<Slot>();
   slot->ring = std::make_unique<RecordRing>(capacity_);
   slot->owned = true;
   slot->owner_tid = thread_id;
+  RecordRing* ring = slot->ring.get();
   slots_.push_back(std::move(slot));
-  return slots_.size() - 1;
+  return {slots_.size() - 1, ring};
 }
 
 void ThreadRings::release(size_t ring_index, uint32_t thread_id) noexcept {
@@ -99,16 +108,18 @@ void ThreadRings::release(size_t ring_index, uint32_t thread_id) noexcept {
 }
 
 bool ThreadRings::push(const Record* records, size_t n) noexcept {
-  if (t_local.ring == nullptr) {
+  RecordRing*& ring = t_ring;
+  if (ring == nullptr) {
     try {
-      t_local.index = acquire(current_thread_id());
+      const auto [index, acquired] = acquire(current_thread_id());
+      t_local.index = index;
+      t_local.ring = acquired;
+      ring = acquired;
     } catch (...) {
       return false;  // out of memory for a new ring: the call goes untraced
     }
-    std::lock_guard<std::mutex> lock(mutex_);
-    t_local.ring = slots_[t_local.index]->ring.get();
   }
-  return t_local.ring->push(records, n);
+  return ring->push(records, n);
 }
 
 size_t ThreadRings::drain(Record* out, size_t max) {

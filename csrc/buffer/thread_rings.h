@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <utility>
 #include <vector>
 
 #include "buffer/record_ring.h"
@@ -69,7 +70,8 @@ class ThreadRings {
     uint64_t base_pushed = 0;   // ring counters when the current owner took it
     uint64_t base_dropped = 0;
   };
-  size_t acquire(uint32_t thread_id);
+  // A free ring of the current capacity (or a new one) for the thread: its index and address.
+  std::pair<size_t, RecordRing*> acquire(uint32_t thread_id);
 
   mutable std::mutex mutex_;        // guards slots_ layout and retired_
   std::mutex drain_mutex_;          // one consumer at a time

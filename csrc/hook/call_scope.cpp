@@ -18,11 +18,13 @@ thread_local CallScope* t_current_call = nullptr;
 using detail::t_current_call;
 
 CallScope::CallScope(uint32_t engine_id, uint16_t device, bool record) noexcept
-    : engine_id_(engine_id), device_(device), record_(record), call_id_(next_call_id()), outer_(t_current_call) {
+    : engine_id_(engine_id), device_(device), record_(record), call_id_(next_call_id()) {
+  CallScope*& current = t_current_call;  // one thread-local access
+  outer_ = current;
   nested_ = outer_ != nullptr;
+  current = this;
   // Without the observer (op_observer.h) the call is still timed; its phases all land in workspace.
   if (op_observer_available()) observe_.emplace();
-  t_current_call = this;
   nvtx_ = record_ && nvtx::enabled();
   if (nvtx_) nvtx::push_call(engine_id_, call_id_);
   profiler_.begin(engine_id_);

@@ -76,11 +76,12 @@ uint32_t EngineRegistry::id_for(const c10::IValue& engine) {
   if (!engine.isObject()) return 0;
   c10::ivalue::Object* obj = &engine.toObjectRef();
   const uint64_t epoch = epoch_.load(std::memory_order_acquire);
-  if (t_cache.epoch != epoch) {
-    t_cache.lines = {};
-    t_cache.epoch = epoch;
+  LookupCache& cache = t_cache;  // one thread-local access
+  if (cache.epoch != epoch) {
+    cache.lines = {};
+    cache.epoch = epoch;
   }
-  CacheLine& line = t_cache.lines[cache_slot(obj)];
+  CacheLine& line = cache.lines[cache_slot(obj)];
   if (line.obj == obj) return line.id;
   const uint32_t id = register_engine(obj, engine);
   line.obj = obj;
