@@ -7,7 +7,7 @@ Modes, interleaved in one process (so allocator and CPU state are shared), repea
   not installed   the hook's kernel deregistered (torch.ops.trt_trace._install_hook(False))
   installed, off  trt_trace loaded, tracing off (the hook: one relaxed load and the hand-off)
   tracing on      host phases, drained to a trace file by the background drainer
-  torch.profiler  tracing off, torch.profiler recording CPU activities
+  torch.profiler  the hook deregistered, torch.profiler recording CPU activities (the profiler alone)
 Prints ns per call (median over repeats, and spread) and the differences to "not installed".
 """
 
@@ -98,9 +98,11 @@ with tempfile.TemporaryDirectory() as d:
                 results["tracing on + GPU events"].append(loop(x, es, calls, threads))
         if cuda:
             torch.cuda.synchronize()
+        torch.ops.trt_trace._install_hook(False)  # the profiler alone, without trt_trace's scopes in it
         with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]):
             loop(x, es, 200, threads)
             results["torch.profiler"].append(loop(x, es, calls, threads))
+        torch.ops.trt_trace._install_hook(True)
 print(json.dumps(results))
 """
 
