@@ -8,7 +8,7 @@ Each mode runs in its own process under callgrind, collecting only inside the C+
 over the number of calls. Modes as in bench_overhead.py. --engines N calls N engines in turn (the
 registry's per-thread cache); --io K gives each engine K inputs and K outputs (an aten op each, as
 the runtime binds them); --threads T runs T calling threads (valgrind serialises threads, so this
-counts per-call work with T threads' state, not contention).
+counts the calling thread's per-call work while T - 1 other threads make calls too, not contention).
 """
 
 from __future__ import annotations
@@ -93,7 +93,9 @@ def main() -> int:
             text = out.read_text(errors="replace")
             m = re.search(r"^(?:summary|totals):\s+(\d+)", text, re.M)
             counts.append(int(m.group(1)))
-        per_call[mode] = (counts[1] - counts[0]) / (args.calls * args.threads)
+        # Callgrind collects only in the thread that entered boxed_loop (toggle-collect does not reach
+        # the std::thread workers here): per call of that thread, with the other threads running.
+        per_call[mode] = (counts[1] - counts[0]) / args.calls
         print(f"  {mode:15s} {per_call[mode]:9.0f} instructions/call", flush=True)
     base = per_call.get("not installed")
     if base is None:
