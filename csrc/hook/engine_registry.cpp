@@ -13,13 +13,13 @@ namespace trt_trace {
 namespace {
 
 // Direct-mapped per-thread cache: address -> id, valid for one registry epoch.
-// 256 lines (4 KiB per thread): a model's engines, even hundreds called in turn,
-// stay cached; a miss costs the registry's lock and a hash lookup.
+// 1024 lines (16 KiB per thread): a model's engines, even hundreds called in turn,
+// mostly stay cached; a miss costs the registry's lock and a hash lookup.
 struct CacheLine {
   const void* obj = nullptr;
   uint32_t id = 0;
 };
-constexpr size_t kCacheLines = 256;
+constexpr size_t kCacheLines = 1024;
 struct LookupCache {
   uint64_t epoch = 0;
   std::array<CacheLine, kCacheLines> lines{};
