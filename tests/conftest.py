@@ -68,6 +68,22 @@ def run_python(code: str, env_extra: dict[str, str] | None = None, cwd: Path | N
                           capture_output=True, text=True, timeout=timeout)
 
 
+def call_from_threads(engine, threads: int = 4, calls: int = 10) -> None:
+    """`threads` threads released together, each calling `engine` `calls` times (overlapping calls)."""
+    barrier = threading.Barrier(threads)
+
+    def worker():
+        barrier.wait()
+        for _ in range(calls):
+            torch.ops.tensorrt.execute_engine([torch.ones(8)], engine)
+
+    ts = [threading.Thread(target=worker) for _ in range(threads)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+
+
 def in_thread(fn, *args):
     """Runs fn in a new thread (it gets a fresh ring) and returns its result."""
     out = {}

@@ -6,13 +6,12 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import threading
 from collections import Counter
 
 import numpy as np
 import pytest
 import torch
-from conftest import drain_all, in_thread, run_python
+from conftest import call_from_threads, drain_all, in_thread, run_python
 from perfetto.protos.perfetto.trace import perfetto_trace_pb2 as pb
 from pftrace_checks import check_pftrace, parse
 from trace_checks import check_trace, load_strict, to_ns
@@ -137,19 +136,8 @@ def test_tracks_slices_names_and_metadata_of_a_real_run(tmp_path):
 def test_overlapping_calls_of_one_engine_get_lanes_that_nest(tmp_path):
     out = tmp_path / "t.pftrace"
     engine = standin.make_engine("contended_engine", host_us=300)
-    barrier = threading.Barrier(4)
-
-    def worker():
-        barrier.wait()
-        for _ in range(10):
-            torch.ops.tensorrt.execute_engine([torch.ones(8)], engine)
-
     with trt_trace.tracing(str(out)):
-        ts = [threading.Thread(target=worker) for _ in range(4)]
-        for t in ts:
-            t.start()
-        for t in ts:
-            t.join()
+        call_from_threads(engine, threads=4, calls=10)
     c = check_pftrace(parse(out))  # asserts nesting on every track
     calls = [s for s in c.slices if s[1] == "execute_engine"]
     assert len(calls) == 40 and len({s[4]["thread"] for s in calls}) == 4

@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-import threading
-
 import torch
+from conftest import call_from_threads
 from trace_checks import check_trace, load_strict, to_ns
 
 import trt_trace
@@ -35,19 +34,8 @@ def test_trace_follows_the_importer_rules(tmp_path):
 def test_concurrent_calls_of_one_engine_never_partially_overlap_on_a_track(tmp_path):
     out = tmp_path / "t.json"
     engine = standin.make_engine("contended_engine", host_us=300)
-    barrier = threading.Barrier(4)
-
-    def worker():
-        barrier.wait()
-        for _ in range(10):
-            torch.ops.tensorrt.execute_engine([torch.ones(8)], engine)
-
     with trt_trace.tracing(str(out)):
-        ts = [threading.Thread(target=worker) for _ in range(4)]
-        for t in ts:
-            t.start()
-        for t in ts:
-            t.join()
+        call_from_threads(engine, threads=4, calls=10)
     events = load_strict(out)
     tracks = check_trace(events)  # asserts nesting on every track
     assert set(tracks.values()) >= {"contended_engine"}

@@ -11,7 +11,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from .trace_summary import TraceFileError
+from .trace_summary import TraceFileError, read_trace_bytes
 from .writers.chrome_json import CATEGORY, METADATA_EVENT
 from .writers.perfetto_trace import ENGINE_UUID_BASE, SUFFIXES, protos
 
@@ -53,11 +53,7 @@ def _complete_length(data: bytes) -> int:
 def read_packets(path: str) -> list[Any]:
     """Every complete TracePacket of the file, in file order."""
     pb = protos()
-    try:
-        with open(path, "rb") as f:
-            data = f.read()
-    except OSError as exc:
-        raise TraceFileError(f"cannot read {path}: {exc.strerror or exc}") from exc
+    data = read_trace_bytes(path)
     from google.protobuf.message import DecodeError
 
     try:

@@ -24,17 +24,22 @@ class TraceFileError(ValueError):
     pass
 
 
+def read_trace_bytes(path: str) -> bytes:
+    """The whole file, or a one-line TraceFileError naming why it cannot be read."""
+    try:
+        with open(path, "rb") as f:
+            return f.read()
+    except OSError as exc:
+        raise TraceFileError(f"cannot read {path}: {exc.strerror or exc}") from exc
+
+
 def load_events(path: str) -> list[dict[str, Any]]:
     """Events of a trace file; accepts an unterminated array (a process killed mid-run)."""
     from . import pftrace_reader
 
     if pftrace_reader.looks_like_perfetto(path):  # native Perfetto: the same events, from the protos
         return pftrace_reader.load_events(path)
-    try:
-        with open(path, "rb") as f:
-            data = f.read()
-    except OSError as exc:
-        raise TraceFileError(f"cannot read {path}: {exc.strerror or exc}") from exc
+    data = read_trace_bytes(path)
     try:
         doc = orjson.loads(data)
     except orjson.JSONDecodeError:

@@ -13,21 +13,16 @@ using ScopeNames = std::array<std::string, kNumHostPhases + 1>;
 // Index = engine id. A deque: elements never move, so a returned pointer stays valid.
 std::mutex g_names_mutex;
 std::deque<ScopeNames>* g_names = new std::deque<ScopeNames>();  // kept for the life of the process
-std::deque<bool>* g_named = new std::deque<bool>();
 
 const ScopeNames* names_for(uint32_t engine_id) {
   std::lock_guard<std::mutex> lock(g_names_mutex);  // profiler is on: a lock per call is noise
-  if (g_names->size() <= engine_id) {
-    g_names->resize(engine_id + 1);
-    g_named->resize(engine_id + 1, false);
-  }
-  if (!(*g_named)[engine_id]) {
+  if (g_names->size() <= engine_id) g_names->resize(engine_id + 1);
+  ScopeNames& names = (*g_names)[engine_id];
+  if (names[0].empty()) {  // built names are never empty ("trt::...")
     const std::string prefix = "trt::" + EngineRegistry::instance().name(engine_id) + "/";
-    ScopeNames& names = (*g_names)[engine_id];
     for (int p = 0; p <= kNumHostPhases; ++p) names[p] = prefix + kPhaseNames[p];
-    (*g_named)[engine_id] = true;
   }
-  return &(*g_names)[engine_id];
+  return &names;
 }
 
 }  // namespace
