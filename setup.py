@@ -86,5 +86,8 @@ setup(
             **common,
         ),
     ],
-    cmdclass={"build_ext": cpp_extension.BuildExtension.with_options(no_python_abi_suffix=True), "build_py": BuildPyWithStartupHook},
+    cmdclass={
+        "build_ext": cpp_extension.BuildExtension.with_options(no_python_abi_suffix=True),
+        "build_py": BuildPyWithStartupHook,
+    },
 )

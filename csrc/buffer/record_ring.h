@@ -28,9 +28,10 @@ class RecordRing {
   RecordRing(const RecordRing&) = delete;
   RecordRing& operator=(const RecordRing&) = delete;
 
-  // Producer: store all n records or none of them (a call is never split).
-  // Returns false and counts n drops when there is no room for all n.
-  bool push(const Record* records, size_t n) noexcept {
+  // Producer, writing in place: claim room for n records (all or none: false
+  // counts n drops), write record i at slot(start + i), then publish(start + n)
+  // makes them visible to the consumer. A call is never split.
+  bool claim(size_t n, uint64_t* start) noexcept {
     const uint64_t head = head_.load(std::memory_order_relaxed);
     if (head + n - tail_cache_ > capacity_) {
       tail_cache_ = tail_.load(std::memory_order_acquire);
@@ -39,10 +40,18 @@ class RecordRing {
         return false;
       }
     }
-    for (size_t i = 0; i < n; ++i) {
-      slots_[(head + i) & mask_] = records[i];
-    }
-    head_.store(head + n, std::memory_order_release);
+    *start = head;
+    return true;
+  }
+  Record& slot(uint64_t index) noexcept { return slots_[index & mask_]; }
+  void publish(uint64_t end) noexcept { head_.store(end, std::memory_order_release); }
+
+  // Producer, by copy: store all n records or none of them (false: n drops counted).
+  bool push(const Record* records, size_t n) noexcept {
+    uint64_t start;
+    if (!claim(n, &start)) return false;
+    for (size_t i = 0; i < n; ++i) slot(start + i) = records[i];
+    publish(start + n);
     return true;
   }
 

@@ -6,15 +6,23 @@
 
 namespace trt_trace {
 
+namespace detail {
+thread_local ThisThread t_this;
+}  // namespace detail
+
+using detail::t_this;
+using detail::ThisThread;
+
 namespace {
-thread_local uint32_t t_tid = 0;  // trivially initialised: one thread-local access, no guard
+
+uint32_t thread_id_of(ThisThread& me) noexcept {
+  if (me.tid == 0) me.tid = static_cast<uint32_t>(::syscall(SYS_gettid));
+  return me.tid;
+}
+
 }  // namespace
 
-uint32_t current_thread_id() noexcept {
-  uint32_t& tid = t_tid;
-  if (tid == 0) tid = static_cast<uint32_t>(::syscall(SYS_gettid));
-  return tid;
-}
+uint32_t current_thread_id() noexcept { return thread_id_of(t_this); }
 
 namespace {
 
@@ -33,9 +41,6 @@ struct LocalRing {
   }
 };
 thread_local LocalRing t_local;  // touched on a thread's first push and at its exit only
-// The hot path's copy of t_local.ring: trivially destructible, so reading it needs no
-// thread_local wrapper (t_local's destructor registration) on every push.
-thread_local RecordRing* t_ring = nullptr;
 
 }  // namespace
 
@@ -63,11 +68,12 @@ void ThreadRings::after_fork_parent() noexcept {
 }
 
 void ThreadRings::after_fork_child() noexcept {
+  t_this.tid = static_cast<uint32_t>(::syscall(SYS_gettid));  // the child's thread has a new id
   retired_.clear();
   for (size_t i = 0; i < slots_.size(); ++i) {
     Slot& s = *slots_[i];
     s.ring->discard();
-    s.owned = t_ring != nullptr && t_local.index == i;  // only the forking thread lives on
+    s.owned = t_this.ring != nullptr && t_local.index == i;  // only the forking thread lives on
     s.base_pushed = s.ring->pushed();
     s.base_dropped = s.ring->dropped();
   }
@@ -107,19 +113,29 @@ void ThreadRings::release(size_t ring_index, uint32_t thread_id) noexcept {
   s.owned = false;
 }
 
-bool ThreadRings::push(const Record* records, size_t n) noexcept {
-  RecordRing*& ring = t_ring;
-  if (ring == nullptr) {
-    try {
-      const auto [index, acquired] = acquire(current_thread_id());
-      t_local.index = index;
-      t_local.ring = acquired;
-      ring = acquired;
-    } catch (...) {
-      return false;  // out of memory for a new ring: the call goes untraced
-    }
+ThreadRings::Writer ThreadRings::first_writer(ThisThread& me) noexcept {
+  try {
+    const auto [index, acquired] = acquire(thread_id_of(me));
+    t_local.index = index;  // the owner that gives the ring back at thread exit
+    t_local.ring = acquired;
+    me.ring = acquired;
+  } catch (...) {
+    return {nullptr, 0};  // out of memory for a new ring: the call goes untraced
   }
-  return ring->push(records, n);
+  return {me.ring, me.tid};  // writer() reads both from now on
+}
+
+bool ThreadRings::push(const Record* records, size_t n) noexcept {
+  const Writer w = writer();
+  uint64_t start;
+  if (w.ring == nullptr || !w.ring->claim(n, &start)) return false;
+  for (size_t i = 0; i < n; ++i) {
+    Record& r = w.ring->slot(start + i);
+    r = records[i];
+    r.thread_id = w.thread_id;
+  }
+  w.ring->publish(start + n);
+  return true;
 }
 
 size_t ThreadRings::drain(Record* out, size_t max) {

@@ -20,6 +20,16 @@
 
 namespace trt_trace {
 
+namespace detail {
+// What the hot path needs of the calling thread, in one trivially initialised
+// thread_local (one lookup, no init guard, no destructor registration).
+struct ThisThread {
+  RecordRing* ring = nullptr;  // the thread's ring, null until its first writer()
+  uint32_t tid = 0;            // OS thread id, 0 until first asked
+};
+extern thread_local ThisThread t_this;
+}  // namespace detail
+
 // Counts for one recording thread (one ring owner), exact once that thread is
 // idle: produced == recorded + dropped.
 struct ThreadCounts {
@@ -34,9 +44,22 @@ class ThreadRings {
  public:
   static ThreadRings& instance();
 
-  // Records of one call into the calling thread's ring: all n, or none (then
-  // counted as n drops, and false is returned). Never blocks, never allocates
-  // after the first call of a thread.
+  // The calling thread's ring and OS thread id, found with one thread-local
+  // lookup, for writing a call's records in place (RecordRing::claim, slot,
+  // publish). The ring is made on the thread's first use; null if out of memory.
+  // Never blocks, never allocates after the first use of a thread.
+  struct Writer {
+    RecordRing* ring;
+    uint32_t thread_id;
+  };
+  Writer writer() noexcept {
+    detail::ThisThread& me = detail::t_this;
+    if (__builtin_expect(me.ring != nullptr, 1)) return {me.ring, me.tid};
+    return first_writer(me);
+  }
+
+  // Copies one call's records into the calling thread's ring with its thread id:
+  // all n, or none (then counted as n drops, and false is returned).
   bool push(const Record* records, size_t n) noexcept;
 
   // Moves up to max records (oldest first per thread) into out. Drainer only.
@@ -70,6 +93,8 @@ class ThreadRings {
     uint64_t base_pushed = 0;   // ring counters when the current owner took it
     uint64_t base_dropped = 0;
   };
+  // A thread's first writer(): takes a ring for it.
+  Writer first_writer(detail::ThisThread& me) noexcept;
   // A free ring of the current capacity (or a new one) for the thread: its index and address.
   std::pair<size_t, RecordRing*> acquire(uint32_t thread_id);
 

@@ -29,6 +29,9 @@
 #include <cstdint>
 #include <optional>
 
+#include <c10/macros/Macros.h>
+
+#include "common/clock.h"
 #include "common/record.h"
 #include "hook/gpu_timing.h"
 #include "hook/op_observer.h"
@@ -62,9 +65,10 @@ class CallScope {
 
   static CallScope* current() noexcept { return detail::t_current_call; }
 
-  // Called by the op observer around each top-level op of this call. The clock
-  // is read only where an op marks a boundary.
-  void on_op_start(OpKind kind) noexcept;
+  // Called by the op observer around each op of this call. on_op_start returns
+  // false for an op started inside another (not reported; no on_op_end then).
+  // The clock is read only where an op marks a boundary.
+  bool on_op_start(OpKind kind) noexcept;
   void on_op_end() noexcept;
 
  private:
@@ -72,7 +76,11 @@ class CallScope {
   // switch in real time, so between two output allocations a short `enqueue`
   // range may appear, and with pre-allocated outputs the `inputs` range runs to
   // the end of the call.
-  void live_switch(Phase phase) noexcept;
+  void live_switch(Phase phase) noexcept {
+    if (C10_LIKELY(!live_)) return;  // neither NVTX nor a profiler: nothing to switch
+    switch_live_ranges(phase);
+  }
+  void switch_live_ranges(Phase phase) noexcept;
 
   enum Stage : uint8_t { kBeforeInputs, kInputs, kOutputs, kAfterOutputs };
 
@@ -82,6 +90,8 @@ class CallScope {
   bool nested_ = false;
   bool record_;
   bool nvtx_ = false;
+  bool live_ = false;           // NVTX ranges or profiler scopes are open (live_switch)
+  bool in_op_ = false;          // between on_op_start and on_op_end of a reported op
   bool gpu_on_ = false;         // this call has a start event recorded
   gpu::CallEvents gpu_{};
   std::optional<ObserveOps> observe_;  // this thread's ops seen while the call runs
@@ -95,6 +105,53 @@ class CallScope {
   int64_t outputs_begin_ = 0;
   int64_t enqueue_begin_ = 0;
   CallScope* outer_;
+  CallScope** current_slot_;    // detail::t_current_call of the calling thread (looked up once)
 };
+
+// Inline: called for every op of a traced call.
+inline bool CallScope::on_op_start(OpKind kind) noexcept {
+  if (in_op_) return false;
+  in_op_ = true;
+  switch (stage_) {
+    case kBeforeInputs:
+      if (kind == OpKind::kInputView) {
+        const int64_t t = now_ns();
+        inputs_begin_ = t;
+        last_input_op_end_ = t;
+        stage_ = kInputs;
+        live_switch(Phase::kInputs);
+      }
+      break;
+    case kInputs:
+      if (kind == OpKind::kAllocation) {
+        const int64_t t = now_ns();
+        outputs_begin_ = t;
+        enqueue_begin_ = t;
+        stage_ = kOutputs;
+        live_switch(Phase::kOutputs);
+      }
+      break;
+    case kOutputs:
+      if (kind == OpKind::kAllocation) {
+        live_switch(Phase::kOutputs);
+      } else {
+        stage_ = kAfterOutputs;
+      }
+      break;
+    case kAfterOutputs:
+      break;
+  }
+  return true;
+}
+
+inline void CallScope::on_op_end() noexcept {
+  in_op_ = false;
+  if (stage_ == kInputs) {
+    last_input_op_end_ = now_ns();
+  } else if (stage_ == kOutputs) {
+    enqueue_begin_ = now_ns();
+    live_switch(Phase::kEnqueue);
+  }
+}
 
 }  // namespace trt_trace

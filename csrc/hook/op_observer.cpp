@@ -20,25 +20,35 @@ inline c10::DispatchKeySet below(c10::DispatchKeySet ks) {
   return ks & c10::DispatchKeySet(c10::DispatchKeySet::FULL_AFTER, kObserveOpsKey);
 }
 
+// Reports one op to the thread's traced call: its start now, its end when this
+// goes out of scope (also when the op throws). Not reported: ops outside traced
+// calls and ops dispatched from inside an observed op.
+class ObservedOp {
+ public:
+  explicit ObservedOp(OpKind kind) noexcept : call_(CallScope::current()) {
+    if (call_ != nullptr && !call_->on_op_start(kind)) call_ = nullptr;
+  }
+  ~ObservedOp() {
+    if (call_ != nullptr) call_->on_op_end();
+  }
+  ObservedOp(const ObservedOp&) = delete;
+  ObservedOp& operator=(const ObservedOp&) = delete;
+
+ private:
+  CallScope* call_;
+};
+
 at::Tensor observe_view(c10::DispatchKeySet ks, const at::Tensor& self, c10::SymIntArrayRef size) {
-  c10::impl::ExcludeDispatchKeyGuard top_level_only(kObserveOpsKey);
-  CallScope* call = CallScope::current();
-  if (call != nullptr) call->on_op_start(OpKind::kInputView);
-  at::Tensor out = at::_ops::view::redispatch(below(ks), self, size);
-  if (call != nullptr) call->on_op_end();
-  return out;
+  ObservedOp observed(OpKind::kInputView);
+  return at::_ops::view::redispatch(below(ks), self, size);
 }
 
 at::Tensor observe_empty(c10::DispatchKeySet ks, c10::SymIntArrayRef size, std::optional<at::ScalarType> dtype,
                          std::optional<at::Layout> layout, std::optional<at::Device> device,
                          std::optional<bool> pin_memory, std::optional<at::MemoryFormat> memory_format) {
-  c10::impl::ExcludeDispatchKeyGuard top_level_only(kObserveOpsKey);
-  CallScope* call = CallScope::current();
-  if (call != nullptr) call->on_op_start(OpKind::kAllocation);
-  at::Tensor out =
-      at::_ops::empty_memory_format::redispatch(below(ks), size, dtype, layout, device, pin_memory, memory_format);
-  if (call != nullptr) call->on_op_end();
-  return out;
+  ObservedOp observed(OpKind::kAllocation);
+  return at::_ops::empty_memory_format::redispatch(below(ks), size, dtype, layout, device, pin_memory,
+                                                   memory_format);
 }
 
 OpKind kind_of(const c10::OperatorHandle& op) {
@@ -49,11 +59,9 @@ OpKind kind_of(const c10::OperatorHandle& op) {
 }
 
 void observe_any(const c10::OperatorHandle& op, c10::DispatchKeySet ks, torch::jit::Stack* stack) {
-  c10::impl::ExcludeDispatchKeyGuard top_level_only(kObserveOpsKey);
-  CallScope* call = CallScope::current();
-  if (call != nullptr) call->on_op_start(kind_of(op));
+  c10::impl::ExcludeDispatchKeyGuard nested_ops_skip_observer(kObserveOpsKey);
+  ObservedOp observed(kind_of(op));
   op.redispatchBoxed(below(ks), stack);
-  if (call != nullptr) call->on_op_end();
 }
 
 struct Registration {

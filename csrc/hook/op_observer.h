@@ -6,15 +6,19 @@
 // for rebuilding the thread's callback lists (~2.8k instructions per call in
 // all, tools/bench_callgrind.py). Instead, a dispatch key is put into this
 // thread's included set for the duration of a traced call (two thread-local
-// bit flips). Kernels at that key run first for every op of the call, note it,
-// and hand on with the key excluded, so ops nested inside an op are not seen
-// (top-level ops only, with no depth counting) and every other op of the
-// process never meets the key.
+// bit flips). Kernels at that key run first for every op of the call, note it
+// and hand on; every other op of the process never meets the key. Only a call's
+// top-level ops are reported (an op dispatched from inside an observed op is not):
 //
-//   aten::view, aten::empty.memory_format   unboxed kernels (the fast path:
-//                                           one view per input, one empty per output)
+//   aten::view, aten::empty.memory_format   unboxed kernels, the fast path (one
+//                                           view per input, one empty per output).
+//                                           They dispatch no ops of their own in
+//                                           practice; one that did would find the
+//                                           call inside an op (a flag) and pass.
 //   any other op                            a boxed fallback (staging copies,
-//                                           .cuda(), contiguous: slower, rarer)
+//                                           .cuda(), contiguous: slower, rarer). It
+//                                           also excludes the key while the op runs,
+//                                           so the copies inside never reach it.
 //
 // The key: DispatchKey::DeferredInit, a functionality key above autograd that
 // only torchdistx (an archived out-of-tree project) registers. If another library
@@ -38,18 +42,19 @@ bool op_observer_available() noexcept;
 // an outer observed op: a nested traced call sees its own ops).
 class ObserveOps {
  public:
-  ObserveOps() noexcept : saved_(c10::impl::tls_local_dispatch_key_set()) {
-    c10::impl::LocalDispatchKeySet now = saved_;
-    now.included_ = now.included_.add(kObserveOpsKey);
-    now.excluded_ = now.excluded_.remove(kObserveOpsKey);
-    c10::impl::_force_tls_local_dispatch_key_set(now);
+  // Reads and writes c10's thread-local key sets through one reference (one
+  // thread-local lookup for both ends; Linux/macOS builds of c10 export it).
+  ObserveOps() noexcept : tls_(c10::impl::raw_local_dispatch_key_set), saved_(tls_) {
+    tls_.set_included(tls_.included().add(kObserveOpsKey));
+    tls_.set_excluded(tls_.excluded().remove(kObserveOpsKey));
   }
-  ~ObserveOps() { c10::impl::_force_tls_local_dispatch_key_set(saved_); }
+  ~ObserveOps() { tls_ = saved_; }
   ObserveOps(const ObserveOps&) = delete;
   ObserveOps& operator=(const ObserveOps&) = delete;
 
  private:
-  c10::impl::LocalDispatchKeySet saved_;
+  c10::impl::PODLocalDispatchKeySet& tls_;
+  c10::impl::PODLocalDispatchKeySet saved_;
 };
 
 }  // namespace trt_trace

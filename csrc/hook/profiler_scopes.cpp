@@ -1,5 +1,7 @@
 #include "hook/profiler_scopes.h"
 
+#include <torch/csrc/profiler/orchestration/observer.h>
+
 #include <deque>
 #include <mutex>
 
@@ -28,9 +30,15 @@ const ScopeNames* names_for(uint32_t engine_id) {
 }  // namespace
 
 bool profiler_scopes_wanted() noexcept {
-  // The dispatcher's own per-op check: the thread's active callback list for the scope, prepared
-  // by RecordFunction, so an empty one costs a thread-local load. (at::hasCallbacks() copies the
-  // global callback list under a mutex: ~200 instructions per call.)
+  // First the profiler's own state, the cheapest test that can say no: torch.profiler (and the
+  // autograd profiler) keeps it in this thread's debug info, or in one process-wide slot when
+  // global. Then, only while one is on, the dispatcher's per-op check: does anything record
+  // USER_SCOPE events on this thread now (a profiler's schedule may be between its active steps)?
+  using torch::profiler::impl::ProfilerStateBase;
+  if (C10_LIKELY(ProfilerStateBase::get(/*global=*/false) == nullptr &&
+                 ProfilerStateBase::get(/*global=*/true) == nullptr)) {
+    return false;
+  }
   try {
     return at::getStepCallbacksUnlessEmpty(at::RecordScope::USER_SCOPE).has_value();
   } catch (...) {

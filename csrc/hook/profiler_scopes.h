@@ -1,7 +1,7 @@
 // Engine calls and phases as user scopes in torch.profiler's own trace.
 //
-// While anything records RecordFunction USER_SCOPE events (torch.profiler does,
-// with or without a trt_trace session), each engine call opens a scope named
+// While torch.profiler (or the autograd profiler) records RecordFunction
+// USER_SCOPE events, with or without a trt_trace session, each engine call opens a scope named
 // `trt::<engine>/execute_engine` and, inside it, one per phase
 // `trt::<engine>/<phase>`: profiler users see engine names and phases with no
 // trt_trace file at all.
@@ -26,7 +26,7 @@
 
 namespace trt_trace {
 
-// Cheap when nothing records (RecordFunction's per-thread list of active callbacks is empty).
+// Cheap when no profiler is on (a thread-local and a global pointer are null).
 bool profiler_scopes_wanted() noexcept;
 
 class ProfilerScopes {

@@ -1,7 +1,7 @@
 // The process-wide switch and call-id counter.
 //
 // When tracing is off, the hook's whole cost is one relaxed load of g_tracing,
-// a look at RecordFunction's callback state (torch.profiler scopes, see
+// a look for a recording profiler (torch.profiler scopes, see
 // profiler_scopes.h) and the hand-off to the original kernel.
 #pragma once
 

@@ -87,6 +87,11 @@ bool set_gpu_timing(bool enable) { return gpu::set_enabled(enable); }
 bool get_gpu_timing() { return gpu::enabled() && gpu::available(); }
 std::vector<int64_t> gpu_clock_stats() { return gpu::Resolver::instance().clock_stats(); }
 
+double gpu_event_host_ns(int64_t device, int64_t calls) {
+  if (device < 0 || device >= kNoDevice) return -1;
+  return gpu::event_pair_host_ns(static_cast<uint16_t>(device), calls);
+}
+
 // Rows: thread id, produced, dropped, capacity, alive.
 at::Tensor thread_counts() {
   const auto counts = ThreadRings::instance().thread_counts();
@@ -151,10 +156,9 @@ std::string parse_name(const std::string& text) { return parse_engine_name(text)
 // Test and benchmark support: count records pushed from the calling thread, as
 // a traced call would, with begin_ns = first_seq .. first_seq+count-1.
 void push_synthetic(int64_t count, int64_t engine_id, int64_t first_seq) {
-  const uint32_t tid = current_thread_id();
   for (int64_t i = 0; i < count; ++i) {
     Record r{first_seq + i, first_seq + i, static_cast<uint64_t>(first_seq + i), static_cast<uint32_t>(engine_id),
-             tid, static_cast<uint8_t>(Phase::kCall), 0, kNoDevice, 0};
+             0, static_cast<uint8_t>(Phase::kCall), 0, kNoDevice, 0};
     ThreadRings::instance().push(&r, 1);
   }
 }
@@ -190,6 +194,7 @@ TORCH_LIBRARY(trt_trace, m) {
   m.def("after_fork_in_child() -> ()", &after_fork_in_child);
   m.def("get_gpu_timing() -> bool", &get_gpu_timing);
   m.def("gpu_clock_stats() -> int[]", &gpu_clock_stats);
+  m.def("gpu_event_host_ns(int device, int calls) -> float", &gpu_event_host_ns);
   m.def("pending() -> int", &pending);
   m.def("thread_counts() -> Tensor", &thread_counts);
   m.def("reset_thread_counts() -> ()", &reset_thread_counts);
