@@ -59,3 +59,14 @@ def test_cpu_build_reports_no_gpu_timing():
         return
     assert ops.set_gpu_timing(True) is False
     assert ops.get_gpu_timing() is False
+
+
+def test_gpu_event_host_cost_probe():
+    # The benchmark probe behind tools/gpu_timing_check.py's "GPU events alone" figure.
+    ns = ops.gpu_event_host_ns(0, 10)
+    if torch.cuda.is_available():  # the GPU machine's CUDA build
+        assert ns > 0
+    else:
+        assert ns == -1.0  # CPU-only build: no events to record
+    assert ops.gpu_event_host_ns(-1, 10) == -1.0
+    assert ops.gpu_event_host_ns(0, 0) == -1.0

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs on the GPU machine (torch 2.11 + CUDA 13 there): builds trt_trace with its CUDA paths,
-# runs the test suite against that torch (DEVICE_TESTS=0 skips it), then tools/gpu_standin_check.py and
+# runs the test suite against that torch (DEVICE_TESTS=0 skips it; TESTS="tests/a.py tests/b.py" picks files), then tools/gpu_standin_check.py and
 # tools/gpu_timing_check.py (CHECKS= picks; SKIP_BUILD=1 reuses the install on a warm machine) (GPU spans vs torch.profiler, streams, CUDA graphs, costs, clock drift).
 # Wheels missing there (orjson) travel in .whl/ (see the device tool's README).
 set -uo pipefail
@@ -17,7 +17,9 @@ fi
 cd /tmp   # import the installed package, not the source folder
 status=0
 if [ "${DEVICE_TESTS:-1}" != 0 ]; then
-  timeout "${PYTEST_TIMEOUT:-900}" python3 -m pytest -q -p no:cacheprovider -p no:logging "$OLDPWD/tests" "$@" > "${OUT:-/tmp}/pytest.log" 2>&1 || status=1
+  tests=()
+  for t in ${TESTS:-tests}; do tests+=("$OLDPWD/$t"); done
+  timeout "${PYTEST_TIMEOUT:-900}" python3 -m pytest -q -p no:cacheprovider -p no:logging "${tests[@]}" "$@" > "${OUT:-/tmp}/pytest.log" 2>&1 || status=1
   grep -E "^(FAILED|ERROR)|passed|failed" "${OUT:-/tmp}/pytest.log"
 fi
 for check in ${CHECKS:-gpu_standin_check gpu_timing_check}; do

@@ -67,6 +67,13 @@ def get_gpu_timing() -> bool:
     return bool(_op("get_gpu_timing")())
 
 
+def gpu_event_host_ns(device: int = 0, calls: int = 1000) -> float:
+    """Benchmark support: host ns per traced call spent on its GPU events alone (start and end event
+    recorded on `device`'s current stream, then handed back), averaged over `calls`; -1.0 where no
+    event can be recorded (CPU-only build, no such device)."""
+    return float(_op("gpu_event_host_ns")(int(device), int(calls)))
+
+
 def gpu_clock_stats() -> dict[str, float]:
     """How GPU times were placed on the host clock: anchors made, the largest distance of an anchor from
     the clock line through the two before it (ns: the placement error that remains), the last one,

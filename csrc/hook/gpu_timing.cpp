@@ -379,6 +379,35 @@ std::vector<int64_t> Resolver::clock_stats() const {
           static_cast<int64_t>(s.rate_ppm * 1000), p50, p99};
 }
 
+double event_pair_host_ns(uint16_t device, int64_t calls) noexcept {
+  if (calls <= 0 || device >= kMaxDevices) return -1;
+  try {
+    std::vector<CallEvents> calls_events(static_cast<size_t>(calls));
+    // Two passes: the first creates the pool's events (a one-off cost, not a per-call one), the
+    // second reuses them once completed, as calls do after the drainer resolved their events.
+    int64_t ns = -1;
+    for (int pass = 0; pass < 2; ++pass) {
+      bool ok = true;
+      const int64_t t0 = now_ns();
+      for (CallEvents& ev : calls_events) {
+        ev = CallEvents{};
+        if (!begin_call(device, &ev) || !end_call(device, &ev)) {
+          ok = false;
+          break;
+        }
+      }
+      ns = ok ? now_ns() - t0 : -1;
+      c10::cuda::CUDAGuard guard(static_cast<c10::DeviceIndex>(device));
+      cudaDeviceSynchronize();
+      for (CallEvents& ev : calls_events) release(device, &ev);
+      if (!ok) return -1;
+    }
+    return static_cast<double>(ns) / static_cast<double>(calls);
+  } catch (...) {
+    return -1;
+  }
+}
+
 #else  // CPU-only build: no GPU spans
 
 bool available() noexcept { return false; }
@@ -399,6 +428,7 @@ size_t Resolver::resolve(Record*, size_t, bool) { return 0; }
 size_t Resolver::pending() const noexcept { return 0; }
 void Resolver::forget_pending() noexcept {}
 std::vector<int64_t> Resolver::clock_stats() const { return {0, 0, 0, 0, 0, 0, 0}; }
+double event_pair_host_ns(uint16_t, int64_t) noexcept { return -1; }
 
 #endif
 

@@ -53,6 +53,12 @@ bool end_call(uint16_t device, CallEvents* ev) noexcept;
 // Gives the events back (the call's records were dropped, or it failed).
 void release(uint16_t device, CallEvents* ev) noexcept;
 
+// Benchmark support: host ns per call of the GPU-event work a traced call adds
+// on its thread (begin_call + end_call on the current stream of `device`, with
+// pooled events that completed before), averaged over `calls`; -1 if no events
+// could be recorded. Synchronises the device: not for use while tracing.
+double event_pair_host_ns(uint16_t device, int64_t calls) noexcept;
+
 // Drainer side. Not thread-safe: used under ThreadRings' drain lock.
 class Resolver {
  public:
