@@ -9,6 +9,9 @@ over the number of calls. Modes as in bench_overhead.py. --engines N calls N eng
 registry's per-thread cache); --io K gives each engine K inputs and K outputs (an aten op each, as
 the runtime binds them); --threads T runs T calling threads (valgrind serialises threads, so this
 counts the calling thread's per-call work while T - 1 other threads make calls too, not contention).
+With T > 1 the count also depends on where valgrind switches threads (a thread that must wait for a
+lock held by a descheduled one): runs with many threads and engines vary by thousands of instructions,
+so only T = 1 figures are exact.
 """
 
 from __future__ import annotations

@@ -198,7 +198,8 @@ def host_overhead(n: int = 3000) -> None:
     except Exception as e:  # a figure, not a check: the checks after it still run
         print(f"      GPU event steps: not measured ({str(e).splitlines()[0] if str(e) else type(e).__name__})")
         return
-    names = ("CUDAGuard", "current stream look-up", "cudaStreamIsCapturing", "cudaEventRecord (new event)",
+    names = ("CUDAGuard (device already current)", "current_device()", "current stream look-up",
+             "cudaStreamIsCapturing", "cudaEventRecord (new event)",
              "cudaEventRecord (event recorded and completed before)")
     parts = [parts_ext.gpu_event_parts(0, 2000) for _ in range(11)]
     print("      GPU event steps alone (C++ loops, 11 x 2000, median ns): "

@@ -44,17 +44,14 @@ thread_local LocalRing t_local;  // touched on a thread's first push and at its 
 
 }  // namespace
 
-ThreadRings& ThreadRings::instance() {
+ThreadRings* ThreadRings::create() {
   // Leaked on purpose: worker threads may still record while static
   // destructors run at exit.
-  static ThreadRings* rings = [] {
-    auto* r = new ThreadRings();
-    pthread_atfork([] { ThreadRings::instance().before_fork(); },
-                   [] { ThreadRings::instance().after_fork_parent(); },
-                   [] { ThreadRings::instance().after_fork_child(); });
-    return r;
-  }();
-  return *rings;
+  auto* r = new ThreadRings();
+  pthread_atfork([] { ThreadRings::instance().before_fork(); },
+                 [] { ThreadRings::instance().after_fork_parent(); },
+                 [] { ThreadRings::instance().after_fork_child(); });
+  return r;
 }
 
 void ThreadRings::before_fork() noexcept {

@@ -42,7 +42,10 @@ struct ThreadCounts {
 
 class ThreadRings {
  public:
-  static ThreadRings& instance();
+  static ThreadRings& instance() {
+    static ThreadRings* rings = create();
+    return *rings;
+  }
 
   // The calling thread's ring and OS thread id, found with one thread-local
   // lookup, for writing a call's records in place (RecordRing::claim, slot,
@@ -93,6 +96,7 @@ class ThreadRings {
     uint64_t base_pushed = 0;   // ring counters when the current owner took it
     uint64_t base_dropped = 0;
   };
+  static ThreadRings* create();
   // A thread's first writer(): takes a ring for it.
   Writer first_writer(detail::ThisThread& me) noexcept;
   // A free ring of the current capacity (or a new one) for the thread: its index and address.

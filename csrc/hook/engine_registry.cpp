@@ -60,16 +60,13 @@ std::string parse_engine_name(const std::string& text) {
   return "unnamed_engine";
 }
 
-EngineRegistry& EngineRegistry::instance() {
-  static EngineRegistry* registry = [] {
-    auto* r = new EngineRegistry();  // outlives worker threads at exit
-    // A forked child must not inherit the lock held by a parent thread.
-    pthread_atfork([] { EngineRegistry::instance().mutex_.lock(); },
-                   [] { EngineRegistry::instance().mutex_.unlock(); },
-                   [] { EngineRegistry::instance().mutex_.unlock(); });
-    return r;
-  }();
-  return *registry;
+EngineRegistry* EngineRegistry::create() {
+  auto* r = new EngineRegistry();  // outlives worker threads at exit
+  // A forked child must not inherit the lock held by a parent thread.
+  pthread_atfork([] { EngineRegistry::instance().mutex_.lock(); },
+                 [] { EngineRegistry::instance().mutex_.unlock(); },
+                 [] { EngineRegistry::instance().mutex_.unlock(); });
+  return r;
 }
 
 uint32_t EngineRegistry::id_for(const c10::IValue& engine) {

@@ -25,7 +25,10 @@ namespace trt_trace {
 
 class EngineRegistry {
  public:
-  static EngineRegistry& instance();
+  static EngineRegistry& instance() {
+    static EngineRegistry* registry = create();
+    return *registry;
+  }
 
   // Id (>= 1) for the engine object in `engine`; registers it on first sight.
   // Hot path: a thread-local cache hit costs one atomic load and a compare.
@@ -44,6 +47,7 @@ class EngineRegistry {
   size_t live_count() const;
 
  private:
+  static EngineRegistry* create();
   uint32_t register_engine(c10::ivalue::Object* obj, const c10::IValue& engine);
   void sweep_locked();
 

@@ -2,11 +2,6 @@
 
 namespace trt_trace {
 
-EngineStats& EngineStats::instance() {
-  static EngineStats* stats = new EngineStats();
-  return *stats;
-}
-
 EngineStats::Row* EngineStats::row(uint32_t engine_id) noexcept {
   const uint32_t c = engine_id / kChunk;
   if (c >= kMaxChunks) return nullptr;

@@ -33,7 +33,10 @@ enum StatColumn : int {
 
 class EngineStats {
  public:
-  static EngineStats& instance();
+  static EngineStats& instance() {
+    static EngineStats* stats = new EngineStats();  // leaked: worker threads may record during exit
+    return *stats;
+  }
 
   // One finished call: host phase durations in workspace, inputs, outputs, enqueue order.
   void add_call(uint32_t engine_id, int64_t total_ns,

@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <deque>
 #include <mutex>
+#include <optional>
 #include <unordered_map>
 
 #include "common/clock.h"
@@ -61,12 +62,26 @@ cudaEvent_t acquire_event(uint16_t device) {
     return e;
   }
   cudaEvent_t e = nullptr;
+  c10::cuda::CUDAGuard guard(static_cast<c10::DeviceIndex>(device));  // events belong to the current device
   if (cudaEventCreateWithFlags(&e, cudaEventDefault) != cudaSuccess) {
     cudaGetLastError();
     return nullptr;
   }
   return e;
 }
+
+// The stream's device made current for the event calls, only where it is not already: a guard
+// sets and restores the device whatever it was, ~0.8 us of host time per guard on an H200
+// (BENCHMARKS.md), and the engine's device is almost always the calling thread's current one.
+class DeviceOf {
+ public:
+  explicit DeviceOf(const c10::cuda::CUDAStream& stream) {
+    if (c10::cuda::current_device() != stream.device_index()) guard_.emplace(stream.device_index());
+  }
+
+ private:
+  std::optional<c10::cuda::CUDAGuard> guard_;
+};
 
 void give_back(uint16_t device, cudaEvent_t e) {
   if (e != nullptr) t_free[device].push_back(e);
@@ -84,8 +99,8 @@ bool set_enabled(bool on) {
 bool begin_call(uint16_t device, CallEvents* ev) noexcept {
   if (device >= kMaxDevices) return false;
   try {
-    c10::cuda::CUDAGuard guard(static_cast<c10::DeviceIndex>(device));
     const c10::cuda::CUDAStream stream = c10::cuda::getCurrentCUDAStream(static_cast<c10::DeviceIndex>(device));
+    DeviceOf on_device(stream);
     cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
     if (cudaStreamIsCapturing(stream.stream(), &status) != cudaSuccess) {
       cudaGetLastError();
@@ -113,8 +128,8 @@ bool begin_call(uint16_t device, CallEvents* ev) noexcept {
 bool end_call(uint16_t device, CallEvents* ev) noexcept {
   if (ev->start == nullptr) return false;
   try {
-    c10::cuda::CUDAGuard guard(static_cast<c10::DeviceIndex>(device));
     const c10::cuda::CUDAStream stream = c10::cuda::getCurrentCUDAStream(static_cast<c10::DeviceIndex>(device));
+    DeviceOf on_device(stream);
     cudaEvent_t end = acquire_event(device);
     if (end != nullptr && cudaEventRecord(end, stream.stream()) == cudaSuccess) {
       ev->end = end;

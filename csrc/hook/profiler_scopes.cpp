@@ -57,8 +57,7 @@ void ProfilerScopes::open(std::optional<at::RecordFunction>& scope, const std::s
   }
 }
 
-void ProfilerScopes::begin(uint32_t engine_id) noexcept {
-  if (!profiler_scopes_wanted()) return;
+void ProfilerScopes::open_call(uint32_t engine_id) noexcept {
   try {
     names_ = names_for(engine_id);
   } catch (...) {

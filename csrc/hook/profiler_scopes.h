@@ -32,7 +32,10 @@ bool profiler_scopes_wanted() noexcept;
 class ProfilerScopes {
  public:
   // Opens the call scope if a profiler records USER_SCOPE (phases: switch_phase).
-  void begin(uint32_t engine_id) noexcept;
+  void begin(uint32_t engine_id) noexcept {
+    if (C10_LIKELY(!profiler_scopes_wanted())) return;
+    open_call(engine_id);
+  }
   bool active() const noexcept { return call_.has_value(); }
   // Closes the open phase scope and opens `phase`'s.
   void switch_phase(Phase phase) noexcept;
@@ -40,6 +43,7 @@ class ProfilerScopes {
   void end() noexcept;
 
  private:
+  void open_call(uint32_t engine_id) noexcept;
   void open(std::optional<at::RecordFunction>& scope, const std::string& name) noexcept;
 
   const std::array<std::string, kNumHostPhases + 1>* names_ = nullptr;

@@ -25,6 +25,7 @@ std::vector<double> gpu_event_parts(int64_t device, int64_t n) {
   cudaStreamCaptureStatus status;
   std::vector<double> out;
   out.push_back(ns_per(n, [&](int64_t) { c10::cuda::CUDAGuard guard(dev); }));
+  out.push_back(ns_per(n, [&](int64_t) { (void)c10::cuda::current_device(); }));
   out.push_back(ns_per(n, [&](int64_t) { (void)c10::cuda::getCurrentCUDAStream(dev); }));
   const cudaStream_t stream = c10::cuda::getCurrentCUDAStream(dev).stream();
   out.push_back(ns_per(n, [&](int64_t) { cudaStreamIsCapturing(stream, &status); }));
@@ -34,7 +35,7 @@ std::vector<double> gpu_event_parts(int64_t device, int64_t n) {
   out.push_back(ns_per(n, [&](int64_t i) { cudaEventRecord(events[i], stream); }));
   cudaStreamSynchronize(stream);
   for (auto& e : events) cudaEventDestroy(e);
-  return out;  // guard, stream look-up, capture check, event record (fresh), event record (again)
+  return out;  // guard, current device, stream look-up, capture check, event record (new), event record (again)
 }
 
 }  // namespace
