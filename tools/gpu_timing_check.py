@@ -52,12 +52,12 @@ def trace_slices(path: str) -> dict[int, dict[str, tuple[float, float]]]:
     return out
 
 
-def profiler_calls(prof_json: str, nested: bool = False) -> list[tuple[float, float, float]]:
+def profiler_calls(events: list[dict], nested: bool = False) -> list[tuple[float, float, float]]:
     """Per tensorrt::execute_engine op of a torch.profiler trace, in call order: (op start us, first GPU
     start us, last GPU end us) over the kernels, copies and memsets correlated with it (nan if none;
     the stand-in's engine work starts with a copy). nested=True also counts GPU work launched by ops
-    nested in the call (the profiler correlates a kernel with the innermost op)."""
-    events = json.loads(Path(prof_json).read_text())["traceEvents"]
+    nested in the call (the profiler correlates a kernel with the innermost op). events: the
+    profiler trace's traceEvents."""
     calls = sorted((e for e in events if e.get("ph") == "X" and e.get("name") == "tensorrt::execute_engine"),
                    key=lambda c: c["ts"])
     owner = {c["args"].get("External id"): c["args"].get("External id") for c in calls}
@@ -82,11 +82,6 @@ def profiler_calls(prof_json: str, nested: bool = False) -> list[tuple[float, fl
     return out
 
 
-def profiler_kernel_extents(prof_json: str, nested: bool = False) -> list[float]:
-    """Device extent (first start -> last end, us) of each execute_engine op's GPU work, in call order."""
-    return [k1 - k0 for _, k0, k1 in profiler_calls(prof_json, nested)]
-
-
 def compare_with_profiler(label: str, run_calls, d: Path, strict: bool = True) -> None:
     """Runs run_calls() traced by trt_trace and torch.profiler at once; compares per call.
 
@@ -103,7 +98,9 @@ def compare_with_profiler(label: str, run_calls, d: Path, strict: bool = True) -
     prof.export_chrome_trace(prof_out)
     calls = trace_slices(out)
     ordered = [calls[c] for c in sorted(calls)]
-    extents = profiler_kernel_extents(prof_out)
+    prof_events = json.loads(Path(prof_out).read_text())["traceEvents"]
+    prof_calls = profiler_calls(prof_events)  # (op start, first GPU start, last GPU end) per call
+    extents = [k1 - k0 for _, k0, k1 in prof_calls]  # device extent of each call's GPU work
     check(f"{label}: every call has a GPU span", all("gpu" in c for c in ordered) and len(ordered) == len(extents),
           f"{sum('gpu' in c for c in ordered)}/{len(ordered)} calls, {len(extents)} profiler ops")
     early = [c for c in ordered if "gpu" in c and "enqueue" in c and c["gpu"][0] < c["enqueue"][0] - 1e-3]
@@ -140,7 +137,7 @@ def compare_with_profiler(label: str, run_calls, d: Path, strict: bool = True) -
             per_engine.append(f"engine {k}: extent {statistics.median(b for _, b in mine):.1f} us, "
                               f"span - extent {statistics.median(a - b for a, b in mine):+.1f} us")
     print(f"      {label}: medians per engine: " + "; ".join(per_engine))
-    nested = profiler_kernel_extents(prof_out, nested=True)
+    nested = [k1 - k0 for _, k0, k1 in profiler_calls(prof_events, nested=True)]
     with_nested = [(c["gpu"][1], ext) for c, ext in zip(ordered, nested, strict=False) if "gpu" in c and ext == ext]
     near = [a / b for a, b in with_nested if b >= 50]
     if near:
@@ -149,8 +146,7 @@ def compare_with_profiler(label: str, run_calls, d: Path, strict: bool = True) -
     # Where a span's excess lies: the profiler's clock is lined up with trt_trace's through the calls'
     # host starts (the profiler's op event opens a little before trt_trace's call slice), then
     # lead = first kernel start - span start, tail = span end - last kernel end, per call.
-    prof = profiler_calls(prof_out)
-    pairs = [(c, p) for c, p in zip(ordered, prof, strict=False) if "gpu" in c and p[1] == p[1]]
+    pairs = [(c, p) for c, p in zip(ordered, prof_calls, strict=False) if "gpu" in c and p[1] == p[1]]
     if pairs:
         offset = statistics.median(c["execute_engine"][0] - p[0] for c, p in pairs)
         lead = [p[1] + offset - c["gpu"][0] for c, p in pairs]

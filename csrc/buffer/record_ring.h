@@ -46,15 +46,6 @@ class RecordRing {
   Record& slot(uint64_t index) noexcept { return slots_[index & mask_]; }
   void publish(uint64_t end) noexcept { head_.store(end, std::memory_order_release); }
 
-  // Producer, by copy: store all n records or none of them (false: n drops counted).
-  bool push(const Record* records, size_t n) noexcept {
-    uint64_t start;
-    if (!claim(n, &start)) return false;
-    for (size_t i = 0; i < n; ++i) slot(start + i) = records[i];
-    publish(start + n);
-    return true;
-  }
-
   // Consumer: copy up to max records, oldest first, into out. Returns the count.
   size_t pop(Record* out, size_t max) noexcept {
     const uint64_t tail = tail_.load(std::memory_order_relaxed);
