@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import torch
 from conftest import call_from_threads
+from pftrace_checks import check_pftrace, parse
 from trace_checks import check_trace, load_strict, to_ns
 
 import trt_trace
@@ -78,3 +79,24 @@ def test_a_trace_cut_short_still_loads(tmp_path):
     cut.write_bytes(data[: int(len(data) * 0.8)])  # as if killed mid-write
     events = load_events(str(cut))
     assert any(e.get("name") == "execute_engine" for e in events)
+
+
+def test_batches_of_growing_size_reuse_then_replace_the_format_buffer(tmp_path):
+    # The drainer drains into one buffer and the writers format into one that they replace only when
+    # a batch needs more: drained batches of 1, 40 and 400 calls (each larger than any before, so
+    # the formatter's buffer is replaced twice) and a small one after (reused) must all be written.
+    e = standin.make_engine("growing_batches_engine")
+    for name in ("t.json", "t.pftrace"):
+        out = tmp_path / name
+        with trt_trace.tracing(str(out), gpu=False) as session:
+            for calls in (1, 40, 400, 3):
+                for _ in range(calls):
+                    torch.ops.tensorrt.execute_engine([torch.ones(4)], e)
+                session.drainer.drain_once()
+        assert not session.drainer.failed
+        if name.endswith(".json"):
+            calls_written = [s for s in load_strict(out) if s["ph"] == "X" and s["name"] == "execute_engine"]
+            check_trace(load_strict(out))
+        else:
+            calls_written = [s for s in check_pftrace(parse(out)).slices if s[1] == "execute_engine"]
+        assert len(calls_written) == 444, name

@@ -9,7 +9,7 @@ import numpy as np
 
 from . import ops
 from .config import warn
-from .records import from_bytes
+from .records import RECORD_DTYPE, from_bytes
 
 BATCH_RECORDS = 1 << 14  # 640 KiB per drain call: the writer's transient memory stays a few MiB
 
@@ -19,6 +19,10 @@ class Drainer:
 
     It wakes every `interval_s` and drains until the rings are empty, so a ring of capacity C
     never overflows while producers write fewer than C records per interval per thread.
+
+    Every batch is drained into one buffer allocated at the first drain, so a long run does no
+    batch-sized allocations here. `sink` must therefore not keep the array it is given (the writers
+    format it and let go; copy it to keep it).
     """
 
     def __init__(self, sink: Callable[[np.ndarray], None], interval_s: float = 0.05) -> None:
@@ -29,6 +33,8 @@ class Drainer:
         self._thread = threading.Thread(target=self._run, name="trt_trace-drainer", daemon=True)
         self.failed = False
         self._ticks = 0
+        self._buffer = None  # torch uint8 tensor of BATCH_RECORDS records, and its numpy view
+        self._view = np.empty(0, dtype=np.uint8)
 
     def start(self) -> None:
         self._thread.start()
@@ -39,11 +45,16 @@ class Drainer:
         with self._lock:
             if self.failed:
                 return 0
+            if self._buffer is None:
+                import torch  # a drainer exists only once tracing started: torch is loaded
+
+                self._buffer = torch.empty(BATCH_RECORDS * RECORD_DTYPE.itemsize, dtype=torch.uint8)
+                self._view = self._buffer.numpy()
             while True:
-                raw = ops.drain(BATCH_RECORDS, wait_gpu)
-                records = from_bytes(raw.numpy())
-                if len(records) == 0:
+                n = ops.drain_into(self._buffer, wait_gpu)
+                if n == 0:
                     break
+                records = from_bytes(self._view[: n * RECORD_DTYPE.itemsize])
                 total += len(records)
                 try:
                     self._sink(records)
@@ -51,7 +62,7 @@ class Drainer:
                     self.failed = True
                     warn(f"could not write the trace ({exc}); tracing continues in the table only")
                     break
-                if len(records) < BATCH_RECORDS:
+                if n < BATCH_RECORDS:
                     break
         return total
 

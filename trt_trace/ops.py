@@ -54,6 +54,12 @@ def drain(max_records: int, wait_gpu: bool = False) -> torch.Tensor:
     return _op("drain")(int(max_records), bool(wait_gpu))
 
 
+def drain_into(out: torch.Tensor, wait_gpu: bool = False) -> int:
+    """Like drain(), into `out` (a contiguous CPU uint8 tensor, reused by the drainer); returns the
+    number of records written at its start."""
+    return int(_op("drain_into")(out, bool(wait_gpu)))
+
+
 def after_fork_in_child() -> None:
     _op("after_fork_in_child")()
 
@@ -111,25 +117,45 @@ def format_timing_table(names: list[str], stats: torch.Tensor, dropped: int = 0,
     return str(_op("format_timing_table")(names, stats, int(dropped), int(threads_with_drops)))
 
 
-def chrome_json_events(records, tids, pid: int, engine_json: list[str], flows: bool) -> memoryview:
-    """Chrome JSON text (comma-separated events) of a record batch; tids: the track of each record."""
+class FormatBuffer:
+    """The byte buffer a writer lends the formatters below, batch after batch (replaced by a larger
+    one when a batch needs more): a long trace then formats without batch-sized allocations."""
+
+    def __init__(self) -> None:
+        self.tensor: torch.Tensor | None = None
+
+    def take(self, result: tuple[torch.Tensor, int]) -> memoryview:
+        """Keeps the formatter's buffer; the formatted bytes (valid until the buffer's next use)."""
+        self.tensor, n = result
+        return self.tensor.numpy().data[: int(n)]
+
+
+def chrome_json_events(records, tids, pid: int, engine_json: list[str], flows: bool,
+                       buffer: FormatBuffer | None = None) -> memoryview:
+    """Chrome JSON text (comma-separated events) of a record batch; tids: the track of each record;
+    buffer: the caller's, reused (the text is valid until its next use)."""
     import numpy as np
     import torch
 
     raw = torch.from_numpy(np.ascontiguousarray(records).view(np.uint8).reshape(-1))
-    return _op("chrome_json_events")(raw, torch.from_numpy(np.ascontiguousarray(tids, dtype=np.int64)), int(pid),
-                                     engine_json, bool(flows)).numpy().data
+    buffer = buffer or FormatBuffer()
+    return buffer.take(_op("chrome_json_events")(raw, torch.from_numpy(np.ascontiguousarray(tids, dtype=np.int64)),
+                                                 int(pid), engine_json, bool(flows), buffer.tensor))
 
 
-def perfetto_slice_packets(records, track_uuids, seq_id: int, annotation_iids: list[int], flows: bool) -> memoryview:
+def perfetto_slice_packets(records, track_uuids, seq_id: int, annotation_iids: list[int], flows: bool,
+                           buffer: FormatBuffer | None = None) -> memoryview:
     """Framed Perfetto TracePackets (SLICE_BEGIN/SLICE_END) of a record batch, ready to append to a
-    trace file; track_uuids: the track of each record; annotation_iids: see csrc/ops/perfetto_format.cpp."""
+    trace file; track_uuids: the track of each record; annotation_iids: see csrc/ops/perfetto_format.cpp;
+    buffer: as for chrome_json_events."""
     import numpy as np
     import torch
 
     raw = torch.from_numpy(np.ascontiguousarray(records).view(np.uint8).reshape(-1))
     uuids = torch.from_numpy(np.ascontiguousarray(track_uuids, dtype=np.int64))
-    return _op("perfetto_slice_packets")(raw, uuids, int(seq_id), list(annotation_iids), bool(flows)).numpy().data
+    buffer = buffer or FormatBuffer()
+    return buffer.take(_op("perfetto_slice_packets")(raw, uuids, int(seq_id), list(annotation_iids), bool(flows),
+                                                     buffer.tensor))
 
 
 def perfetto_field_numbers() -> dict[str, int]:

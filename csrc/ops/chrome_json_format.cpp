@@ -12,9 +12,11 @@
 #include <charconv>
 #include <cstring>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "common/record.h"
+#include "ops/output_buffer.h"
 
 namespace trt_trace {
 namespace {
@@ -51,9 +53,11 @@ struct Out {
 
 // records: uint8 [n * 40]; tids: int64 [n]; engine_json[i]: engine i's name as a JSON string
 // literal (quotes included, escaped by the caller). flows: emit launch flow events (enqueue ->
-// gpu). Returns the events comma-separated, without brackets, as uint8.
-at::Tensor format_events(const at::Tensor& records, const at::Tensor& tids, int64_t pid,
-                         const std::vector<std::string>& engine_json, bool flows) {
+// gpu). Returns (buffer, n): the events comma-separated, without brackets, in the first n bytes of
+// buffer, which is `out` when given and large enough, else a new one (see ops/output_buffer.h).
+std::tuple<at::Tensor, int64_t> format_events(const at::Tensor& records, const at::Tensor& tids, int64_t pid,
+                                              const std::vector<std::string>& engine_json, bool flows,
+                                              const std::optional<at::Tensor>& out_buffer) {
   TORCH_CHECK(records.dtype() == at::kByte && records.is_contiguous() && records.numel() % sizeof(Record) == 0,
               "chrome_json_events: records must be contiguous uint8 of whole records");
   const int64_t n = records.numel() / static_cast<int64_t>(sizeof(Record));
@@ -67,7 +71,7 @@ at::Tensor format_events(const at::Tensor& records, const at::Tensor& tids, int6
   for (const auto& e : engine_json) longest_name = std::max(longest_name, e.size());
   // Fixed text + 12 numbers of <= 21 chars + a flow event, per record.
   const size_t worst = 640 + longest_name + 2 * pid_s.size();
-  at::Tensor result = at::empty({static_cast<int64_t>(worst * static_cast<size_t>(n))}, at::kByte);
+  at::Tensor result = output_buffer(out_buffer, worst * static_cast<size_t>(n), "chrome_json_events");
   char* const begin = reinterpret_cast<char*>(result.data_ptr<uint8_t>());
   Out out{begin};
   for (int64_t i = 0; i < n; ++i) {
@@ -126,13 +130,14 @@ at::Tensor format_events(const at::Tensor& records, const at::Tensor& tids, int6
       out.lit("}");
     }
   }
-  return result.narrow(0, 0, out.p - begin);
+  return {result, static_cast<int64_t>(out.p - begin)};
 }
 
 }  // namespace
 }  // namespace trt_trace
 
 TORCH_LIBRARY_FRAGMENT(trt_trace, m) {
-  m.def("chrome_json_events(Tensor records, Tensor tids, int pid, str[] engine_json, bool flows) -> Tensor",
+  m.def("chrome_json_events(Tensor records, Tensor tids, int pid, str[] engine_json, bool flows, "
+        "Tensor? out=None) -> (Tensor, int)",
         &trt_trace::format_events);
 }

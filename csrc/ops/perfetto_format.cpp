@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "common/record.h"
+#include "ops/output_buffer.h"
 
 namespace trt_trace {
 namespace {
@@ -132,9 +133,11 @@ TRT_TRACE_INLINE void close_event(Out& out, std::pair<uint8_t*, uint8_t*> length
 
 // records: uint8 [n * 40]; track_uuids: int64 [n], the track of each record; annotation_iids: the
 // interned names (see Annotation); flows: flow ids from each launching enqueue to its GPU slice.
-// The event name of a record is interned as phase + 1.
-at::Tensor encode_slices(const at::Tensor& records, const at::Tensor& track_uuids, int64_t seq_id,
-                         const std::vector<int64_t>& annotation_iids, bool flows) {
+// The event name of a record is interned as phase + 1. Returns (buffer, n): the packets in the first
+// n bytes of buffer, which is `out` when given and large enough, else a new one (ops/output_buffer.h).
+std::tuple<at::Tensor, int64_t> encode_slices(const at::Tensor& records, const at::Tensor& track_uuids,
+                                              int64_t seq_id, const std::vector<int64_t>& annotation_iids,
+                                              bool flows, const std::optional<at::Tensor>& out_buffer) {
   TORCH_CHECK(records.dtype() == at::kByte && records.is_contiguous() && records.numel() % sizeof(Record) == 0,
               "perfetto_slice_packets: records must be contiguous uint8 of whole records");
   const int64_t n = records.numel() / static_cast<int64_t>(sizeof(Record));
@@ -150,7 +153,9 @@ at::Tensor encode_slices(const at::Tensor& records, const at::Tensor& track_uuid
   const auto iid = [&](Annotation a) { return static_cast<uint64_t>(annotation_iids[a]); };
   const auto seq = static_cast<uint64_t>(seq_id);
 
-  std::vector<Order> order;
+  // Kept from batch to batch (one drainer thread formats): no batch-sized allocation here either.
+  thread_local std::vector<Order> order;
+  order.clear();
   order.reserve(static_cast<size_t>(n));
   for (int64_t i = 0; i < n; ++i) {
     const Record& r = rec[i];
@@ -161,7 +166,7 @@ at::Tensor encode_slices(const at::Tensor& records, const at::Tensor& track_uuid
   // its phases): the check is cheaper than the sort it usually saves.
   if (!std::is_sorted(order.begin(), order.end())) std::sort(order.begin(), order.end());
 
-  at::Tensor result = at::empty({static_cast<int64_t>(2 * kMaxPacket * order.size() + 1)}, at::kByte);
+  at::Tensor result = output_buffer(out_buffer, 2 * kMaxPacket * order.size() + 1, "perfetto_slice_packets");
   uint8_t* const begin = result.data_ptr<uint8_t>();
   Out ev{begin};
   for (const Order& o : order) {
@@ -189,7 +194,7 @@ at::Tensor encode_slices(const at::Tensor& records, const at::Tensor& track_uuid
     close_event(ev, lengths);
     close_event(ev, open_event(ev, -o.neg_end, seq, kSliceEnd, track));
   }
-  return result.narrow(0, 0, ev.p - begin);
+  return {result, static_cast<int64_t>(ev.p - begin)};
 }
 
 // The constants above by proto name, for the test that checks them against the descriptors.
@@ -225,7 +230,7 @@ std::tuple<std::vector<std::string>, std::vector<int64_t>> field_numbers() {
 
 TORCH_LIBRARY_FRAGMENT(trt_trace, m) {
   m.def("perfetto_slice_packets(Tensor records, Tensor track_uuids, int seq_id, int[] annotation_iids, "
-        "bool flows) -> Tensor",
+        "bool flows, Tensor? out=None) -> (Tensor, int)",
         &trt_trace::encode_slices);
   m.def("perfetto_field_numbers() -> (str[], int[])", &trt_trace::field_numbers);
 }

@@ -66,17 +66,30 @@ void after_fork_in_child() {
   gpu::Resolver::instance().forget_pending();
 }
 
-// Records drained from every thread's ring, with the GPU spans resolved so far.
-// wait_gpu: wait for every pending GPU span (final drain; never on a hot path).
+// Records drained from every thread's ring into `out` (uint8, room for whole records), with the GPU
+// spans resolved so far; returns how many. The drainer passes the same buffer every time, so a drain
+// allocates nothing (batch-sized allocations of varying size would fragment the C heap over a long
+// run). wait_gpu: wait for every pending GPU span (final drain; never on a hot path).
+int64_t drain_into(const at::Tensor& out, bool wait_gpu) {
+  TORCH_CHECK(out.device().is_cpu() && out.dtype() == at::kByte && out.is_contiguous(),
+              "trt_trace::drain_into: out must be a contiguous CPU uint8 tensor");
+  const size_t max_records = static_cast<size_t>(out.numel()) / sizeof(Record);
+  TORCH_CHECK(max_records > 0, "trt_trace::drain_into: out must hold at least one record (",
+              sizeof(Record), " bytes)");
+  std::lock_guard<std::mutex> lock(g_drain_mutex);
+  auto* records = reinterpret_cast<Record*>(out.data_ptr<uint8_t>());
+  size_t n = ThreadRings::instance().drain(records, max_records);
+  n = gpu::Resolver::instance().take_pending(records, n);
+  n += gpu::Resolver::instance().resolve(records + n, max_records - n, wait_gpu);
+  return static_cast<int64_t>(n);
+}
+
+// The same into a new tensor of at most max_records records (tests, one-off drains).
 at::Tensor drain(int64_t max_records, bool wait_gpu) {
   TORCH_CHECK(max_records > 0, "trt_trace::drain: max_records must be positive");
-  std::lock_guard<std::mutex> lock(g_drain_mutex);
   at::Tensor out = at::empty({max_records * static_cast<int64_t>(sizeof(Record))}, at::kByte);
-  auto* records = reinterpret_cast<Record*>(out.data_ptr<uint8_t>());
-  size_t n = ThreadRings::instance().drain(records, static_cast<size_t>(max_records));
-  n = gpu::Resolver::instance().take_pending(records, n);
-  n += gpu::Resolver::instance().resolve(records + n, static_cast<size_t>(max_records) - n, wait_gpu);
-  return out.narrow(0, 0, static_cast<int64_t>(n * sizeof(Record)));
+  const int64_t n = drain_into(out, wait_gpu);
+  return out.narrow(0, 0, n * static_cast<int64_t>(sizeof(Record)));
 }
 
 int64_t pending() {
@@ -190,6 +203,7 @@ TORCH_LIBRARY(trt_trace, m) {
   m.def("set_nvtx(bool enable) -> bool", &set_nvtx);
   m.def("get_nvtx() -> bool", &get_nvtx);
   m.def("drain(int max_records, bool wait_gpu=False) -> Tensor", &drain);
+  m.def("drain_into(Tensor(a!) out, bool wait_gpu=False) -> int", &drain_into);
   m.def("set_gpu_timing(bool enable) -> bool", &set_gpu_timing);
   m.def("after_fork_in_child() -> ()", &after_fork_in_child);
   m.def("get_gpu_timing() -> bool", &get_gpu_timing);

@@ -73,6 +73,7 @@ class ChromeJsonWriter:
         self._first = True
         self.events_written = 0
         self.bytes_written = 0
+        self._format_buffer = ops.FormatBuffer()  # the formatter's output, reused from batch to batch
 
     # -- writing ---------------------------------------------------------------------------------
 
@@ -173,7 +174,7 @@ class ChromeJsonWriter:
         if len(self._engine_json) < len(self._names) or int(records["engine_id"].max()) >= len(self._engine_json):
             self._engine_name(int(records["engine_id"].max()))  # refresh the names
             self._engine_json = [orjson.dumps(n).decode() for n in self._names] or ['""']
-        body = ops.chrome_json_events(records, tids, self._pid, self._engine_json, self.gpu_flows)
+        body = ops.chrome_json_events(records, tids, self._pid, self._engine_json, self.gpu_flows, self._format_buffer)
         self._emit(meta, body, len(records))
 
     def finish(self, end_metadata: dict[str, Any]) -> None:

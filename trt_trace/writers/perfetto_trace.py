@@ -191,6 +191,7 @@ class PerfettoTraceWriter:
         self._file: BinaryIO | None = None
         self.events_written = 0
         self.bytes_written = 0
+        self._format_buffer = ops.FormatBuffer()  # the formatter's output, reused from batch to batch
         if not lazy:  # opened now, so that a path that cannot be written fails at start
             self._open(path)
 
@@ -312,7 +313,7 @@ class PerfettoTraceWriter:
             lanes = self._lanes.assign(records)
         uuids, new_tracks = self._track_uuids(records, lanes, is_gpu)
         body = ops.perfetto_slice_packets(records, uuids, SEQUENCE_ID, list(range(1, len(ANNOTATIONS) + 1)),
-                                          self.gpu_flows)
+                                          self.gpu_flows, self._format_buffer)
         self._emit(new_tracks, body, len(records))
 
     def finish(self, end_metadata: dict[str, Any]) -> None:
