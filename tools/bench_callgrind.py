@@ -1,17 +1,18 @@
 """Per engine call cost in instructions (valgrind --tool=callgrind): repeatable to the instruction where
 wall-clock loops on these machines vary by microseconds.
 
-    python tools/bench_callgrind.py [--calls 2000] [--engines 1] [--threads 1] [--modes ...]
+    python tools/bench_callgrind.py [--calls 2000] [--engines 1] [--threads 1] [--io 1] [--modes ...] [--keep DIR]
 
-Each mode runs in its own process under callgrind, collecting only inside the C++ loop of boxed calls
-(tools/bench_overhead.py's boxed_loop, built on first use); instructions per call are the loop's total
-over the number of calls. Modes as in bench_overhead.py. --engines N calls N engines in turn (the
-registry's per-thread cache); --io K gives each engine K inputs and K outputs (an aten op each, as
-the runtime binds them); --threads T runs T calling threads (valgrind serialises threads, so this
-counts the calling thread's per-call work while T - 1 other threads make calls too, not contention).
-With T > 1 the count also depends on where valgrind switches threads (a thread that must wait for a
-lock held by a descheduled one): runs with many threads and engines vary by thousands of instructions,
-so only T = 1 figures are exact.
+Each mode runs in its own process under callgrind, collecting only inside the calling threads' C++ loops
+of boxed calls (tools/bench_overhead.py's calls_on_this_thread, built on first use). Each mode runs twice,
+N and 2N calls per thread: instructions per call are the difference over N x threads, which cancels
+set-up and warm-up. Modes as in bench_overhead.py. --engines N calls N engines in turn (the registry's
+per-thread cache); --io K gives each engine K inputs and K outputs (an aten op each, as the runtime
+binds them); --threads T runs T calling threads and counts all of them (valgrind runs one thread at a
+time, so this is each call's work with T threads about, not contention between cores; a thread that
+waits for a lock sleeps in the kernel, which costs no instructions). --keep DIR keeps each run's
+callgrind output (DIR/<mode>.<calls>.out) for `callgrind_annotate --inclusive=yes`: comparing two
+modes function by function shows where the added instructions go.
 """
 
 from __future__ import annotations
@@ -72,7 +73,10 @@ def main() -> int:
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--io", type=int, default=1, help="inputs and outputs per engine (one aten op each)")
     ap.add_argument("--modes", nargs="+", default=list(MODES), choices=MODES)
+    ap.add_argument("--keep", type=Path, help="keep the callgrind outputs in this folder")
     args = ap.parse_args()
+    if args.keep:
+        args.keep.mkdir(parents=True, exist_ok=True)
     build = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "trt_trace" / "bench_ext"
     build.mkdir(parents=True, exist_ok=True)
     src = Path(tempfile.mkdtemp()) / "loop.cpp"
@@ -89,16 +93,16 @@ def main() -> int:
     for mode in args.modes:
         counts = []
         for calls in (args.calls, 2 * args.calls):  # the difference cancels the warm-up calls
-            out = Path(tempfile.mkdtemp()) / "cg.out"
+            folder = args.keep or Path(tempfile.mkdtemp())
+            out = folder / f"{mode.replace(' ', '_').replace(',', '')}.{calls}.out"
             subprocess.run(["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}",
-                            "--toggle-collect=*boxed_loop*", sys.executable, "-c", WORKER, mode, str(calls), str(src),
-                            str(build), *shape], env=env, check=True, capture_output=True, cwd=tempfile.gettempdir())
+                            "--toggle-collect=*calls_on_this_thread*", sys.executable, "-c", WORKER, mode,
+                            str(calls), str(src), str(build), *shape],
+                           env=env, check=True, capture_output=True, cwd=tempfile.gettempdir())
             text = out.read_text(errors="replace")
             m = re.search(r"^(?:summary|totals):\s+(\d+)", text, re.M)
             counts.append(int(m.group(1)))
-        # Callgrind collects only in the thread that entered boxed_loop (toggle-collect does not reach
-        # the std::thread workers here): per call of that thread, with the other threads running.
-        per_call[mode] = (counts[1] - counts[0]) / args.calls
+        per_call[mode] = (counts[1] - counts[0]) / (args.calls * args.threads)
         print(f"  {mode:15s} {per_call[mode]:9.0f} instructions/call", flush=True)
     base = per_call.get("not installed")
     if base is None:

@@ -5,24 +5,32 @@
 
 #include "buffer/thread_rings.h"
 #include "common/clock.h"
-#include "hook/engine_stats.h"
 #include "hook/nvtx_ranges.h"
 #include "hook/tracing_state.h"
 
 namespace trt_trace {
 
 namespace detail {
-thread_local CallScope* t_current_call = nullptr;
+thread_local HookThread t_hook;
 }  // namespace detail
 
-using detail::t_current_call;
+namespace {
+uint64_t take_call_id(detail::HookThread& me) noexcept {
+  if (C10_UNLIKELY(me.next_call_id == me.call_id_end)) {
+    me.next_call_id = reserve_call_ids();
+    me.call_id_end = me.next_call_id + kCallIdBlock;
+  }
+  return me.next_call_id++;
+}
+}  // namespace
 
-CallScope::CallScope(uint32_t engine_id, uint16_t device, bool record) noexcept
-    : engine_id_(engine_id), device_(device), record_(record), call_id_(next_call_id()) {
-  current_slot_ = &t_current_call;  // the only thread-local lookup of the call's own state
-  outer_ = *current_slot_;
+CallScope::CallScope(detail::HookThread& me, uint32_t engine_id, uint16_t device, bool record) noexcept
+    : engine_id_(engine_id), device_(device), record_(record) {
+  thread_ = &me;
+  call_id_ = take_call_id(*thread_);
+  outer_ = thread_->current_call;
   nested_ = outer_ != nullptr;
-  *current_slot_ = this;
+  thread_->current_call = this;
   // Without the observer (op_observer.h) the call is still timed; its phases all land in workspace.
   if (op_observer_available()) observe_.emplace();
   nvtx_ = record_ && nvtx::enabled();
@@ -53,7 +61,7 @@ void CallScope::finish(bool error) noexcept {
   if (finished_) return;
   finished_ = true;
   const int64_t end = now_ns();
-  *current_slot_ = outer_;
+  thread_->current_call = outer_;
   observe_.reset();
   if (nvtx_) {
     if (live_phase_ != 0) nvtx::pop();
@@ -92,12 +100,9 @@ void CallScope::finish(bool error) noexcept {
   }
 
   const uint8_t flags = (error ? kFlagError : 0) | (nested_ ? kFlagNested : 0) | (gpu_.captured ? kFlagCaptured : 0);
-  std::array<int64_t, kNumHostPhases> phase_ns;
-  size_t n = 1 + (gpu_on_ ? 1 : 0);  // the call, its phases that took time, its GPU events
-  for (int p = 0; p < kNumHostPhases; ++p) {
-    phase_ns[p] = b[p + 1] - b[p];
-    n += phase_ns[p] > 0 ? 1 : 0;
-  }
+  const std::array<int64_t, kNumHostPhases> phase_ns{b[1] - b[0], b[2] - b[1], b[3] - b[2], b[4] - b[3]};
+  // The call, its phases that took time, its GPU events.
+  const size_t n = 1 + (phase_ns[0] > 0) + (phase_ns[1] > 0) + (phase_ns[2] > 0) + (phase_ns[3] > 0) + gpu_on_;
   // Written straight into this thread's ring: all of the call's records, or none (drops counted).
   const ThreadRings::Writer out = ThreadRings::instance().writer();
   uint64_t at;
@@ -107,6 +112,7 @@ void CallScope::finish(bool error) noexcept {
                                     flags, device_, stream};
     };
     put(begin_, end, Phase::kCall, 0);
+#pragma GCC unroll 4
     for (int p = 0; p < kNumHostPhases; ++p) {
       if (phase_ns[p] > 0) put(b[p], b[p + 1], static_cast<Phase>(p + 1), 0);
     }
@@ -119,7 +125,12 @@ void CallScope::finish(bool error) noexcept {
   } else if (gpu_on_) {
     gpu::release(device_, &gpu_);
   }
-  EngineStats::instance().add_call(engine_id_, end - begin_, phase_ns, error);
+  // The thread's stats table, cached in its hook state. (A thread that still calls engines from
+  // its thread-local destructors after the table went back may share it with a new thread; at
+  // worst such counts race.)
+  EngineStats::Table* stats = thread_->stats;
+  if (C10_UNLIKELY(stats == nullptr)) stats = thread_->stats = EngineStats::instance().this_thread();
+  if (stats != nullptr) stats->add_call(engine_id_, phase_ns, error);
 }
 
 }  // namespace trt_trace

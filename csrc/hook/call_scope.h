@@ -33,6 +33,8 @@
 
 #include "common/clock.h"
 #include "common/record.h"
+#include "hook/engine_registry.h"
+#include "hook/engine_stats.h"
 #include "hook/gpu_timing.h"
 #include "hook/op_observer.h"
 #include "hook/profiler_scopes.h"
@@ -41,8 +43,17 @@ namespace trt_trace {
 
 class CallScope;
 namespace detail {
-// The innermost traced call on this thread (nullptr outside traced calls).
-extern thread_local CallScope* t_current_call;
+// What the hook keeps per calling thread, in one thread_local without
+// initialisers: zero-initialised like every thread_local, so no init guard and
+// no destructor; one look-up per call finds it all.
+struct HookThread {
+  CallScope* current_call;                    // the innermost traced call (nullptr outside traced calls)
+  uint64_t next_call_id;                      // this thread's block of call ids, [next, end)
+  uint64_t call_id_end;                       //   (see reserve_call_ids in tracing_state.h)
+  EngineStats::Table* stats;                  // EngineStats::this_thread(), looked up once
+  EngineRegistry::LookupCache registry_cache; // engine object -> id
+};
+extern thread_local HookThread t_hook;
 }  // namespace detail
 
 class CallScope {
@@ -50,7 +61,8 @@ class CallScope {
   // record = tracing is on: the call goes into the trace buffer and the engine
   // table (with GPU events and NVTX ranges as switched on). record = false: only
   // torch.profiler scopes (the hook creates such a scope only while one records).
-  CallScope(uint32_t engine_id, uint16_t device, bool record = true) noexcept;
+  // me: detail::t_hook of the calling thread.
+  CallScope(detail::HookThread& me, uint32_t engine_id, uint16_t device, bool record = true) noexcept;
   ~CallScope();
   CallScope(const CallScope&) = delete;
   CallScope& operator=(const CallScope&) = delete;
@@ -63,7 +75,7 @@ class CallScope {
   // Only before any GPU event was recorded (CPU inputs: the outputs name the device).
   void set_device(uint16_t device) noexcept { device_ = device; }
 
-  static CallScope* current() noexcept { return detail::t_current_call; }
+  static CallScope* current() noexcept { return detail::t_hook.current_call; }
 
   // Called by the op observer around each op of this call. on_op_start returns
   // false for an op started inside another (not reported; no on_op_end then).
@@ -105,7 +117,7 @@ class CallScope {
   int64_t outputs_begin_ = 0;
   int64_t enqueue_begin_ = 0;
   CallScope* outer_;
-  CallScope** current_slot_;    // detail::t_current_call of the calling thread (looked up once)
+  detail::HookThread* thread_;  // detail::t_hook of the calling thread (looked up once)
 };
 
 // Inline: called for every op of a traced call.

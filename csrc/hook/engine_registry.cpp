@@ -12,23 +12,10 @@ namespace trt_trace {
 
 namespace {
 
-// Direct-mapped per-thread cache: address -> id, valid for one registry epoch.
-// 1024 lines (16 KiB per thread): a model's engines, even hundreds called in turn,
-// mostly stay cached; a miss costs the registry's lock and a hash lookup.
-struct CacheLine {
-  const void* obj = nullptr;
-  uint32_t id = 0;
-};
-constexpr size_t kCacheLines = 1024;
-struct LookupCache {
-  uint64_t epoch = 0;
-  std::array<CacheLine, kCacheLines> lines{};
-};
-thread_local LookupCache t_cache;
-
 size_t cache_slot(const void* p) {
+  // Objects are 16-byte aligned; fold in higher bits.
   const auto a = reinterpret_cast<uintptr_t>(p);
-  return ((a >> 4) ^ (a >> 12)) % kCacheLines;  // objects are 16-byte aligned; fold in higher bits
+  return ((a >> 4) ^ (a >> 12)) % EngineRegistry::kCacheLines;
 }
 
 std::string engine_str(const c10::IValue& engine) {
@@ -69,11 +56,10 @@ EngineRegistry* EngineRegistry::create() {
   return r;
 }
 
-uint32_t EngineRegistry::id_for(const c10::IValue& engine) {
+uint32_t EngineRegistry::id_for(const c10::IValue& engine, LookupCache& cache) {
   if (!engine.isObject()) return 0;
   c10::ivalue::Object* obj = &engine.toObjectRef();
   const uint64_t epoch = epoch_.load(std::memory_order_acquire);
-  LookupCache& cache = t_cache;  // one thread-local access
   if (cache.epoch != epoch) {
     cache.lines = {};
     cache.epoch = epoch;

@@ -14,6 +14,7 @@
 
 #include <ATen/core/ivalue.h>
 
+#include <array>
 #include <atomic>
 #include <cstdint>
 #include <mutex>
@@ -30,9 +31,25 @@ class EngineRegistry {
     return *registry;
   }
 
+  // A calling thread's cache of ids: direct-mapped, address -> id, valid for one
+  // registry epoch. 1024 lines (16 KiB per thread): a model's engines, even
+  // hundreds called in turn, mostly stay cached; a miss costs the registry's lock
+  // and a hash look-up. The hook keeps it in its per-thread state
+  // (hook/call_scope.h), so the call's one thread-local look-up finds it.
+  struct CacheLine {
+    const void* obj;
+    uint32_t id;
+  };
+  static constexpr size_t kCacheLines = 1024;
+  struct LookupCache {
+    uint64_t epoch;
+    std::array<CacheLine, kCacheLines> lines;
+  };
+
   // Id (>= 1) for the engine object in `engine`; registers it on first sight.
-  // Hot path: a thread-local cache hit costs one atomic load and a compare.
-  uint32_t id_for(const c10::IValue& engine);
+  // Hot path: a cache hit costs one atomic load and a compare. `cache` belongs to
+  // the calling thread (zero-initialised before its first use).
+  uint32_t id_for(const c10::IValue& engine, LookupCache& cache);
 
   // Names indexed by id; names()[0] is "" (ids start at 1).
   std::vector<std::string> names() const;

@@ -1,63 +1,123 @@
 #include "hook/engine_stats.h"
 
+#include <pthread.h>
+
+#include <algorithm>
+#include <new>
+
 namespace trt_trace {
 
-EngineStats::Row* EngineStats::row(uint32_t engine_id) noexcept {
+namespace {
+thread_local EngineStats::Table* t_table = nullptr;  // trivially initialised: no guard on look-up
+}  // namespace
+
+// Gives the thread's table back when the thread exits (touched at its first use and at exit only).
+struct StatsTableOwner {
+  EngineStats::Table* table = nullptr;
+  ~StatsTableOwner() {
+    if (table != nullptr) EngineStats::instance().release(table);
+    t_table = nullptr;
+  }
+};
+
+namespace {
+thread_local StatsTableOwner t_owner;
+}  // namespace
+
+EngineStats* EngineStats::create() {
+  auto* s = new EngineStats();
+  // A forked child must not inherit the lock held by a parent thread, nor keep
+  // tables claimed by threads that do not exist there.
+  pthread_atfork([] { EngineStats::instance().mutex_.lock(); },
+                 [] { EngineStats::instance().mutex_.unlock(); },
+                 [] {
+                   EngineStats& self = EngineStats::instance();
+                   for (auto& t : self.tables_) t->owned_ = t.get() == t_table;
+                   self.mutex_.unlock();
+                 });
+  return s;
+}
+
+EngineStats::Table* EngineStats::this_thread() noexcept {
+  if (C10_LIKELY(t_table != nullptr)) return t_table;
+  Table* table = acquire();
+  if (table != nullptr) {
+    t_owner.table = table;
+    t_table = table;
+  }
+  return table;
+}
+
+EngineStats::Table* EngineStats::acquire() noexcept {
+  try {
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (auto& t : tables_) {
+      if (!t->owned_) {
+        t->owned_ = true;
+        return t.get();
+      }
+    }
+    auto table = std::make_unique<Table>();
+    table->owned_ = true;
+    tables_.push_back(std::move(table));
+    return tables_.back().get();
+  } catch (...) {
+    return nullptr;  // out of memory: the thread's calls are traced but not counted
+  }
+}
+
+void EngineStats::release(Table* table) noexcept {
+  std::lock_guard<std::mutex> lock(mutex_);
+  table->owned_ = false;
+}
+
+EngineStats::Table::Row* EngineStats::Table::grow(uint32_t engine_id) noexcept {
   const uint32_t c = engine_id / kChunk;
   if (c >= kMaxChunks) return nullptr;
-  Chunk* chunk = chunks_[c].load(std::memory_order_acquire);
-  if (chunk == nullptr) {
-    std::lock_guard<std::mutex> lock(grow_mutex_);
-    chunk = chunks_[c].load(std::memory_order_acquire);
-    if (chunk == nullptr) {
-      chunk = new (std::nothrow) Chunk();
-      if (chunk == nullptr) return nullptr;
-      chunks_[c].store(chunk, std::memory_order_release);
-    }
-  }
+  auto* chunk = new (std::nothrow) Chunk();
+  if (chunk == nullptr) return nullptr;
+  chunks_[c].store(chunk, std::memory_order_release);  // readers see the zeroed rows first
   return &chunk->rows[engine_id % kChunk];
 }
 
-void EngineStats::add_call(uint32_t engine_id, int64_t total_ns,
-                           const std::array<int64_t, kNumHostPhases>& phase_ns,
-                           bool error) noexcept {
-  Row* r = row(engine_id);
-  if (r == nullptr) return;
-  constexpr auto relaxed = std::memory_order_relaxed;
-  r->v[kStatCalls].fetch_add(1, relaxed);
-  if (error) r->v[kStatErrors].fetch_add(1, relaxed);
-  r->v[kStatTotalNs].fetch_add(total_ns, relaxed);
-  for (int p = 0; p < kNumHostPhases; ++p) {
-    if (phase_ns[p] != 0) r->v[kStatWorkspaceNs + p].fetch_add(phase_ns[p], relaxed);
-  }
-}
-
-void EngineStats::add_gpu(uint32_t engine_id, int64_t gpu_ns) noexcept {
-  Row* r = row(engine_id);
-  if (r == nullptr) return;
-  r->v[kStatGpuNs].fetch_add(gpu_ns, std::memory_order_relaxed);
-  r->v[kStatGpuCalls].fetch_add(1, std::memory_order_relaxed);
-}
-
-std::vector<std::array<int64_t, kNumStatColumns>> EngineStats::snapshot(uint32_t num_engines) const {
+std::vector<std::array<int64_t, kNumStatColumns>> EngineStats::sum_locked(uint32_t num_engines) const {
   std::vector<std::array<int64_t, kNumStatColumns>> out(num_engines);
-  for (uint32_t id = 0; id < num_engines; ++id) {
-    const Chunk* chunk = chunks_[id / kChunk].load(std::memory_order_acquire);
-    for (int c = 0; c < kNumStatColumns; ++c) {
-      out[id][c] = chunk ? chunk->rows[id % kChunk].v[c].load(std::memory_order_relaxed) : 0;
+  for (const auto& t : tables_) {
+    for (uint32_t c = 0; c * Table::kChunk < num_engines && c < Table::kMaxChunks; ++c) {
+      const Table::Chunk* chunk = t->chunks_[c].load(std::memory_order_acquire);
+      if (chunk == nullptr) continue;
+      const uint32_t end = std::min(num_engines, (c + 1) * Table::kChunk);
+      for (uint32_t id = c * Table::kChunk; id < end; ++id) {
+        const Table::Row& row = chunk->rows[id % Table::kChunk];
+        for (int k = 0; k < kNumStatColumns; ++k) out[id][k] += row[k].load(std::memory_order_relaxed);
+      }
     }
   }
   return out;
 }
 
-void EngineStats::reset() noexcept {
-  for (auto& slot : chunks_) {
-    Chunk* chunk = slot.load(std::memory_order_acquire);
-    if (chunk == nullptr) continue;
-    for (auto& r : chunk->rows) {
-      for (auto& v : r.v) v.store(0, std::memory_order_relaxed);
+std::vector<std::array<int64_t, kNumStatColumns>> EngineStats::snapshot(uint32_t num_engines) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto out = sum_locked(num_engines);
+  for (uint32_t id = 0; id < num_engines; ++id) {
+    auto& row = out[id];
+    if (id < baseline_.size()) {
+      for (int k = 0; k < kNumStatColumns; ++k) row[k] -= baseline_[id][k];
+    }
+    row[kStatTotalNs] = row[kStatWorkspaceNs] + row[kStatInputsNs] + row[kStatOutputsNs] + row[kStatEnqueueNs];
+  }
+  return out;
+}
+
+void EngineStats::reset() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  uint32_t rows = 0;  // every engine id any table has a row for
+  for (const auto& t : tables_) {
+    for (uint32_t c = 0; c < Table::kMaxChunks; ++c) {
+      if (t->chunks_[c].load(std::memory_order_acquire) != nullptr) rows = std::max(rows, (c + 1) * Table::kChunk);
     }
   }
+  baseline_ = sum_locked(rows);
 }
 
 }  // namespace trt_trace

@@ -1,9 +1,16 @@
 // Per-engine aggregate counters, kept in C++ so the timing table is available
 // at any moment without draining the rings (dump_engine_timing()).
 //
-// Counters live in fixed chunks that are never moved or freed, so the hot path
-// updates them with relaxed atomic adds and no lock; the lock is taken only to
-// add a chunk when an engine id crosses into a new one.
+// Each thread counts into a table of its own, as it records into a ring of its
+// own: the hot path adds with a relaxed load and store (no atomic
+// read-modify-write, no lock) and writes no cache line that another thread
+// writes. Shared per-engine counters would bounce between the cores of the
+// threads that call one engine, the usual serving set-up. A snapshot sums every
+// table; reset() takes a snapshot as the baseline that later snapshots
+// subtract, so only a table's owner ever writes it. A table whose thread exited
+// goes to the next new thread with its counts kept: memory is bounded by the
+// peak number of counting threads. Rows live in chunks that are never moved or
+// freed; only the owner adds one.
 #pragma once
 
 #include <array>
@@ -13,6 +20,8 @@
 #include <mutex>
 #include <vector>
 
+#include <c10/macros/Macros.h>
+
 #include "common/record.h"
 
 namespace trt_trace {
@@ -21,7 +30,7 @@ namespace trt_trace {
 enum StatColumn : int {
   kStatCalls = 0,
   kStatErrors,
-  kStatTotalNs,
+  kStatTotalNs,  // not counted: the host phases partition the call, so their sum is its total
   kStatWorkspaceNs,
   kStatInputsNs,
   kStatOutputsNs,
@@ -33,33 +42,75 @@ enum StatColumn : int {
 
 class EngineStats {
  public:
+  // One thread's counters. Written by its owner only.
+  class Table {
+   public:
+    // One finished call: host phase durations in workspace, inputs, outputs, enqueue order.
+    void add_call(uint32_t engine_id, const std::array<int64_t, kNumHostPhases>& phase_ns, bool error) noexcept {
+      Row* r = row(engine_id);
+      if (C10_UNLIKELY(r == nullptr)) return;
+      add((*r)[kStatCalls], 1);
+      if (C10_UNLIKELY(error)) add((*r)[kStatErrors], 1);
+      add((*r)[kStatWorkspaceNs], phase_ns[0]);
+      add((*r)[kStatInputsNs], phase_ns[1]);
+      add((*r)[kStatOutputsNs], phase_ns[2]);
+      add((*r)[kStatEnqueueNs], phase_ns[3]);
+    }
+    void add_gpu(uint32_t engine_id, int64_t gpu_ns) noexcept {
+      Row* r = row(engine_id);
+      if (r == nullptr) return;
+      add((*r)[kStatGpuNs], gpu_ns);
+      add((*r)[kStatGpuCalls], 1);
+    }
+
+   private:
+    friend class EngineStats;
+    static constexpr uint32_t kChunk = 256;
+    static constexpr uint32_t kMaxChunks = 4096;  // 1M engine ids
+    using Row = std::array<std::atomic<int64_t>, kNumStatColumns>;
+    struct Chunk {
+      std::array<Row, kChunk> rows{};
+    };
+    // The owner's add: readers may load concurrently, nobody else stores.
+    static void add(std::atomic<int64_t>& v, int64_t d) noexcept {
+      v.store(v.load(std::memory_order_relaxed) + d, std::memory_order_relaxed);
+    }
+    Row* row(uint32_t engine_id) noexcept {
+      const uint32_t c = engine_id / kChunk;
+      Chunk* chunk = C10_LIKELY(c < kMaxChunks) ? chunks_[c].load(std::memory_order_relaxed) : nullptr;
+      if (C10_UNLIKELY(chunk == nullptr)) return grow(engine_id);
+      return &chunk->rows[engine_id % kChunk];
+    }
+    Row* grow(uint32_t engine_id) noexcept;  // adds the chunk for engine_id (out of line, rare)
+
+    std::array<std::atomic<Chunk*>, kMaxChunks> chunks_{};
+    bool owned_ = false;  // guarded by EngineStats::mutex_
+  };
+
   static EngineStats& instance() {
-    static EngineStats* stats = new EngineStats();  // leaked: worker threads may record during exit
+    static EngineStats* stats = create();  // leaked: worker threads may count during exit
     return *stats;
   }
 
-  // One finished call: host phase durations in workspace, inputs, outputs, enqueue order.
-  void add_call(uint32_t engine_id, int64_t total_ns,
-                const std::array<int64_t, kNumHostPhases>& phase_ns, bool error) noexcept;
-  void add_gpu(uint32_t engine_id, int64_t gpu_ns) noexcept;
+  // The calling thread's table, made (or taken over from an exited thread) on
+  // its first use; null if out of memory.
+  Table* this_thread() noexcept;
 
-  // Row i = engine id i (row 0 unused), kNumStatColumns int64 columns.
+  // Row i = engine id i (row 0 unused), kNumStatColumns int64 columns, counted
+  // since the last reset().
   std::vector<std::array<int64_t, kNumStatColumns>> snapshot(uint32_t num_engines) const;
-  void reset() noexcept;
+  void reset();
 
  private:
-  static constexpr uint32_t kChunk = 256;
-  static constexpr uint32_t kMaxChunks = 4096;  // 1M engine ids
-  struct Row {
-    std::array<std::atomic<int64_t>, kNumStatColumns> v{};
-  };
-  struct Chunk {
-    std::array<Row, kChunk> rows;
-  };
-  Row* row(uint32_t engine_id) noexcept;
+  static EngineStats* create();
+  std::vector<std::array<int64_t, kNumStatColumns>> sum_locked(uint32_t num_engines) const;
+  Table* acquire() noexcept;
+  void release(Table* table) noexcept;
+  friend struct StatsTableOwner;
 
-  std::mutex grow_mutex_;
-  std::array<std::atomic<Chunk*>, kMaxChunks> chunks_{};
+  mutable std::mutex mutex_;  // guards tables_ (the list and owned_ flags) and baseline_
+  std::vector<std::unique_ptr<Table>> tables_;
+  std::vector<std::array<int64_t, kNumStatColumns>> baseline_;
 };
 
 }  // namespace trt_trace

@@ -35,8 +35,9 @@ uint16_t cuda_device_of(const c10::IValue& tensors) {
 
 // record = false: tracing is off, a profiler records (scopes only, see profiler_scopes.h).
 void traced_call(const c10::OperatorHandle& op, c10::DispatchKeySet next, torch::jit::Stack* stack, bool record) {
-  const uint32_t engine_id = EngineRegistry::instance().id_for(stack->back());
-  CallScope call(engine_id, cuda_device_of((*stack)[stack->size() - 2]), record);
+  detail::HookThread& me = detail::t_hook;  // the call's one look-up of the hook's thread-local state
+  const uint32_t engine_id = EngineRegistry::instance().id_for(stack->back(), me.registry_cache);
+  CallScope call(me, engine_id, cuda_device_of((*stack)[stack->size() - 2]), record);
   try {
     op.redispatchBoxed(next, stack);
   } catch (...) {

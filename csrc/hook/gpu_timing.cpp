@@ -359,7 +359,7 @@ size_t Resolver::resolve(Record* out, size_t max, bool wait) {
         r.end_ns = e;
         r.phase = static_cast<uint8_t>(Phase::kGpu);
         out[n++] = r;
-        EngineStats::instance().add_gpu(r.engine_id, e - b);
+        if (EngineStats::Table* stats = EngineStats::instance().this_thread()) stats->add_gpu(r.engine_id, e - b);
       }
     }
     // Events back to the shared pool for the calling threads.

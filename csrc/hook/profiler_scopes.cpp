@@ -72,9 +72,4 @@ void ProfilerScopes::switch_phase(Phase phase) noexcept {
   open(phase_, (*names_)[static_cast<int>(phase)]);
 }
 
-void ProfilerScopes::end() noexcept {
-  phase_.reset();
-  call_.reset();
-}
-
 }  // namespace trt_trace

@@ -40,7 +40,11 @@ class ProfilerScopes {
   // Closes the open phase scope and opens `phase`'s.
   void switch_phase(Phase phase) noexcept;
   // Closes the phase scope, then the call scope.
-  void end() noexcept;
+  void end() noexcept {
+    if (C10_LIKELY(!call_.has_value())) return;  // no profiler recorded this call
+    phase_.reset();
+    call_.reset();
+  }
 
  private:
   void open_call(uint32_t engine_id) noexcept;

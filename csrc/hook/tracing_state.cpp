@@ -16,6 +16,6 @@ void set_tracing(bool enabled) {
   if (was && !enabled) EngineRegistry::instance().release_all();
 }
 
-uint64_t next_call_id() noexcept { return g_next_call_id.fetch_add(1, std::memory_order_relaxed); }
+uint64_t reserve_call_ids() noexcept { return g_next_call_id.fetch_add(kCallIdBlock, std::memory_order_relaxed); }
 
 }  // namespace trt_trace

@@ -15,8 +15,13 @@ extern std::atomic<bool> g_tracing;
 inline bool tracing_enabled() noexcept { return g_tracing.load(std::memory_order_relaxed); }
 void set_tracing(bool enabled);
 
-// Process-wide unique, increasing id of a traced call (starts at 1). Carried in
-// every record of the call, in the trace's args and as the NVTX payload.
-uint64_t next_call_id() noexcept;
+// Call ids: process-wide unique ids of traced calls (from 1), carried in every
+// record of a call, in the trace's args and as the NVTX payload. Each calling
+// thread takes a block of kCallIdBlock ids at a time and hands them out in
+// order (hook/call_scope.h), so calls do not contend for one shared counter;
+// ids therefore increase per thread, not across threads.
+constexpr uint64_t kCallIdBlock = 1024;
+// The first id of a fresh block of kCallIdBlock ids.
+uint64_t reserve_call_ids() noexcept;
 
 }  // namespace trt_trace
