@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import torch
 from conftest import call_from_threads
-from pftrace_checks import check_pftrace, parse
 from trace_checks import check_trace, load_strict, to_ns
 
 import trt_trace
@@ -85,6 +84,8 @@ def test_batches_of_growing_size_reuse_then_replace_the_format_buffer(tmp_path):
     # The drainer drains into one buffer and the writers format into one that they replace only when
     # a batch needs more: drained batches of 1, 40 and 400 calls (each larger than any before, so
     # the formatter's buffer is replaced twice) and a small one after (reused) must all be written.
+    from pftrace_checks import check_pftrace, parse  # needs the perfetto package (its protos)
+
     e = standin.make_engine("growing_batches_engine")
     for name in ("t.json", "t.pftrace"):
         out = tmp_path / name

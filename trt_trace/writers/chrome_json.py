@@ -158,15 +158,25 @@ class ChromeJsonWriter:
         if len(records) == 0:
             return
         is_gpu = records["phase"] == PHASE_GPU
-        lanes = np.empty(len(records), dtype=np.int64)
-        lanes[~is_gpu] = self._lanes.assign(records[~is_gpu])
-        # GPU spans of one engine overlap when its calls run on several streams: lanes of their own.
-        lanes[is_gpu] = self._gpu_lanes.assign_spans(records[is_gpu])
-        tids = records["engine_id"].astype(np.int64) + lanes * LANE_STRIDE + np.where(is_gpu, GPU_TRACKS, 0)
+        tids = records["engine_id"].astype(np.int64)
+        has_gpu = bool(is_gpu.any())
+        if has_gpu:
+            lanes = np.empty(len(records), dtype=np.int64)
+            lanes[~is_gpu] = self._lanes.assign(records[~is_gpu])
+            # GPU spans of one engine overlap when its calls run on several streams: lanes of their own.
+            lanes[is_gpu] = self._gpu_lanes.assign_spans(records[is_gpu])
+            tids += np.where(is_gpu, GPU_TRACKS, 0)
+        else:  # host records only: no masked copy of the batch
+            lanes = self._lanes.assign(records)
+        tids += lanes * LANE_STRIDE
         # Names for tracks seen for the first time (few per batch: a Python loop over unique ones).
         meta: list[dict[str, Any]] = self._header
         self._header = []
-        for tid in np.unique(tids).tolist():
+        if not has_gpu and not lanes.any():  # the usual batch: every track id is an engine id
+            present = np.flatnonzero(np.bincount(records["engine_id"]))  # cheaper than a unique
+        else:
+            present = np.unique(tids)
+        for tid in present.tolist():
             if tid not in self._named_tracks:
                 gpu = tid >= GPU_TRACKS
                 rest = tid - GPU_TRACKS if gpu else tid
