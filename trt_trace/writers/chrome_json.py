@@ -172,8 +172,11 @@ class ChromeJsonWriter:
         # Names for tracks seen for the first time (few per batch: a Python loop over unique ones).
         meta: list[dict[str, Any]] = self._header
         self._header = []
-        if not has_gpu and not lanes.any():  # the usual batch: every track id is an engine id
-            present = np.flatnonzero(np.bincount(records["engine_id"]))  # cheaper than a unique
+        engines = records["engine_id"]
+        if not has_gpu and not lanes.any() and engines.max() < 1 << 16:
+            # The usual batch: every track id is an engine id, and a count per id (a small array, so
+            # a small allocation) finds them faster than a unique would.
+            present = np.flatnonzero(np.bincount(engines))
         else:
             present = np.unique(tids)
         for tid in present.tolist():
