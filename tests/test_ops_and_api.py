@@ -6,9 +6,11 @@ import re
 
 import pytest
 import torch
+from conftest import call_from_threads
 
 import trt_trace
 from trt_trace import ops, standin
+from trt_trace.records import STATS_COLUMNS
 
 
 def run_engine(name, n, host_us=0):
@@ -59,9 +61,6 @@ def test_reset_zeroes_the_counters():
 def test_counters_from_many_threads_add_up_across_resets():
     # Each thread counts into its own table; a snapshot sums them, reset() subtracts a baseline, and
     # the tables of exited threads go to new ones with their counts: every call counted once.
-    import threading
-
-    from trt_trace.records import STATS_COLUMNS
 
     engine = standin.make_engine("threads_counter_engine")
     col = {name: i for i, name in enumerate(STATS_COLUMNS)}
@@ -72,27 +71,17 @@ def test_counters_from_many_threads_add_up_across_resets():
             return [0] * len(STATS_COLUMNS)
         return ops.engine_stats()[names.index("threads_counter_engine")].tolist()
 
-    def run(threads: int, calls: int) -> None:
-        def body() -> None:
-            for _ in range(calls):
-                torch.ops.tensorrt.execute_engine([torch.ones(4)], engine)
-
-        pool = [threading.Thread(target=body) for _ in range(threads)]
-        for t in pool:
-            t.start()
-        for t in pool:
-            t.join()
-
     ops.set_profile_execution(True)
     try:
-        run(4, 25)
+        call_from_threads(engine, threads=4, calls=25)
         first = row()
         assert first[col["calls"]] == 100
         host = sum(first[col[p]] for p in ("workspace_ns", "inputs_ns", "outputs_ns", "enqueue_ns"))
         assert first[col["total_ns"]] == host > 0  # the phases partition each call
         ops.reset()
         assert row()[col["calls"]] == 0
-        run(3, 10)  # new threads take over the exited threads' tables, counts and all
+        # New threads take over the exited threads' tables, counts and all.
+        call_from_threads(engine, threads=3, calls=10)
         assert row()[col["calls"]] == 30
     finally:
         ops.set_profile_execution(False)
