@@ -12,7 +12,7 @@ from collections import OrderedDict
 
 import numpy as np
 
-from .records import PHASE_CALL
+from .records import PHASE_CALL, PHASE_GPU
 
 # Calls whose phase records may still arrive in the next drained batch.
 _REMEMBERED_CALLS = 8192
@@ -90,3 +90,39 @@ class LaneAssigner:
         else:
             lane_ends[lane] = end
         return lane
+
+
+def place_on_lanes(records: np.ndarray, host: LaneAssigner, gpu: LaneAssigner) -> tuple[np.ndarray, np.ndarray]:
+    """(lane, is_gpu) of each record of a drained batch: host records follow their call, GPU spans of
+    one engine get lanes of their own (they overlap when its calls run on several streams)."""
+    is_gpu = records["phase"] == PHASE_GPU
+    if not is_gpu.any():  # host records only: no masked copy of the batch
+        return host.assign(records), is_gpu
+    lanes = np.empty(len(records), dtype=np.int64)
+    lanes[~is_gpu] = host.assign(records[~is_gpu])
+    lanes[is_gpu] = gpu.assign_spans(records[is_gpu])
+    return lanes, is_gpu
+
+
+def track_codes(records: np.ndarray, lanes: np.ndarray, is_gpu: np.ndarray) -> tuple[np.ndarray, int]:
+    """A code per record for its track (engine, lane, host or GPU), sorted as the tracks are, and the
+    stride that decode_track() needs."""
+    engines = records["engine_id"].astype(np.int64)
+    stride = int(engines.max()) + 1
+    return (lanes * 2 + is_gpu) * stride + engines, stride
+
+
+def present_codes(codes: np.ndarray) -> np.ndarray:
+    """The distinct codes of a batch, sorted. Few engines and lanes: a counting pass over a small
+    array, cheaper than np.unique's sort; a sort where the codes are sparse (large engine ids), so
+    that the count array never grows past a few times the batch."""
+    top = int(codes.max())
+    if top < 4 * len(codes) + (1 << 16):
+        return np.flatnonzero(np.bincount(codes, minlength=top + 1))
+    return np.unique(codes)
+
+
+def decode_track(code: int, stride: int) -> tuple[int, int, bool]:
+    """(engine id, lane, GPU track) of a track_codes() code."""
+    lane_gpu, engine = divmod(code, stride)
+    return engine, lane_gpu // 2, bool(lane_gpu % 2)

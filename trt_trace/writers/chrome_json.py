@@ -24,8 +24,7 @@ import numpy as np
 import orjson
 
 from .. import ops
-from ..records import PHASE_GPU
-from ..tracks import LaneAssigner
+from ..tracks import LaneAssigner, decode_track, place_on_lanes, present_codes, track_codes
 
 CATEGORY = "trt_trace"
 LANE_STRIDE = 1 << 20  # track id = engine id + lane * LANE_STRIDE
@@ -157,33 +156,16 @@ class ChromeJsonWriter:
     def write(self, records: np.ndarray) -> None:
         if len(records) == 0:
             return
-        is_gpu = records["phase"] == PHASE_GPU
-        tids = records["engine_id"].astype(np.int64)
-        has_gpu = bool(is_gpu.any())
-        if has_gpu:
-            lanes = np.empty(len(records), dtype=np.int64)
-            lanes[~is_gpu] = self._lanes.assign(records[~is_gpu])
-            # GPU spans of one engine overlap when its calls run on several streams: lanes of their own.
-            lanes[is_gpu] = self._gpu_lanes.assign_spans(records[is_gpu])
-            tids += np.where(is_gpu, GPU_TRACKS, 0)
-        else:  # host records only: no masked copy of the batch
-            lanes = self._lanes.assign(records)
-        tids += lanes * LANE_STRIDE
-        # Names for tracks seen for the first time (few per batch: a Python loop over unique ones).
+        lanes, is_gpu = place_on_lanes(records, self._lanes, self._gpu_lanes)
+        tids = records["engine_id"].astype(np.int64) + lanes * LANE_STRIDE + is_gpu * GPU_TRACKS
+        # Names for tracks seen for the first time (few per batch: a Python loop over the ones present).
         meta: list[dict[str, Any]] = self._header
         self._header = []
-        engines = records["engine_id"]
-        if not has_gpu and not lanes.any() and engines.max() < 1 << 16:
-            # The usual batch: every track id is an engine id, and a count per id (a small array, so
-            # a small allocation) finds them faster than a unique would.
-            present = np.flatnonzero(np.bincount(engines))
-        else:
-            present = np.unique(tids)
-        for tid in present.tolist():
-            if tid not in self._named_tracks:
-                gpu = tid >= GPU_TRACKS
-                rest = tid - GPU_TRACKS if gpu else tid
-                meta += self._track_events(rest % LANE_STRIDE, rest // LANE_STRIDE, gpu)
+        codes, stride = track_codes(records, lanes, is_gpu)
+        for code in present_codes(codes).tolist():
+            engine, lane, gpu = decode_track(code, stride)
+            if track_id(engine, lane, gpu) not in self._named_tracks:
+                meta += self._track_events(engine, lane, gpu)
         if len(self._engine_json) < len(self._names) or int(records["engine_id"].max()) >= len(self._engine_json):
             self._engine_name(int(records["engine_id"].max()))  # refresh the names
             self._engine_json = [orjson.dumps(n).decode() for n in self._names] or ['""']

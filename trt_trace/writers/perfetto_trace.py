@@ -46,8 +46,8 @@ from typing import Any, BinaryIO
 import numpy as np
 
 from .. import ops
-from ..records import PHASE_GPU, PHASE_NAMES
-from ..tracks import LaneAssigner
+from ..records import PHASE_NAMES
+from ..tracks import LaneAssigner, decode_track, place_on_lanes, present_codes, track_codes
 from .chrome_json import METADATA_EVENT
 
 SUFFIXES = (".pftrace", ".perfetto-trace", ".pb")
@@ -285,32 +285,20 @@ class PerfettoTraceWriter:
 
     def _track_uuids(self, records: np.ndarray, lanes: np.ndarray, is_gpu: np.ndarray) -> tuple[np.ndarray, bytes]:
         """The track uuid of each record, and the descriptors of tracks new in this batch."""
-        engines = records["engine_id"].astype(np.int64)
-        stride = int(engines.max()) + 1
-        codes = (lanes * 2 + is_gpu) * stride + engines  # dense: few engines, few lanes
-        size = int(codes.max()) + 1
-        # Few distinct tracks per batch: a Python loop over the ones present only, then a gather
-        # (a counting pass: np.unique's sort would cost more than the rest of the batch's Python work).
-        present = np.flatnonzero(np.bincount(codes, minlength=size))
-        table = np.zeros(size, dtype=np.int64)
+        codes, stride = track_codes(records, lanes, is_gpu)
+        # Few distinct tracks per batch: a Python loop over the ones present only, then a gather.
+        present = present_codes(codes)
+        uuids = np.empty(len(present), dtype=np.int64)
         new_tracks = []
-        for code in present.tolist():
-            lane_gpu, engine = divmod(code, stride)
-            table[code], packets = self._uuid(engine, lane_gpu // 2, bool(lane_gpu % 2))
+        for i, code in enumerate(present.tolist()):
+            uuids[i], packets = self._uuid(*decode_track(code, stride))
             new_tracks.append(packets)
-        return table[codes], b"".join(new_tracks)
+        return uuids[np.searchsorted(present, codes)], b"".join(new_tracks)
 
     def write(self, records: np.ndarray) -> None:
         if len(records) == 0:
             return
-        is_gpu = records["phase"] == PHASE_GPU
-        if is_gpu.any():
-            lanes = np.empty(len(records), dtype=np.int64)
-            lanes[~is_gpu] = self._lanes.assign(records[~is_gpu])
-            # GPU spans of one engine overlap when its calls run on several streams: lanes of their own.
-            lanes[is_gpu] = self._gpu_lanes.assign_spans(records[is_gpu])
-        else:  # no copy of the batch (masking a structured array costs more than the lanes)
-            lanes = self._lanes.assign(records)
+        lanes, is_gpu = place_on_lanes(records, self._lanes, self._gpu_lanes)
         uuids, new_tracks = self._track_uuids(records, lanes, is_gpu)
         body = ops.perfetto_slice_packets(records, uuids, SEQUENCE_ID, list(range(1, len(ANNOTATIONS) + 1)),
                                           self.gpu_flows, self._format_buffer)
