@@ -101,3 +101,23 @@ def test_batches_of_growing_size_reuse_then_replace_the_format_buffer(tmp_path):
         else:
             calls_written = [s for s in check_pftrace(parse(out)).slices if s[1] == "execute_engine"]
         assert len(calls_written) == 444, name
+
+
+def test_track_codes_round_trip_and_present_codes_dense_or_sparse():
+    # Both writers find a batch's tracks through these: a counting pass for small engine ids, a sort
+    # for sparse ones (an engine id in the millions after much engine churn); the same answer both ways.
+    import numpy as np
+
+    from trt_trace.records import RECORD_DTYPE
+    from trt_trace.tracks import decode_track, present_codes, track_codes
+
+    for top_engine in (7, 3_000_000):
+        records = np.zeros(6, dtype=RECORD_DTYPE)
+        records["engine_id"] = [1, 1, 2, top_engine, top_engine, 2]
+        lanes = np.array([0, 1, 0, 0, 2, 0], dtype=np.int64)
+        is_gpu = np.array([False, False, True, False, False, False])
+        codes, stride = track_codes(records, lanes, is_gpu)
+        present = present_codes(codes)
+        assert present.tolist() == np.unique(codes).tolist()
+        assert {decode_track(c, stride) for c in present.tolist()} == {
+            (1, 0, False), (1, 1, False), (2, 0, True), (top_engine, 0, False), (top_engine, 2, False), (2, 0, False)}
