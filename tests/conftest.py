@@ -20,14 +20,18 @@ from trt_trace.standin import model
 
 @pytest.fixture(autouse=True)
 def _clean_tracer():
-    """Every test starts with tracing off, empty rings and zeroed counters."""
+    """Every test starts with tracing off, empty rings and zeroed counters, and the rings recording
+    as in a session: tests of the hook switch calls on with set_profile_execution and read the
+    records with drain_all() (the switch alone only counts; test_first_contact checks that)."""
     trt_trace.stop()
     ops.set_profile_execution(False)
     drain_all()
     ops.reset()
+    ops.set_recording(True)
     yield
     trt_trace.stop()
     ops.set_profile_execution(False)
+    ops.set_recording(False)
 
 
 @pytest.fixture(scope="session", autouse=True)

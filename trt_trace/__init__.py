@@ -15,8 +15,13 @@ __version__ = "0.1.0"
 import contextlib
 from collections.abc import Iterator
 
+from . import _library
 from .ops import dump_engine_timing, get_nvtx, get_profile_execution, reset, set_nvtx, set_profile_execution
 from .session import Session, TraceError, active, start, stop
+
+# Importing trt_trace installs everything: the execute_engine hook, torch.profiler scopes, the
+# torch.ops.trt_trace ops and the torch.ops.tensorrt aliases (listed by dir() too).
+_library.load_at_import()
 
 
 @contextlib.contextmanager

@@ -2,8 +2,16 @@
 
 from __future__ import annotations
 
+import sys
 import threading
 from pathlib import Path
+
+# The ops a user looks for, made visible to dir(): torch lists only ops already looked up.
+PUBLIC_OPS = {
+    "trt_trace": ("set_profile_execution", "get_profile_execution", "dump_engine_timing", "reset",
+                  "set_nvtx", "get_nvtx"),
+    "tensorrt": ("set_profile_execution", "dump_engine_timing"),
+}
 
 _lock = threading.Lock()
 _loaded = False
@@ -32,3 +40,21 @@ def load() -> None:
 
         torch.ops.load_library(str(library_path()))
         _loaded = True
+
+
+def load_at_import() -> None:
+    """`import trt_trace`: loads the library and looks up the public ops so dir() lists them. A
+    missing or broken build is one line here; the API then raises the same error when used."""
+    try:
+        load()
+        import torch
+
+        for namespace, names in PUBLIC_OPS.items():
+            ns = getattr(torch.ops, namespace)
+            for name in names:
+                hasattr(ns, name)  # the look-up itself adds the op to dir(ns)
+    except Exception as exc:
+        try:
+            sys.stderr.write(f"trt_trace: the tracer is not installed ({exc})\n")
+        except Exception:
+            pass

@@ -68,6 +68,7 @@ def _cmd_summary(args: argparse.Namespace) -> int:
 
 
 def _cmd_merge(args: argparse.Namespace) -> int:
+    from .complete_calls import cut_short_note
     from .merge import MergeError, merge
 
     try:
@@ -83,6 +84,8 @@ def _cmd_merge(args: argparse.Namespace) -> int:
         shift = f", shifted {i['offset_us'] / 1000:+.3f} ms" if i["offset_us"] else ""
         state = "" if i["complete"] else ", cut short (process killed?)"
         print(f"  {who}{i['host']} pid {i['pid_in_file']}: {i['calls']} calls{shift}{state}")
+        if i["partial_calls"]:
+            print(f"    {cut_short_note(i['partial_calls'])}")
     for note in merged["notes"]:
         print(f"trt-trace merge: note: {note}", file=sys.stderr)
     return 0

@@ -144,13 +144,19 @@ def expand_path(template: str) -> str:
 
 @dataclass(frozen=True)
 class Settings:
-    out_template: str | None
-    buffer_events: int
-    gpu: bool
-    nvtx: bool
-    max_bytes: int
-    split: bool
-    format: str | None = None
+    """Everything that shapes one tracing session, in one object passed whole.
+
+    The environment (from_env), `trt_trace.start()` / `tracing()` keywords and a forked child's
+    session all make one of these, so no setting can be lost on the way."""
+
+    out: str | None = None  # output path; {pid}, {rank} and {host} are replaced when the session starts
+    buffer_events: int = DEFAULT_BUFFER_EVENTS  # ring capacity per thread, in records
+    gpu: bool = True  # GPU spans (CUDA events) for CUDA calls
+    nvtx: bool = False  # NVTX ranges for Nsight Systems
+    max_bytes: int = int(DEFAULT_MAX_MB * 1024 * 1024)  # size limit of one file (0: none)
+    split: bool = True  # past max_bytes: continue in numbered files (True) or stop writing (False)
+    format: str | None = None  # "json" | "perfetto" | None (by the file name's suffix)
+    lazy_file: bool = False  # create the file only when the first call is traced
 
 
 def from_env() -> Settings:
@@ -159,11 +165,14 @@ def from_env() -> Settings:
         warn("TRT_TRACE_OUT is set but empty; give a file name such as trace.json (running untraced)")
         out = None
     return Settings(
-        out_template=out,
+        out=out,
         buffer_events=buffer_events(),
         gpu=parse_bool("TRT_TRACE_GPU", True),
         nvtx=parse_bool("TRT_TRACE_NVTX", False),
         max_bytes=max_bytes(),
         split=split_at_limit(),
         format=trace_format(),
+        # Children that import torch but run no engine (compile workers, data loader workers)
+        # inherit the variable and must not leave empty traces behind.
+        lazy_file=True,
     )

@@ -45,11 +45,7 @@ class Drainer:
         with self._lock:
             if self.failed:
                 return 0
-            if self._buffer is None:
-                import torch  # a drainer exists only once tracing started: torch is loaded
-
-                self._buffer = torch.empty(BATCH_RECORDS * RECORD_DTYPE.itemsize, dtype=torch.uint8)
-                self._view = self._buffer.numpy()
+            self._ensure_buffer()
             while True:
                 n = ops.drain_into(self._buffer, wait_gpu)
                 if n == 0:
@@ -65,6 +61,23 @@ class Drainer:
                 if n < BATCH_RECORDS:
                     break
         return total
+
+    def discard_pending(self) -> int:
+        """Drops every record the rings hold now (GPU spans waited for, so none is left pending);
+        returns how many. Called before a session records, so its file holds only its own calls."""
+        dropped = 0
+        with self._lock:
+            self._ensure_buffer()
+            while (n := ops.drain_into(self._buffer, True)) > 0:
+                dropped += n
+        return dropped
+
+    def _ensure_buffer(self) -> None:
+        if self._buffer is None:
+            import torch  # a drainer exists only once tracing started: torch is loaded
+
+            self._buffer = torch.empty(BATCH_RECORDS * RECORD_DTYPE.itemsize, dtype=torch.uint8)
+            self._view = self._buffer.numpy()
 
     def _run(self) -> None:
         while not self._stop.wait(self._interval_s):

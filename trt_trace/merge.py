@@ -37,6 +37,7 @@ from typing import Any
 import orjson
 
 from . import __version__
+from .complete_calls import drop_partial_calls
 from .trace_summary import TraceFileError, load_events
 from .writers.chrome_json import METADATA_EVENT
 
@@ -58,6 +59,7 @@ class ProcessTrace:
     end: dict[str, Any] | None
     pid: int = 0  # in the merged file
     offset_ns: int = 0  # added to every timestamp
+    partial_calls: int = 0  # calls left out: the file was cut inside them
 
     @property
     def key(self) -> tuple[str, int, int]:
@@ -203,6 +205,8 @@ def merge(paths: list[str], output: str) -> dict[str, Any]:
     if not paths:
         raise MergeError("no input traces given")
     processes = _join_parts([read_trace(p) for p in paths])
+    for p in processes:  # a file cut inside a call: leave the call out, so every row adds up
+        p.events, p.partial_calls = drop_partial_calls(p.events)
     # Order: by rank (traces without a rank after those with one), then host and pid.
     processes.sort(key=lambda p: (p.rank is None, p.rank if p.rank is not None else 0, p.host, p.os_pid))
     notes = _check_ranks(processes)
@@ -233,6 +237,7 @@ def merge(paths: list[str], output: str) -> dict[str, Any]:
             "pid_in_file": p.os_pid,
             "offset_us": (p.offset_ns + shift_ns) / 1000.0,
             "complete": p.end is not None,
+            "partial_calls": p.partial_calls,
             "dropped_events": int((p.end or {}).get("dropped_events", 0)),
             "calls": sum(1 for e in p.events if e.get("ph") == "X" and e.get("name") == "execute_engine"),
         })

@@ -27,6 +27,15 @@ def get_profile_execution() -> bool:
     return bool(_op("get_profile_execution")())
 
 
+def set_recording(enable: bool) -> None:
+    """A session's switch: traced calls also go into the rings (a fresh epoch each time it goes on)."""
+    _op("_set_recording")(bool(enable))
+
+
+def get_recording() -> bool:
+    return bool(_op("_get_recording")())
+
+
 def dump_engine_timing() -> str:
     return str(_op("dump_engine_timing")())
 

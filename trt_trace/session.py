@@ -1,12 +1,13 @@
 """A tracing session: switch on, drain to a writer in the background, finish the file.
 
 At most one session per process. `start()` raises TraceError for a path it cannot write; the
-environment-variable start-up path turns that into a one-line warning instead (see _autostart).
+environment-variable start-up path turns that into a one-line warning instead (see trt_trace_autostart.py).
 """
 
 from __future__ import annotations
 
 import atexit
+import dataclasses
 import os
 import signal
 import sys
@@ -17,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from . import __version__, ops
-from .config import DEFAULT_BUFFER_EVENTS, DEFAULT_MAX_MB, host_name, rank_info, warn
+from .config import DEFAULT_BUFFER_EVENTS, DEFAULT_MAX_MB, Settings, expand_path, host_name, rank_info, warn
 from .drainer import Drainer
 from .writers import ChromeJsonWriter, PerfettoTraceWriter, resolve_format, suffix_matches
 
@@ -49,13 +50,27 @@ def _check_output_path(path: str) -> Path:
     return p
 
 
+def program_name() -> str:
+    """What ran, for the trace's process name: the script (`serve.py`), the module of `python -m`
+    (`pkg.serve`), the console script (`torchrun`), else `python` (`python -c`, an interactive shell)."""
+    main = sys.modules.get("__main__")
+    spec = getattr(main, "__spec__", None)
+    if spec is not None and spec.name and spec.name != "__main__":
+        return spec.name.removesuffix(".__main__")
+    argv0 = sys.argv[0] if sys.argv else ""
+    if argv0 and not argv0.startswith("-"):
+        return os.path.basename(argv0)
+    return "python"
+
+
 class Session:
-    def __init__(self, path: str, buffer_events: int = DEFAULT_BUFFER_EVENTS, nvtx: bool = False,
-                 lazy_file: bool = False, gpu: bool = True, max_bytes: int = int(DEFAULT_MAX_MB * 2**20),
-                 split: bool = True, format: str | None = None) -> None:
-        self.path = str(_check_output_path(path))
+    def __init__(self, settings: Settings) -> None:
+        if settings.out is None:
+            raise TraceError("no trace output path; give a file name such as trace.json")
+        self.settings = settings
+        self.path = str(_check_output_path(expand_path(settings.out)))
         try:
-            self.format = resolve_format(self.path, format)
+            self.format = resolve_format(self.path, settings.format)
         except ValueError as exc:
             raise TraceError(str(exc)) from None
         if not suffix_matches(self.path, self.format):
@@ -63,13 +78,14 @@ class Session:
                 warn(f"{self.path}: writing Chrome trace JSON (name the file *.json to say so)")
             else:
                 warn(f"{self.path}: writing a Perfetto protobuf trace (name the file *.pftrace to say so)")
-        self.buffer_events = buffer_events
-        self.nvtx = nvtx
-        self.gpu = gpu
+        self.buffer_events = settings.buffer_events
+        self.nvtx = settings.nvtx
+        self.gpu = settings.gpu
         self.pid = os.getpid()
         writer_class = PerfettoTraceWriter if self.format == "perfetto" else ChromeJsonWriter
         try:
-            self.writer = writer_class(self.path, ops.engine_names, lazy=lazy_file, max_bytes=max_bytes, split=split)
+            self.writer = writer_class(self.path, ops.engine_names, lazy=settings.lazy_file,
+                                       max_bytes=settings.max_bytes, split=settings.split)
         except OSError as exc:
             raise TraceError(f"cannot write {self.path}: {exc.strerror or exc}; pick a writable path") from exc
         except ImportError as exc:  # the perfetto package's protos
@@ -77,6 +93,7 @@ class Session:
         self.drainer = Drainer(self._write_batch)
         self.records_written = 0
         self.started_ns = 0
+        self._switch_before = False  # set_profile_execution as the session found it
 
     def _write_batch(self, records) -> None:
         self.writer.write(records)
@@ -105,16 +122,21 @@ class Session:
 
     def start(self) -> None:
         ops.set_buffer_capacity(self.buffer_events)
+        # Only this session's calls reach its file: whatever the rings still hold (the tail of an
+        # earlier session, a call that outlived it) is dropped before recording starts afresh.
+        ops.set_recording(False)
+        self.drainer.discard_pending()
         ops.reset_thread_counts()
         self.writer.gpu_flows = ops.set_gpu_timing(self.gpu) and self.gpu
-        argv0 = os.path.basename(sys.argv[0]) if sys.argv and sys.argv[0] else "python"
         metadata = self._metadata()
         rank = "" if metadata["rank"] is None else f" rank {metadata['rank']}"
-        self.writer.begin(f"{argv0}{rank} (pid {self.pid})", metadata)
+        self.writer.begin(f"{program_name()}{rank} (pid {self.pid})", metadata)
         self.started_ns = time.monotonic_ns()
         self.drainer.start()
         if self.nvtx and not ops.set_nvtx(True):
             warn("TRT_TRACE_NVTX: this build has no NVTX (install nvidia-nvtx and reinstall trt_trace)")
+        self._switch_before = ops.get_profile_execution()
+        ops.set_recording(True)
         ops.set_profile_execution(True)
 
     def drop_counts(self) -> list[dict[str, int]]:
@@ -124,7 +146,8 @@ class Session:
         ]
 
     def stop(self) -> None:
-        ops.set_profile_execution(False)
+        ops.set_recording(False)
+        ops.set_profile_execution(self._switch_before)
         if self.nvtx:
             ops.set_nvtx(False)
         self.drainer.stop()
@@ -155,9 +178,12 @@ class Session:
 
 
 def start(path: str, buffer_events: int | None = None, nvtx: bool = False, lazy_file: bool = False,
-          gpu: bool = True, max_bytes: int | None = None, split: bool = True, format: str | None = None) -> Session:
+          gpu: bool = True, max_bytes: int | None = None, split: bool = True, format: str | None = None,
+          ) -> Session:
     """Starts tracing every engine call of this process into `path`.
 
+    path: the trace file; {pid}, {rank} and {host} in it are replaced (and a forked child, with
+    {pid} in the path, gets a trace of its own with the same settings).
     format: "json" (Chrome trace JSON) or "perfetto" (native Perfetto protobuf); None picks by the
     suffix: *.pftrace, *.perfetto-trace and *.pb are Perfetto, anything else JSON.
 
@@ -165,12 +191,19 @@ def start(path: str, buffer_events: int | None = None, nvtx: bool = False, lazy_
     the file only when the first engine call is traced (the TRT_TRACE_OUT start-up path). gpu=False
     turns off GPU spans (CUDA events) of CUDA calls. max_bytes: size limit of one file (default 1 GiB,
     0 none); past it split=True continues in numbered files, split=False stops writing."""
+    return start_session(Settings(
+        out=path, buffer_events=buffer_events or DEFAULT_BUFFER_EVENTS, gpu=gpu, nvtx=nvtx,
+        max_bytes=int(DEFAULT_MAX_MB * 2**20) if max_bytes is None else max_bytes, split=split, format=format,
+        lazy_file=lazy_file))
+
+
+def start_session(settings: Settings) -> Session:
+    """start() with the settings in one object (the environment's, or a parent session's)."""
     global _active
     with _lock:
         if _active is not None:
             raise TraceError(f"already tracing into {_active.path}; call trt_trace.stop() first")
-        session = Session(path, buffer_events or DEFAULT_BUFFER_EVENTS, nvtx, lazy_file, gpu,
-                          int(DEFAULT_MAX_MB * 2**20) if max_bytes is None else max_bytes, split, format)
+        session = Session(settings)
         session.start()
         _active = session
         _install_signal_handlers()
@@ -224,16 +257,15 @@ def _after_fork_in_child() -> None:
         return
     session.writer.abandon()
     ops.after_fork_in_child()
-    template = os.environ.get("TRT_TRACE_OUT", "")
-    if "{pid}" in template:
-        from . import config
-
+    if "{pid}" in (session.settings.out or ""):
+        # The parent's settings whole; only GPU timing is off (CUDA cannot be used in a forked child).
+        child = dataclasses.replace(session.settings, gpu=False, lazy_file=True)
         try:
-            start(config.expand_path(template), session.buffer_events, session.nvtx, lazy_file=True, gpu=False,
-                  format=session.format)
+            start_session(child)
         except Exception as exc:
-            warn(f"TRT_TRACE_OUT: could not trace the forked child ({exc})")
+            warn(f"could not trace the forked child ({exc})")
     else:
+        ops.set_recording(False)
         ops.set_profile_execution(False)
 
 

@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 import orjson
 
+from .complete_calls import cut_short_note, partial_calls
 from .records import PHASE_NAMES, STATS_COLUMNS
 from .writers.chrome_json import CATEGORY, METADATA_EVENT
 
@@ -72,6 +73,7 @@ class TraceSummary:
     threads_with_drops: int = 0
     metadata: dict[str, Any] = field(default_factory=dict)
     label: str = ""  # the process's name (process_name event); "" for several processes together
+    partial_calls: int = 0  # calls left out: the file was cut inside them (complete_calls.py)
 
 
 @dataclass
@@ -84,6 +86,7 @@ class _Process:
     meta: dict[str, Any] = field(default_factory=dict)
     label: str = ""
     sort_index: int | None = None
+    partial_calls: int = 0
 
     def summary(self) -> TraceSummary:
         ids = sorted(self.rows)
@@ -95,11 +98,15 @@ class _Process:
             threads_with_drops=sum(1 for t in threads if t.get("dropped")),
             metadata=self.meta,
             label=self.label or f"pid {self.pid}",
+            partial_calls=self.partial_calls,
         )
 
 
 def _by_process(events: list[dict[str, Any]]) -> list[_Process]:
     procs: dict[int, _Process] = {}
+    partial = partial_calls(events)
+    for pid, _ in partial:
+        procs.setdefault(pid, _Process(pid)).partial_calls += 1
     for ev in events:
         ph = ev.get("ph")
         if ph != "M" and (ph != "X" or ev.get("cat") != CATEGORY):
@@ -109,6 +116,8 @@ def _by_process(events: list[dict[str, Any]]) -> list[_Process]:
         if proc is None:
             proc = procs[pid] = _Process(pid)
         args = ev.get("args", {})
+        if ph == "X" and partial and (pid, int(args.get("call_id", -1))) in partial:
+            continue
         if ph == "M":
             if ev.get("name") == METADATA_EVENT:
                 proc.meta.update(args)
@@ -135,7 +144,7 @@ def _by_process(events: list[dict[str, Any]]) -> list[_Process]:
             row[_COL["gpu_ns"]] += dur_ns
             row[_COL["gpu_calls"]] += 1
     # Processes with no engine call and no metadata of ours (another tool's events) are not ours.
-    out = [p for p in procs.values() if p.rows or p.meta]
+    out = [p for p in procs.values() if p.rows or p.meta or p.partial_calls]
     order = {id(p): i for i, p in enumerate(out)}
     out.sort(key=lambda p: (p.sort_index is None, p.sort_index or 0, order[id(p)]))
     return out
@@ -173,6 +182,7 @@ def aggregate(events: list[dict[str, Any]]) -> TraceSummary:
         dropped=sum(p.dropped for p in parts),
         threads_with_drops=sum(p.threads_with_drops for p in parts),
         metadata=meta,
+        partial_calls=sum(p.partial_calls for p in parts),
     )
 
 
@@ -181,7 +191,8 @@ def _table(s: TraceSummary) -> str:
 
     from . import ops
 
-    return ops.format_timing_table(s.names, torch.from_numpy(s.stats), s.dropped, s.threads_with_drops)
+    table = ops.format_timing_table(s.names, torch.from_numpy(s.stats), s.dropped, s.threads_with_drops)
+    return table + (cut_short_note(s.partial_calls) + "\n" if s.partial_calls else "")
 
 
 def summary_text(path: str, by_process: bool = False) -> str:

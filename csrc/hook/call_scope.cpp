@@ -38,8 +38,9 @@ CallScope::CallScope(detail::HookThread& me, uint32_t engine_id, uint16_t device
   profiler_.begin(engine_id_);
   live_ = nvtx_ || profiler_.active();
   live_switch(Phase::kWorkspace);
+  if (record_) epoch_ = recording_epoch();
   // The start event is tracer overhead, recorded before the call's host time starts.
-  if (record_ && device_ != kNoDevice && gpu::enabled()) gpu_on_ = gpu::begin_call(device_, &gpu_);
+  if (epoch_ != 0 && device_ != kNoDevice && gpu::enabled()) gpu_on_ = gpu::begin_call(device_, &gpu_);
   begin_ = now_ns();
 }
 
@@ -104,7 +105,9 @@ void CallScope::finish(bool error) noexcept {
   // The call, its phases that took time, its GPU events.
   const size_t n = 1 + (phase_ns[0] > 0) + (phase_ns[1] > 0) + (phase_ns[2] > 0) + (phase_ns[3] > 0) + gpu_on_;
   // Written straight into this thread's ring: all of the call's records, or none (drops counted).
-  const ThreadRings::Writer out = ThreadRings::instance().writer();
+  // Only for the session the call began in (a session that ended meanwhile has written its file).
+  const bool recording = epoch_ != 0 && epoch_ == recording_epoch();
+  const ThreadRings::Writer out = recording ? ThreadRings::instance().writer() : ThreadRings::Writer{nullptr, 0};
   uint64_t at;
   if (out.ring != nullptr && out.ring->claim(n, &at)) {
     auto put = [&](int64_t from, int64_t to, Phase phase, uint32_t stream) {

@@ -58,9 +58,11 @@ extern thread_local HookThread t_hook;
 
 class CallScope {
  public:
-  // record = tracing is on: the call goes into the trace buffer and the engine
-  // table (with GPU events and NVTX ranges as switched on). record = false: only
-  // torch.profiler scopes (the hook creates such a scope only while one records).
+  // record = tracing is on: the call is counted in the engine table (with NVTX
+  // ranges as switched on) and, while a session records (recording_epoch() in
+  // tracing_state.h), goes into the trace buffer with its GPU events. record =
+  // false: only torch.profiler scopes (the hook creates such a scope only while
+  // one records).
   // me: detail::t_hook of the calling thread.
   CallScope(detail::HookThread& me, uint32_t engine_id, uint16_t device, bool record = true) noexcept;
   ~CallScope();
@@ -110,6 +112,7 @@ class CallScope {
   uint8_t live_phase_ = 0;
   ProfilerScopes profiler_;
   Stage stage_ = kBeforeInputs;
+  uint32_t epoch_ = 0;          // the recording epoch at the call's start (0: not recorded in the rings)
   uint64_t call_id_;
   int64_t begin_;
   int64_t inputs_begin_ = 0;

@@ -15,6 +15,17 @@ extern std::atomic<bool> g_tracing;
 inline bool tracing_enabled() noexcept { return g_tracing.load(std::memory_order_relaxed); }
 void set_tracing(bool enabled);
 
+// Whether traced calls also go into the trace buffer (the rings), and for which
+// session. The switch alone (set_profile_execution) only counts calls into the
+// engine table; a tracing session turns recording on with a fresh epoch. A call
+// takes the epoch when it begins and writes its records only if that epoch is
+// still the current one when it ends, so a call that straddles the end of one
+// session never reaches the next session's file. 0 = not recording.
+extern std::atomic<uint32_t> g_recording_epoch;
+inline uint32_t recording_epoch() noexcept { return g_recording_epoch.load(std::memory_order_relaxed); }
+// On: a new epoch (never 0); off: 0.
+void set_recording(bool enabled);
+
 // Call ids: process-wide unique ids of traced calls (from 1), carried in every
 // record of a call, in the trace's args and as the NVTX payload. Each calling
 // thread takes a block of kCallIdBlock ids at a time and hands them out in

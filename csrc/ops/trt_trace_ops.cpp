@@ -25,6 +25,9 @@ namespace {
 
 void set_profile_execution(bool enable) { set_tracing(enable); }
 bool get_profile_execution() { return tracing_enabled(); }
+// A session's own switch: traced calls also go into the rings (tracing_state.h).
+void set_session_recording(bool enable) { set_recording(enable); }
+bool get_session_recording() { return recording_epoch() != 0; }
 
 std::pair<uint64_t, uint64_t> drop_totals() {
   uint64_t dropped = 0, threads = 0;
@@ -197,6 +200,8 @@ TORCH_LIBRARY(trt_trace, m) {
   using namespace trt_trace;
   m.def("set_profile_execution(bool enable) -> ()", &set_profile_execution);
   m.def("get_profile_execution() -> bool", &get_profile_execution);
+  m.def("_set_recording(bool enable) -> ()", &set_session_recording);
+  m.def("_get_recording() -> bool", &get_session_recording);
   m.def("dump_engine_timing() -> str", &dump_engine_timing);
   m.def("timing_table() -> str", &timing_table_text);
   m.def("reset() -> ()", &reset);

@@ -1,10 +1,11 @@
 """Start-up hook: trace the whole process when TRT_TRACE_OUT is set, with no code change.
 
 trt_trace_autostart.pth (installed at the top of site-packages) imports this module at interpreter
-start-up, only when TRT_TRACE_OUT is set. Importing torch here would cost every Python process
-(pip, shell helpers, ...) a second; instead tracing starts right after the process imports torch,
-which any process that can run an engine does before its first call. A problem with the settings
-is one warning line; the program always runs on.
+start-up, only when TRT_TRACE_OUT is set. It is a top-level module, not part of the trt_trace
+package, because `import trt_trace` imports torch and loads the tracer: that would cost every
+Python process (pip, shell helpers, ...) a second. Instead tracing starts right after the process
+imports torch, which any process that can run an engine does before its first call. A problem
+with the settings is one warning line; the program always runs on.
 """
 
 from __future__ import annotations
@@ -16,17 +17,13 @@ import sys
 
 def _start_from_env() -> None:
     try:
-        from . import config, session
+        from trt_trace import config, session  # torch is imported by now
 
         settings = config.from_env()
-        if settings.out_template is None or session.active() is not None:
+        if settings.out is None or session.active() is not None:
             return
-        path = config.expand_path(settings.out_template)
         try:
-            # Lazy file: children that import torch but run no engine (compile workers, data
-            # loader workers) inherit the variable and must not leave empty traces behind.
-            session.start(path, settings.buffer_events, settings.nvtx, lazy_file=True, gpu=settings.gpu,
-                          max_bytes=settings.max_bytes, split=settings.split, format=settings.format)
+            session.start_session(settings)
         except session.TraceError as exc:
             config.warn(f"TRT_TRACE_OUT: {exc}; running untraced")
     except Exception as exc:  # never take the user's process down
