@@ -53,6 +53,11 @@ if mode == "tracing on":
     loop(x, es, warm, threads)  # rings exist and engines are registered before the counted calls
     loop(x, es, calls, threads)
     trt_trace.stop()
+elif mode == "flight recorder":
+    trt_trace.flight(60, os.path.join(d, "f.json"))
+    loop(x, es, warm, threads)
+    loop(x, es, calls, threads)
+    trt_trace.stop()
 elif mode == "torch.profiler":
     # The profiler alone: with the hook installed it would also record trt_trace's own user scopes
     # (trt::<engine>/<phase>), whose cost is trt_trace's, not the profiler's baseline.

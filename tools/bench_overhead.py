@@ -7,6 +7,7 @@ Modes, interleaved in one process (so allocator and CPU state are shared), repea
   not installed   the hook's kernel deregistered (torch.ops.trt_trace._install_hook(False))
   installed, off  trt_trace loaded, tracing off (the hook: one relaxed load and the hand-off)
   tracing on      host phases, drained to a trace file by the background drainer
+  flight recorder the same calls kept in the flight recorder's window (trt_trace.flight), no file
   torch.profiler  the hook deregistered, torch.profiler recording CPU activities (the profiler alone)
 Prints ns per call (median over repeats, and spread) and the differences to "not installed".
 """
@@ -82,7 +83,7 @@ cpp_extension.load_inline("trt_trace_bench", [open(src).read()], build_directory
 es = [standin.make_engine(f"bench_engine_{i}", device=0 if cuda else -1) for i in range(engines)]
 x = [torch.ones(4, device="cuda" if cuda else "cpu")]
 loop = torch.ops.trt_trace_bench.boxed_loop
-modes = ["not installed", "installed, off", "tracing on", "torch.profiler"]
+modes = ["not installed", "installed, off", "tracing on", "flight recorder", "torch.profiler"]
 if cuda:
     modes.insert(3, "tracing on + GPU events")
 results = {m: [] for m in modes}
@@ -100,6 +101,10 @@ with tempfile.TemporaryDirectory() as d:
         with trt_trace.tracing(os.path.join(d, "t.json"), gpu=False, buffer_events=8 * (calls + 200)):
             loop(x, es, 200, threads)
             results["tracing on"].append(loop(x, es, calls, threads))
+        trt_trace.flight(60, os.path.join(d, "f.json"), gpu=False, buffer_events=8 * (calls + 200))
+        loop(x, es, 200, threads)
+        results["flight recorder"].append(loop(x, es, calls, threads))
+        trt_trace.stop()
         if cuda:
             with trt_trace.tracing(os.path.join(d, "g.json"), gpu=True, buffer_events=8 * (calls + 200)):
                 loop(x, es, 200, threads)
@@ -114,7 +119,7 @@ with tempfile.TemporaryDirectory() as d:
 print(json.dumps(results))
 """
 
-MODES = ("not installed", "installed, off", "tracing on", "torch.profiler")  # (+ GPU events with --cuda)
+MODES = ("not installed", "installed, off", "tracing on", "flight recorder", "torch.profiler")  # (+ GPU events with --cuda)
 
 
 def main() -> int:
@@ -150,6 +155,8 @@ def main() -> int:
             on = statistics.median(results["tracing on"]) - base
             prof = statistics.median(results["torch.profiler"]) - base
             print(f"  tracing on adds {on:.0f} ns = {on / prof:.2f} x torch.profiler's {prof:.0f} ns", flush=True)
+            flight = statistics.median(results["flight recorder"]) - base
+            print(f"  flight recorder adds {flight:.0f} ns = {flight / on:.2f} x tracing on", flush=True)
     return 0
 
 

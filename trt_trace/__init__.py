@@ -17,7 +17,7 @@ from collections.abc import Iterator
 
 from . import _library
 from .ops import dump_engine_timing, get_nvtx, get_profile_execution, reset, set_nvtx, set_profile_execution
-from .session import Session, TraceError, active, start, stop
+from .session import Session, TraceError, active, dump, flight, start, stop
 
 # Importing trt_trace installs everything: the execute_engine hook, torch.profiler scopes, the
 # torch.ops.trt_trace ops and the torch.ops.tensorrt aliases (listed by dir() too).
@@ -50,7 +50,9 @@ __all__ = [
     "Session",
     "TraceError",
     "active",
+    "dump",
     "dump_engine_timing",
+    "flight",
     "get_nvtx",
     "get_profile_execution",
     "reset",

@@ -28,6 +28,12 @@ def _cmd_run(args: argparse.Namespace) -> int:
         env["TRT_TRACE_BUFFER"] = args.buffer
     if args.format:
         env["TRT_TRACE_FORMAT"] = args.format
+    if args.flight is not None:
+        if not args.flight > 0:
+            print(f"trt-trace run: --flight must be a positive number of seconds, not {args.flight:g}",
+                  file=sys.stderr)
+            return 2
+        env["TRT_TRACE_FLIGHT"] = repr(args.flight)
     try:
         # Children inherit TRT_TRACE_OUT: every Python process of the command that imports torch is
         # traced (give {pid} in the path to keep their files apart).
@@ -107,6 +113,9 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--buffer", help="events per thread buffer, e.g. 256k (TRT_TRACE_BUFFER)")
     run.add_argument("--format", choices=("json", "perfetto"),
                      help="trace format (TRT_TRACE_FORMAT; default: by suffix, *.pftrace is Perfetto)")
+    run.add_argument("--flight", type=float, metavar="SECONDS",
+                     help="flight recorder: keep the last SECONDS of calls, write them on SIGUSR1, an unhandled "
+                          "exception or trt_trace.dump() (TRT_TRACE_FLIGHT)")
     run.add_argument("command", nargs=argparse.REMAINDER, help="-- command and its arguments")
     run.set_defaults(func=_cmd_run)
 

@@ -20,6 +20,7 @@ from typing import Any
 from . import __version__, ops
 from .config import DEFAULT_BUFFER_EVENTS, DEFAULT_MAX_MB, Settings, expand_path, host_name, rank_info, warn
 from .drainer import Drainer
+from .flight import FlightWindow, dump_path
 from .writers import ChromeJsonWriter, PerfettoTraceWriter, resolve_format, suffix_matches
 
 
@@ -83,9 +84,17 @@ class Session:
         self.gpu = settings.gpu
         self.pid = os.getpid()
         writer_class = PerfettoTraceWriter if self.format == "perfetto" else ChromeJsonWriter
+
+        def file_writer(path: str, lazy: bool = False):  # noqa: ANN202 (either writer)
+            return writer_class(path, ops.engine_names, lazy=lazy, max_bytes=settings.max_bytes, split=settings.split)
+
         try:
-            self.writer = writer_class(self.path, ops.engine_names, lazy=settings.lazy_file,
-                                       max_bytes=settings.max_bytes, split=settings.split)
+            if settings.flight_s > 0:  # the flight recorder: a window in memory, files only on dump()
+                file_writer(dump_path(self.path, 0), lazy=True)  # the format's protos load now, not at a dump
+                self.writer = FlightWindow(self.path, file_writer, settings.flight_s, settings.flight_max_bytes,
+                                           on_exit=settings.flight_on_exit)
+            else:
+                self.writer = file_writer(self.path, lazy=settings.lazy_file)
         except OSError as exc:
             raise TraceError(f"cannot write {self.path}: {exc.strerror or exc}; pick a writable path") from exc
         except ImportError as exc:  # the perfetto package's protos
@@ -139,11 +148,40 @@ class Session:
         ops.set_recording(True)
         ops.set_profile_execution(True)
 
+    @property
+    def flight(self) -> FlightWindow | None:
+        return self.writer if isinstance(self.writer, FlightWindow) else None
+
+    def dump(self, trigger: str = "dump()") -> str:
+        """Flight recorder: writes the last seconds of calls as a complete trace; returns its path.
+        Tracing goes on."""
+        flight = self.flight
+        if flight is None:
+            raise TraceError(f"not a flight recorder: {self.path} is written as the calls come; "
+                             "start one with TRT_TRACE_FLIGHT=SECONDS or trt_trace.flight()")
+        self.drainer.drain_once()  # what the rings hold now belongs in the window
+        try:
+            return flight.dump(self._end_metadata(), trigger)
+        except OSError as exc:
+            raise TraceError(f"cannot write the flight recorder's dump: {exc.strerror or exc}") from exc
+
     def drop_counts(self) -> list[dict[str, int]]:
         rows = ops.thread_counts().tolist()
         return [
             {"thread": r[0], "produced": r[1], "dropped": r[2], "capacity": r[3]} for r in rows if r[1] > 0
         ]
+
+    def _end_metadata(self) -> dict[str, Any]:
+        threads = self.drop_counts()
+        return {
+            "monotonic_ns": ops.clock_now_ns(),
+            "wall_ns": time.time_ns(),
+            "records_written": self.records_written,
+            "dropped_events": sum(t["dropped"] for t in threads),
+            "threads": threads,
+            "write_failed": self.drainer.failed,
+            "gpu_clock": ops.gpu_clock_stats(),
+        }
 
     def stop(self) -> None:
         ops.set_recording(False)
@@ -151,19 +189,13 @@ class Session:
         if self.nvtx:
             ops.set_nvtx(False)
         self.drainer.stop()
-        threads = self.drop_counts()
-        dropped = sum(t["dropped"] for t in threads)
-        end = {
-            "monotonic_ns": ops.clock_now_ns(),
-            "wall_ns": time.time_ns(),
-            "records_written": self.records_written,
-            "dropped_events": dropped,
-            "threads": threads,
-            "write_failed": self.drainer.failed,
-            "gpu_clock": ops.gpu_clock_stats(),
-        }
+        end = self._end_metadata()
+        threads, dropped = end["threads"], end["dropped_events"]
         if not self.drainer.failed:
-            self.writer.finish(end)
+            try:
+                self.writer.finish(end)
+            except OSError as exc:  # a flight recorder's exit dump
+                warn(f"could not write the trace at exit: {exc.strerror or exc}")
         else:
             self.writer.abandon()
         if self.writer.events_not_written:
@@ -191,10 +223,16 @@ def start(path: str, buffer_events: int | None = None, nvtx: bool = False, lazy_
     the file only when the first engine call is traced (the TRT_TRACE_OUT start-up path). gpu=False
     turns off GPU spans (CUDA events) of CUDA calls. max_bytes: size limit of one file (default 1 GiB,
     0 none); past it split=True continues in numbered files, split=False stops writing."""
-    return start_session(Settings(
+    return start_session(_settings_from_kwargs(path, buffer_events, nvtx, lazy_file, gpu, max_bytes, split, format))
+
+
+def _settings_from_kwargs(path: str, buffer_events: int | None = None, nvtx: bool = False, lazy_file: bool = False,
+                          gpu: bool = True, max_bytes: int | None = None, split: bool = True,
+                          format: str | None = None) -> Settings:
+    return Settings(
         out=path, buffer_events=buffer_events or DEFAULT_BUFFER_EVENTS, gpu=gpu, nvtx=nvtx,
         max_bytes=int(DEFAULT_MAX_MB * 2**20) if max_bytes is None else max_bytes, split=split, format=format,
-        lazy_file=lazy_file))
+        lazy_file=lazy_file)
 
 
 def start_session(settings: Settings) -> Session:
@@ -207,7 +245,32 @@ def start_session(settings: Settings) -> Session:
         session.start()
         _active = session
         _install_signal_handlers()
+        if session.flight is not None:
+            _install_flight_triggers()
         return session
+
+
+def flight(seconds: float, path: str, on_exit: bool = False, max_bytes: int | None = None, **start_kwargs: Any,
+           ) -> Session:
+    """Starts the flight recorder: every engine call is traced, the last `seconds` of calls are kept
+    in memory (at most `max_bytes`, default 256 MiB; the oldest go first) and nothing is written until
+    a dump: trt_trace.dump(), SIGUSR1, an unhandled exception, or the exit with on_exit=True. Dump N
+    goes to `path` with `.dumpN` before its suffix (trace.dump1.json); the format is by suffix as for
+    start(), whose other keywords it takes."""
+    if not seconds > 0:
+        raise TraceError(f"the flight recorder's window must be a positive number of seconds, not {seconds!r}")
+    settings = _settings_from_kwargs(path, **start_kwargs)
+    return start_session(dataclasses.replace(
+        settings, flight_s=float(seconds), flight_on_exit=on_exit,
+        flight_max_bytes=settings.flight_max_bytes if max_bytes is None else int(max_bytes)))
+
+
+def dump() -> str:
+    """Writes the flight recorder's window now (see flight()); returns the file's path."""
+    session = _active
+    if session is None or session.pid != os.getpid():
+        raise TraceError("no flight recorder is running; start one with TRT_TRACE_FLIGHT=SECONDS or trt_trace.flight()")
+    return session.dump()
 
 
 def stop() -> str | None:
@@ -248,6 +311,55 @@ def _install_signal_handlers() -> None:
         pass
 
 
+def _dump_on_trigger(trigger: str) -> None:
+    """A trigger's dump: one line saying where it went; never raises into the program."""
+    session = _active
+    if session is None or session.flight is None or session.pid != os.getpid():
+        return
+    try:
+        path = session.dump(trigger)
+        warn(f"flight recorder ({trigger}): last {session.settings.flight_s:g} s written to {path}")
+    except Exception as exc:
+        warn(f"flight recorder ({trigger}): could not write the dump ({exc})")
+
+
+def _on_sigusr1(signum, frame) -> None:  # noqa: ANN001
+    # A signal handler runs between two bytecodes of the main thread, which may hold any lock: the
+    # dump runs on a thread of its own and the program goes on at once.
+    threading.Thread(target=_dump_on_trigger, args=("SIGUSR1",), name="trt_trace-flight-dump", daemon=True).start()
+
+
+_previous_excepthook = sys.excepthook
+_previous_thread_excepthook = threading.excepthook
+
+
+def _excepthook(exc_type, exc, tb) -> None:  # noqa: ANN001
+    _dump_on_trigger(f"unhandled {exc_type.__name__}")
+    _previous_excepthook(exc_type, exc, tb)
+
+
+def _thread_excepthook(args) -> None:  # noqa: ANN001
+    if args.exc_type is not SystemExit:
+        _dump_on_trigger(f"unhandled {args.exc_type.__name__} in thread {getattr(args.thread, 'name', '?')}")
+    _previous_thread_excepthook(args)
+
+
+def _install_flight_triggers() -> None:
+    """SIGUSR1 (only where the program kept the default, from the main thread) and unhandled
+    exceptions (the program's own hooks still run after the dump)."""
+    global _previous_excepthook, _previous_thread_excepthook
+    if sys.excepthook is not _excepthook:
+        _previous_excepthook, sys.excepthook = sys.excepthook, _excepthook
+    if threading.excepthook is not _thread_excepthook:
+        _previous_thread_excepthook, threading.excepthook = threading.excepthook, _thread_excepthook
+    if threading.current_thread() is threading.main_thread() and hasattr(signal, "SIGUSR1"):
+        try:
+            if signal.getsignal(signal.SIGUSR1) == signal.SIG_DFL:
+                signal.signal(signal.SIGUSR1, _on_sigusr1)
+        except (ValueError, OSError):
+            pass
+
+
 def _after_fork_in_child() -> None:
     """A forked child must not write into the parent's file: its copy of the session is dropped
     (the file object closed without a write); with {pid} in TRT_TRACE_OUT it gets a trace of its own."""
@@ -279,5 +391,10 @@ def _finish_at_exit() -> None:
     if session is None or session.pid != os.getpid():
         return
     path = stop()
-    if path is not None and session.writer.created and os.environ.get("TRT_TRACE_QUIET", "") in ("", "0"):
-        warn(f"trace written to {path} ({session.records_written} events); open it in ui.perfetto.dev")
+    if path is None or not session.writer.created or os.environ.get("TRT_TRACE_QUIET", "") not in ("", "0"):
+        return
+    if session.flight is not None:
+        if session.flight.on_exit:
+            warn(f"flight recorder (exit): last {session.settings.flight_s:g} s written to {session.flight.paths[-1]}")
+        return
+    warn(f"trace written to {path} ({session.records_written} events); open it in ui.perfetto.dev")

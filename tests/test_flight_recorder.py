@@ -1,0 +1,175 @@
+"""The flight recorder: the last SECONDS of calls in bounded memory, written only on a trigger."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+
+import pytest
+import torch
+from conftest import run_python
+from pftrace_checks import check_pftrace, parse
+from trace_checks import check_trace, load_strict
+
+import trt_trace
+from trt_trace.complete_calls import partial_calls
+from trt_trace.trace_summary import aggregate, load_events
+
+
+def _calls(events) -> list[dict]:
+    return [e for e in events if e.get("ph") == "X" and e.get("name") == "execute_engine"]
+
+
+def _meta(events) -> list[dict]:
+    return [e["args"] for e in events if e.get("ph") == "M" and e.get("name") == "trt_trace_metadata"]
+
+
+def test_a_dump_holds_the_window_is_complete_and_tracing_goes_on(tmp_path):
+    from trt_trace import standin
+
+    old, new = standin.make_engine("before_window"), standin.make_engine("in_window")
+    path = tmp_path / "flight.json"
+    trt_trace.flight(0.6, str(path))
+    for _ in range(5):
+        torch.ops.tensorrt.execute_engine([torch.ones(4)], old)
+    time.sleep(0.9)  # the old calls fall out of the 0.6 s window
+    for _ in range(3):
+        torch.ops.tensorrt.execute_engine([torch.ones(4)], new)
+    first = trt_trace.dump()
+    assert first == str(tmp_path / "flight.dump1.json")
+    assert not path.exists()  # nothing written but the dumps
+    events = load_strict(first)  # a complete JSON array
+    check_trace(events)
+    assert [c["args"]["engine"] for c in _calls(events)] == ["in_window"] * 3
+    assert not partial_calls(events)
+    start, end = _meta(events)
+    assert start["flight"]["window_s"] == 0.6 and start["flight"]["dump"] == 1 and end["flight"]["calls"] == 3
+    # The program goes on and so does the recorder: a second dump, numbered.
+    for _ in range(2):
+        torch.ops.tensorrt.execute_engine([torch.ones(4)], new)
+    second = trt_trace.dump()
+    assert second == str(tmp_path / "flight.dump2.json")
+    assert len(_calls(load_strict(second))) == 5
+    trt_trace.stop()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["flight.dump1.json", "flight.dump2.json"]
+
+
+def test_a_perfetto_dump_by_suffix(tmp_path):
+    from trt_trace import standin
+
+    engine = standin.make_engine("pf_flight")
+    trt_trace.flight(30, str(tmp_path / "f.pftrace"))
+    for _ in range(4):
+        torch.ops.tensorrt.execute_engine([torch.ones(4)], engine)
+    path = trt_trace.dump()
+    trt_trace.stop()
+    assert path.endswith("f.dump1.pftrace")
+    check_pftrace(parse(path))
+    summary = aggregate(load_events(path))
+    assert summary.names == ["pf_flight"] and summary.stats[0][0] == 4
+
+
+def test_memory_is_capped_and_the_oldest_calls_go_first(tmp_path):
+    from trt_trace import standin
+
+    engine = standin.make_engine("capped_flight")
+    session = trt_trace.flight(3600, str(tmp_path / "cap.json"), max_bytes=40 * 400)  # 400 records
+    for i in range(600):
+        torch.ops.tensorrt.execute_engine([torch.ones(4)], engine)
+        if i % 100 == 99:
+            session.drainer.drain_once()  # several batches, as a long run would make
+    path = trt_trace.dump()
+    trt_trace.stop()
+    events = load_strict(path)
+    calls = _calls(events)
+    records = sum(1 for e in events if e.get("ph") == "X")
+    assert 0 < records <= 400 and not partial_calls(events)
+    ids = sorted(c["args"]["call_id"] for c in calls)
+    assert len(ids) < 600 and ids[-1] == max(ids)
+    # The newest calls stayed: the call ids of one thread increase, so the kept ones are the last.
+    all_ids = list(range(ids[-1] - 599, ids[-1] + 1))
+    assert ids == all_ids[-len(ids):]
+    assert _meta(events)[-1]["flight"]["records_let_go"] > 0
+
+
+def test_dump_without_a_flight_recorder_is_one_clear_error(tmp_path):
+    with pytest.raises(trt_trace.TraceError, match="no flight recorder"):
+        trt_trace.dump()
+    with trt_trace.tracing(str(tmp_path / "t.json")), pytest.raises(trt_trace.TraceError, match="not a flight"):
+        trt_trace.dump()
+    with pytest.raises(trt_trace.TraceError, match="positive"):
+        trt_trace.flight(0, str(tmp_path / "f.json"))
+
+
+PROGRAM = """
+import os, signal, sys, time, torch
+from trt_trace import standin
+e = standin.make_engine("served")
+for _ in range(4):
+    torch.ops.tensorrt.execute_engine([torch.ones(4)], e)
+if sys.argv[1] == "signal":
+    os.kill(os.getpid(), signal.SIGUSR1)
+    time.sleep(1.0)  # the dump runs on a thread of its own
+    torch.ops.tensorrt.execute_engine([torch.ones(4)], e)
+    print("still running")
+elif sys.argv[1] == "raise":
+    raise RuntimeError("the model broke")
+"""
+
+
+def _run(mode: str, tmp_path, **env) -> subprocess.CompletedProcess:
+    script = tmp_path / "serve.py"
+    script.write_text(PROGRAM)
+    base = {k: v for k, v in os.environ.items() if not k.startswith("TRT_TRACE_")}
+    return subprocess.run([sys.executable, str(script), mode], env={**base, **env}, capture_output=True,
+                          text=True, cwd=tmp_path, timeout=120)
+
+
+def test_sigusr1_dumps_and_the_program_runs_on(tmp_path):
+    proc = _run("signal", tmp_path, TRT_TRACE_FLIGHT="30", TRT_TRACE_OUT=str(tmp_path / "t.json"))
+    assert proc.returncode == 0 and "still running" in proc.stdout, proc.stderr
+    assert "flight recorder (SIGUSR1): last 30 s written to" in proc.stderr
+    assert sorted(p.name for p in tmp_path.glob("t*.json")) == ["t.dump1.json"]  # no exit dump by default
+    assert len(_calls(load_strict(tmp_path / "t.dump1.json"))) == 4
+
+
+def test_an_unhandled_exception_dumps_and_still_reaches_the_user(tmp_path):
+    proc = _run("raise", tmp_path, TRT_TRACE_FLIGHT="30", TRT_TRACE_OUT=str(tmp_path / "t.pftrace"))
+    assert proc.returncode == 1 and "RuntimeError: the model broke" in proc.stderr
+    assert "flight recorder (unhandled RuntimeError)" in proc.stderr
+    assert aggregate(load_events(str(tmp_path / "t.dump1.pftrace"))).stats[0][0] == 4
+
+
+def test_exit_dump_when_asked_and_a_default_name_without_trt_trace_out(tmp_path):
+    proc = _run("exit", tmp_path, TRT_TRACE_FLIGHT="30", TRT_TRACE_FLIGHT_ON_EXIT="1")
+    assert proc.returncode == 0, proc.stderr
+    dumps = list(tmp_path.glob("trt_trace_flight_*.dump1.json"))
+    assert len(dumps) == 1 and len(_calls(load_strict(dumps[0]))) == 4
+    assert "flight recorder (exit)" in proc.stderr
+
+
+def test_the_programs_own_sigusr1_handler_is_kept(tmp_path):
+    code = ("import os, signal, time; hits = []; signal.signal(signal.SIGUSR1, lambda *a: hits.append(1))\n"
+            + PROGRAM.replace('sys.argv[1] == "signal"', "True") + "\nprint('hits', len(hits))")
+    proc = run_python(code.replace("import os, signal, sys, time, torch", "import sys, torch"),
+                      {"TRT_TRACE_FLIGHT": "30", "TRT_TRACE_OUT": str(tmp_path / "t.json")})
+    assert proc.returncode == 0 and "hits 1" in proc.stdout, proc.stderr
+    assert not list(tmp_path.iterdir())
+
+
+def test_bad_settings_are_one_line_and_the_cli_flag(tmp_path):
+    proc = _run("exit", tmp_path, TRT_TRACE_FLIGHT="soon", TRT_TRACE_OUT=str(tmp_path / "t.json"))
+    assert proc.returncode == 0
+    assert "TRT_TRACE_FLIGHT='soon' is not a number of seconds" in proc.stderr
+    assert (tmp_path / "t.json").exists()  # an ordinary trace instead
+    script = tmp_path / "serve.py"
+    cli = subprocess.run([sys.executable, "-m", "trt_trace", "run", "--flight", "20", "-o", str(tmp_path / "r.json"),
+                          "--", sys.executable, str(script), "signal"], capture_output=True, text=True, cwd=tmp_path,
+                         timeout=120)
+    assert cli.returncode == 0 and "still running" in cli.stdout, cli.stderr
+    assert (tmp_path / "r.dump1.json").exists() and not (tmp_path / "r.json").exists()
+    cli = subprocess.run([sys.executable, "-m", "trt_trace", "run", "--flight", "-1", "--", "true"],
+                         capture_output=True, text=True, cwd=tmp_path)
+    assert cli.returncode == 2 and "positive number of seconds" in cli.stderr

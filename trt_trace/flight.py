@@ -1,0 +1,141 @@
+"""The flight recorder: tracing runs all the time, only the last SECONDS of calls are kept, in
+bounded memory, and nothing is written until something asks for it (a dump).
+
+A FlightWindow stands where a session's file writer would: the drainer hands it every batch as
+usual, it keeps copies of the batches and lets the oldest go once they fall out of the window or
+past the memory cap. A dump writes the calls that began inside the window through a fresh file
+writer of the session's format, so each dump is a complete trace that every reader opens. The
+traced threads never see any of this: they write into their rings as in any session.
+"""
+
+from __future__ import annotations
+
+import collections
+import threading
+from collections.abc import Callable
+from typing import Any, Protocol
+
+import numpy as np
+
+from . import ops
+from .records import PHASE_CALL, RECORD_DTYPE
+
+
+class TraceWriter(Protocol):
+    created: bool
+    paths: list[str]
+    gpu_flows: bool
+    events_not_written: int
+
+    def begin(self, process_name: str, metadata: dict[str, Any]) -> None: ...
+    def write(self, records: np.ndarray) -> None: ...
+    def finish(self, end_metadata: dict[str, Any]) -> None: ...
+    def abandon(self) -> None: ...
+
+
+def dump_path(path: str, number: int) -> str:
+    """trace.json -> trace.dump1.json (the suffix kept, so the format still reads off the name)."""
+    stem, dot, suffix = path.rpartition(".")
+    if not dot or "/" in suffix:
+        return f"{path}.dump{number}"
+    return f"{stem}.dump{number}.{suffix}"
+
+
+class FlightWindow:
+    """The session's writer in flight mode: keeps the last `seconds` of records, at most
+    `max_bytes` of them, and writes them out on dump()."""
+
+    def __init__(self, path: str, make_writer: Callable[[str], TraceWriter], seconds: float, max_bytes: int,
+                 on_exit: bool = False) -> None:
+        self.path = path
+        self.seconds = seconds
+        self.max_records = max(1, max_bytes // RECORD_DTYPE.itemsize)
+        self.on_exit = on_exit
+        self._make_writer = make_writer
+        self._chunks: collections.deque[np.ndarray] = collections.deque()
+        self._records = 0
+        self._lock = threading.Lock()
+        self._process_name = ""
+        self._metadata: dict[str, Any] = {}
+        self.gpu_flows = True
+        self.paths: list[str] = []  # every dump written, in order
+        self.dumps = 0
+        self.records_let_go = 0  # fell out of the window early, past the memory cap
+        self.events_not_written = 0
+
+    @property
+    def created(self) -> bool:
+        return bool(self.paths)
+
+    # -- the writer interface the session drives -------------------------------------------------
+
+    def begin(self, process_name: str, metadata: dict[str, Any]) -> None:
+        self._process_name = process_name
+        self._metadata = metadata
+
+    def write(self, records: np.ndarray) -> None:
+        if len(records) == 0:
+            return
+        chunk = records.copy()  # the drainer reuses its buffer
+        with self._lock:
+            self._chunks.append(chunk)
+            self._records += len(chunk)
+            self._trim(ops.clock_now_ns())
+
+    def finish(self, end_metadata: dict[str, Any]) -> None:
+        if self.on_exit:
+            self.dump(end_metadata, "exit")
+
+    def abandon(self) -> None:
+        with self._lock:
+            self._chunks.clear()
+            self._records = 0
+
+    # -- the window --------------------------------------------------------------------------------
+
+    def _trim(self, now_ns: int) -> None:
+        """Lets the oldest batches go: those that ended before the window, then, past the cap, the
+        oldest whatever their age. Whole batches; dump() cuts the window exactly."""
+        cutoff = now_ns - int(self.seconds * 1e9)
+        while self._chunks and (int(self._chunks[0]["end_ns"].max()) < cutoff):
+            self._records -= len(self._chunks.popleft())
+        while self._chunks and self._records - len(self._chunks[0]) >= self.max_records:
+            gone = self._chunks.popleft()
+            self._records -= len(gone)
+            self.records_let_go += len(gone)
+        if self._chunks and self._records > self.max_records:  # one batch larger than the cap
+            keep = self.max_records - (self._records - len(self._chunks[0]))
+            first = self._chunks.popleft()
+            self.records_let_go += len(first) - keep
+            self._chunks.appendleft(first[len(first) - keep:])
+            self._records = self.max_records
+
+    def window(self, now_ns: int | None = None) -> np.ndarray:
+        """The records of every call that began in the last `seconds` (with its phases and GPU span)."""
+        now_ns = ops.clock_now_ns() if now_ns is None else now_ns
+        with self._lock:
+            self._trim(now_ns)
+            records = np.concatenate(list(self._chunks)) if self._chunks else np.zeros(0, dtype=RECORD_DTYPE)
+        cutoff = now_ns - int(self.seconds * 1e9)
+        calls = records[(records["phase"] == PHASE_CALL) & (records["begin_ns"] >= cutoff)]
+        # Whole calls only: a call whose own record went (past the cap) leaves its phases out too.
+        return records[np.isin(records["call_id"], calls["call_id"])]
+
+    def dump(self, end_metadata: dict[str, Any], trigger: str) -> str:
+        """Writes the window as a complete trace (the next dump number); returns its path."""
+        records = self.window()
+        with self._lock:
+            self.dumps += 1
+            number = self.dumps
+        path = dump_path(self.path, number)
+        writer = self._make_writer(path)
+        writer.gpu_flows = self.gpu_flows
+        flight = {"window_s": self.seconds, "dump": number, "trigger": trigger, "calls": int(
+            np.count_nonzero(records["phase"] == PHASE_CALL)), "records_let_go": self.records_let_go,
+            "max_records": self.max_records}
+        writer.begin(self._process_name, dict(self._metadata, flight=flight))
+        writer.write(records)
+        writer.finish(dict(end_metadata, flight=flight))
+        self.events_not_written += writer.events_not_written
+        self.paths += writer.paths
+        return writer.paths[0]
