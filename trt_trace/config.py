@@ -133,6 +133,11 @@ def flight_max_bytes() -> int:
     return int(value * 1024 * 1024)
 
 
+def quiet() -> bool:
+    """TRT_TRACE_QUIET=1: no "trace written" line at exit (for sessions from the API too)."""
+    return parse_bool("TRT_TRACE_QUIET", False)
+
+
 def host_name() -> str:
     """The host name written into traces and into {host}: the two must agree for `trt-trace merge`."""
     return socket.gethostname()
@@ -195,6 +200,7 @@ class Settings:
     flight_s: float = 0.0  # > 0: flight recorder, keep the last flight_s seconds, write only on dump
     flight_max_bytes: int = DEFAULT_FLIGHT_MAX_MB * 1024 * 1024  # the flight recorder's memory cap
     flight_on_exit: bool = False  # the flight recorder also dumps at exit
+    quiet: bool = False  # no "trace written to ..." line at exit
 
 
 def from_env() -> Settings:
@@ -219,4 +225,5 @@ def from_env() -> Settings:
         flight_s=flight,
         flight_max_bytes=flight_max_bytes(),
         flight_on_exit=parse_bool("TRT_TRACE_FLIGHT_ON_EXIT", False),
+        quiet=quiet(),
     )

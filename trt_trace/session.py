@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from . import __version__, ops
+from . import __version__, config, ops
 from .config import DEFAULT_BUFFER_EVENTS, DEFAULT_MAX_MB, Settings, expand_path, host_name, rank_info, warn
 from .drainer import Drainer
 from .flight import FlightWindow, dump_path
@@ -232,7 +232,7 @@ def _settings_from_kwargs(path: str, buffer_events: int | None = None, nvtx: boo
     return Settings(
         out=path, buffer_events=buffer_events or DEFAULT_BUFFER_EVENTS, gpu=gpu, nvtx=nvtx,
         max_bytes=int(DEFAULT_MAX_MB * 2**20) if max_bytes is None else max_bytes, split=split, format=format,
-        lazy_file=lazy_file)
+        lazy_file=lazy_file, quiet=config.quiet())
 
 
 def start_session(settings: Settings) -> Session:
@@ -391,7 +391,7 @@ def _finish_at_exit() -> None:
     if session is None or session.pid != os.getpid():
         return
     path = stop()
-    if path is None or not session.writer.created or os.environ.get("TRT_TRACE_QUIET", "") not in ("", "0"):
+    if path is None or not session.writer.created or session.settings.quiet:
         return
     if session.flight is not None:
         if session.flight.on_exit:
