@@ -82,6 +82,12 @@ def get_gpu_timing() -> bool:
     return bool(_op("get_gpu_timing")())
 
 
+def gpu_stream_trace_installed() -> bool:
+    """Whether c10's GPU trace reports event records and waits to trt_trace, so that calls of engines that
+    run on a stream of their own get spans of that stream (see README, GPU time)."""
+    return bool(_op("gpu_stream_trace_installed")())
+
+
 def gpu_event_host_ns(device: int = 0, calls: int = 1000) -> float:
     """Benchmark support: host ns per traced call spent on its GPU events alone (start and end event
     recorded on `device`'s current stream, then handed back), averaged over `calls`; -1.0 where no

@@ -29,6 +29,7 @@ HOST_PHASES = PHASE_NAMES[1:5]
 FLAG_ERROR = 1
 FLAG_NESTED = 2
 FLAG_CAPTURED = 4
+FLAG_ENGINE_STREAM = 8  # GPU records: the span is on the engine's own stream, not the caller's
 NO_DEVICE = 0xFFFF
 
 # Columns of torch.ops.trt_trace.engine_stats() (csrc/hook/engine_stats.h StatColumn).

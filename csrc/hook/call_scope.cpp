@@ -121,8 +121,11 @@ void CallScope::finish(bool error) noexcept {
     }
     if (gpu_on_) {
       // The event handles ride in the ring to the drainer, which resolves them.
-      put(static_cast<int64_t>(reinterpret_cast<uintptr_t>(gpu_.start)),
-          static_cast<int64_t>(reinterpret_cast<uintptr_t>(gpu_.end)), Phase::kGpuPending, gpu_.stream);
+      out.ring->slot(at++) = Record{static_cast<int64_t>(reinterpret_cast<uintptr_t>(gpu_.start)),
+                                    static_cast<int64_t>(reinterpret_cast<uintptr_t>(gpu_.end)), call_id_, engine_id_,
+                                    out.thread_id, static_cast<uint8_t>(Phase::kGpuPending),
+                                    static_cast<uint8_t>(flags | (gpu_.on_engine_stream ? kFlagEngineStream : 0)),
+                                    device_, gpu_.stream};
     }
     out.ring->publish(at);
   } else if (gpu_on_) {

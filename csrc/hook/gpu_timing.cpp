@@ -13,9 +13,13 @@
 #include "hook/engine_stats.h"
 
 #ifdef TRT_TRACE_WITH_CUDA
+#include <c10/core/impl/GPUTrace.h>
+#include <c10/core/impl/PyInterpreter.h>
 #include <c10/cuda/CUDAGuard.h>
 #include <c10/cuda/CUDAStream.h>
 #include <cuda_runtime_api.h>
+
+#include <cstring>
 #endif
 
 namespace trt_trace {
@@ -87,7 +91,135 @@ void give_back(uint16_t device, cudaEvent_t e) {
   if (e != nullptr) t_free[device].push_back(e);
 }
 
+// ---- The engine's own stream, seen through c10's GPU trace (see gpu_timing.h) ----------------
+
+thread_local CallEvents* t_active = nullptr;  // the innermost traced CUDA call with a start event
+thread_local uint16_t t_active_device = 0;
+
+// Event wait on `stream` inside a traced call: the runtime makes a stream other than the caller's
+// wait for the caller's work; the engine's work starts there after this point.
+void on_engine_stream_wait(cudaStream_t stream) noexcept {
+  CallEvents* ev = t_active;
+  if (ev == nullptr || ev->engine_start != nullptr || stream == static_cast<cudaStream_t>(ev->caller_stream)) return;
+  cudaEvent_t e = acquire_event(t_active_device);
+  if (e == nullptr) return;
+  if (cudaEventRecord(e, stream) != cudaSuccess) {
+    cudaGetLastError();
+    give_back(t_active_device, e);
+    return;
+  }
+  ev->engine_stream = stream;
+  ev->engine_start = e;
+}
+
+// Event record on the engine's stream after its start: the work so far is the engine's; the last
+// such record of the call ends the span (re-recording moves the one event).
+void on_engine_stream_record(cudaStream_t stream) noexcept {
+  CallEvents* ev = t_active;
+  if (ev == nullptr || ev->engine_start == nullptr || stream != static_cast<cudaStream_t>(ev->engine_stream)) return;
+  cudaEvent_t e = static_cast<cudaEvent_t>(ev->engine_end);
+  if (e == nullptr && (e = acquire_event(t_active_device)) == nullptr) return;
+  if (cudaEventRecord(e, stream) != cudaSuccess) {
+    cudaGetLastError();
+    if (ev->engine_end == nullptr) give_back(t_active_device, e);
+    return;
+  }
+  ev->engine_end = e;
+}
+
+// Our GPU trace: a copy of a c10 PyInterpreterVTable's vtable (the one already installed, or
+// c10's no-op one) with the event record and wait entries replaced by functions that look at
+// them and then call the entries they replaced. Copying the vtable (rather than deriving a class)
+// keeps this independent of the rest of that interface, which changes between torch versions.
+struct StreamTrace {
+  struct Object {
+    void** vptr;
+  } object{nullptr};
+  const c10::impl::PyInterpreterVTable* previous = nullptr;
+  void* previous_record = nullptr;
+  void* previous_wait = nullptr;
+  c10::impl::PyInterpreter* interpreter = nullptr;
+  std::atomic<bool> installed{false};
+};
+StreamTrace& stream_trace() {
+  static auto* t = new StreamTrace();  // leaked: c10 may call it until the process ends
+  return *t;
+}
+
+using TraceEventFn = void (*)(const void* self, c10::DeviceType, uintptr_t event, uintptr_t stream);
+
+template <typename M>
+size_t vtable_slot(M member) {
+  uintptr_t word = 0;
+  std::memcpy(&word, &member, sizeof word);  // Itanium ABI: 1 + the byte offset, for a virtual
+  return (word - 1) / sizeof(void*);
+}
+
+void trace_event_record(const void*, c10::DeviceType type, uintptr_t event, uintptr_t stream) {
+  if (type == c10::DeviceType::CUDA) on_engine_stream_record(reinterpret_cast<cudaStream_t>(stream));
+  const StreamTrace& t = stream_trace();
+  reinterpret_cast<TraceEventFn>(t.previous_record)(t.previous, type, event, stream);
+}
+
+void trace_event_wait(const void*, c10::DeviceType type, uintptr_t event, uintptr_t stream) {
+  if (type == c10::DeviceType::CUDA) on_engine_stream_wait(reinterpret_cast<cudaStream_t>(stream));
+  const StreamTrace& t = stream_trace();
+  reinterpret_cast<TraceEventFn>(t.previous_wait)(t.previous, type, event, stream);
+}
+
+void install_stream_trace() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    // TRT_TRACE_ENGINE_STREAM=0: caller-stream spans only (no GPU trace of trt_trace's in c10).
+    const char* knob = std::getenv("TRT_TRACE_ENGINE_STREAM");
+    if (knob != nullptr && std::strcmp(knob, "0") == 0) return;
+    using VTable = c10::impl::PyInterpreterVTable;
+    StreamTrace& t = stream_trace();
+    const c10::impl::PyInterpreter* current = c10::impl::GPUTrace::get_trace();
+    const VTable* base = nullptr;
+    if (current != nullptr) {
+      base = current->vtable_;
+    } else {
+      static auto* noop = new c10::impl::PyInterpreter(nullptr);
+      noop->disarm();  // points it at c10's no-op vtable
+      base = noop->vtable_;
+    }
+    if (base == nullptr) return;
+    void* const* vptr = *reinterpret_cast<void* const* const*>(base);
+    const size_t record = vtable_slot(&VTable::trace_gpu_event_record);
+    const size_t wait = vtable_slot(&VTable::trace_gpu_event_wait);
+    // Every entry up to the interface's last method (plus a margin: reading a few words past a
+    // vtable is harmless, missing one is not), and the two words before the address point.
+    const size_t n = std::max({vtable_slot(&VTable::reset_backward_hooks),
+                               vtable_slot(&VTable::trace_gpu_event_synchronization), record, wait}) + 9;
+    auto** copy = new void*[n + 2];
+    std::memcpy(copy, vptr - 2, (n + 2) * sizeof(void*));
+    void** table = copy + 2;
+    t.previous = base;
+    t.previous_record = table[record];
+    t.previous_wait = table[wait];
+    table[record] = reinterpret_cast<void*>(&trace_event_record);
+    table[wait] = reinterpret_cast<void*>(&trace_event_wait);
+    t.object.vptr = table;
+    t.interpreter = new c10::impl::PyInterpreter(reinterpret_cast<const VTable*>(&t.object));
+    c10::impl::GPUTrace::gpuTraceState.store(t.interpreter, std::memory_order_release);
+    c10::impl::GPUTrace::haveState = true;
+    t.installed.store(true, std::memory_order_release);
+  });
+}
+
+void deactivate(CallEvents* ev) noexcept {
+  if (!ev->active) return;
+  ev->active = false;
+  t_active = ev->outer;
+}
+
 }  // namespace
+
+bool stream_trace_installed() noexcept {
+  return stream_trace().installed.load(std::memory_order_acquire) &&
+         c10::impl::GPUTrace::get_trace() == stream_trace().interpreter;
+}
 
 bool available() noexcept { return true; }
 
@@ -119,6 +251,12 @@ bool begin_call(uint16_t device, CallEvents* ev) noexcept {
     }
     ev->start = start;
     ev->stream = static_cast<uint32_t>(stream.id());
+    ev->caller_stream = stream.stream();
+    install_stream_trace();
+    ev->outer = t_active;
+    ev->active = true;
+    t_active = ev;
+    t_active_device = device;
     return true;
   } catch (...) {
     return false;
@@ -126,7 +264,24 @@ bool begin_call(uint16_t device, CallEvents* ev) noexcept {
 }
 
 bool end_call(uint16_t device, CallEvents* ev) noexcept {
+  deactivate(ev);
   if (ev->start == nullptr) return false;
+  if (ev->engine_start != nullptr && ev->engine_end != nullptr) {
+    // The engine ran on its own stream: its own work is the span (the caller-stream start goes back).
+    give_back(device, static_cast<cudaEvent_t>(ev->start));
+    ev->start = ev->engine_start;
+    ev->end = ev->engine_end;
+    ev->engine_start = ev->engine_end = nullptr;
+    ev->on_engine_stream = true;
+    try {  // the engine stream's id, for the span's `stream`
+      ev->stream = static_cast<uint32_t>(
+          c10::cuda::getStreamFromExternal(static_cast<cudaStream_t>(ev->engine_stream), static_cast<c10::DeviceIndex>(device)).id());
+    } catch (...) {
+    }
+    return true;
+  }
+  give_back(device, static_cast<cudaEvent_t>(ev->engine_start));
+  ev->engine_start = nullptr;
   try {
     const c10::cuda::CUDAStream stream = c10::cuda::getCurrentCUDAStream(static_cast<c10::DeviceIndex>(device));
     DeviceOf on_device(stream);
@@ -144,10 +299,13 @@ bool end_call(uint16_t device, CallEvents* ev) noexcept {
 }
 
 void release(uint16_t device, CallEvents* ev) noexcept {
+  deactivate(ev);
   if (device >= kMaxDevices) return;
   give_back(device, static_cast<cudaEvent_t>(ev->start));
   give_back(device, static_cast<cudaEvent_t>(ev->end));
-  ev->start = ev->end = nullptr;
+  give_back(device, static_cast<cudaEvent_t>(ev->engine_start));
+  give_back(device, static_cast<cudaEvent_t>(ev->engine_end));
+  ev->start = ev->end = ev->engine_start = ev->engine_end = nullptr;
 }
 
 namespace {
@@ -316,6 +474,15 @@ size_t Resolver::take_pending(Record* records, size_t n) {
 
 size_t Resolver::resolve(Record* out, size_t max, bool wait) {
   ResolverState& s = state();
+  // This thread's CUDA calls (queries, synchronisations, anchors) must neither fail nor break a
+  // CUDA graph that another thread captures in the global mode (the default of torch's
+  // CUDAGraph, used by Torch-TensorRT's CUDA graph mode): they obey only this thread's captures.
+  static thread_local bool capture_mode_set = false;
+  if (!capture_mode_set) {
+    cudaStreamCaptureMode mode = cudaStreamCaptureModeThreadLocal;
+    if (cudaThreadExchangeStreamCaptureMode(&mode) != cudaSuccess) cudaGetLastError();
+    capture_mode_set = true;
+  }
   size_t n = 0;
   const size_t limit = s.pending.size();
   for (size_t scanned = 0; n < max && scanned < limit && !s.pending.empty(); ++scanned) {
@@ -352,7 +519,11 @@ size_t Resolver::resolve(Record* out, size_t max, bool wait) {
       if (!clock.anchors.empty()) {
         int64_t b = host_time(clock, start);
         int64_t e = host_time(clock, end);
-        if (b < p.not_before_ns) b = p.not_before_ns;  // the engine's work cannot start before its launch
+        // The engine's work cannot start before its launch. An engine-stream start event cannot pass
+        // before the runtime's hand-off right before the launch, so it needs no such bound (and the
+        // enqueue phase can begin after the launch: in the output-allocator mode it starts after an
+        // allocation made from inside enqueueV3).
+        if (!(p.rec.flags & kFlagEngineStream) && b < p.not_before_ns) b = p.not_before_ns;
         if (e < b) e = b;
         Record r = p.rec;
         r.begin_ns = b;
@@ -433,6 +604,7 @@ bool set_enabled(bool on) {
 bool begin_call(uint16_t, CallEvents*) noexcept { return false; }
 bool end_call(uint16_t, CallEvents*) noexcept { return false; }
 void release(uint16_t, CallEvents*) noexcept {}
+bool stream_trace_installed() noexcept { return false; }
 
 Resolver& Resolver::instance() {
   static Resolver* r = new Resolver();

@@ -21,6 +21,20 @@
 // each new anchor measures the residual (its distance from the clock line
 // through the two before it). The span starts no earlier than the call's
 // enqueue phase: the engine's GPU work cannot start before it is launched.
+//
+// Engines on a stream of their own: Torch-TensorRT 2.11 runs every engine on a
+// pool stream of the engine's, handing work over with CUDA events (caller
+// stream -> engine stream -> caller stream). A span on the caller's stream then
+// also holds both hand-offs (several us of GPU time: a 10 us engine measured
+// 1.5-2x). The runtime makes those hand-offs with c10's CUDAEvent, which
+// reports every record and wait to c10's GPU trace (c10::impl::GPUTrace, the
+// hook of torch.cuda._sanitizer). trt_trace installs a trace of its own there
+// (chaining to one already installed) that, only inside a traced call with a
+// start event, records a start event on the stream the runtime makes wait for
+// the caller's (right after that wait) and an end event on it at each later
+// event record there (right after the engine's work). When both exist the
+// span is those two: the engine's own GPU work; otherwise (the engine ran on
+// the caller's stream) the caller-stream pair as above.
 #pragma once
 
 #include <atomic>
@@ -44,6 +58,14 @@ struct CallEvents {
   void* end = nullptr;
   uint32_t stream = 0;    // low bits of the c10 stream id
   bool captured = false;
+  // The engine's own stream, where the runtime hands the work over to one (see above).
+  bool active = false;             // this call is the thread's current one for the GPU trace
+  void* caller_stream = nullptr;   // cudaStream_t the start event went on
+  void* engine_stream = nullptr;   // cudaStream_t made to wait for the caller's, if any
+  void* engine_start = nullptr;    // cudaEvent_t on engine_stream after that wait
+  void* engine_end = nullptr;      // cudaEvent_t on engine_stream after the engine's work
+  CallEvents* outer = nullptr;     // the enclosing traced call's (nested calls)
+  bool on_engine_stream = false;   // end_call made start/end the engine-stream pair
 };
 
 // Before the call: checks capture, records the start event. False: no GPU span.
@@ -52,6 +74,9 @@ bool begin_call(uint16_t device, CallEvents* ev) noexcept;
 bool end_call(uint16_t device, CallEvents* ev) noexcept;
 // Gives the events back (the call's records were dropped, or it failed).
 void release(uint16_t device, CallEvents* ev) noexcept;
+
+// Whether c10's GPU trace reports to trt_trace (installed at the first traced CUDA call).
+bool stream_trace_installed() noexcept;
 
 // Benchmark support: host ns per call of the GPU-event work a traced call adds
 // on its thread (begin_call + end_call on the current stream of `device`, with

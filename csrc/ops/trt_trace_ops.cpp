@@ -101,6 +101,7 @@ int64_t pending() {
 
 bool set_gpu_timing(bool enable) { return gpu::set_enabled(enable); }
 bool get_gpu_timing() { return gpu::enabled() && gpu::available(); }
+bool gpu_stream_trace_installed() { return gpu::stream_trace_installed(); }
 std::vector<int64_t> gpu_clock_stats() { return gpu::Resolver::instance().clock_stats(); }
 
 double gpu_event_host_ns(int64_t device, int64_t calls) {
@@ -214,6 +215,7 @@ TORCH_LIBRARY(trt_trace, m) {
   m.def("get_gpu_timing() -> bool", &get_gpu_timing);
   m.def("gpu_clock_stats() -> int[]", &gpu_clock_stats);
   m.def("gpu_event_host_ns(int device, int calls) -> float", &gpu_event_host_ns);
+  m.def("gpu_stream_trace_installed() -> bool", &gpu_stream_trace_installed);
   m.def("pending() -> int", &pending);
   m.def("thread_counts() -> Tensor", &thread_counts);
   m.def("reset_thread_counts() -> ()", &reset_thread_counts);

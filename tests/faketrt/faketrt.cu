@@ -1,0 +1,524 @@
+// A fake TensorRT 10.15 runtime (libnvinfer.so.10) for running the real
+// Torch-TensorRT 2.11 runtime library on a GPU without TensorRT.
+//
+// It implements the runtime's three C entry points' worth of objects
+// (faketrt_abi.h) over engine "plans" of this project's own text format
+// (tests/faketrt/faketrt.py writes them):
+//
+//   faketrt-plan 1
+//   name=<engine name>
+//   input=<name>:<dtype>:<d0>x<d1>...     (one line per input, -1: any size)
+//   output=<name>:<from input name>       (shape and dtype of that input)
+//   copy=1          each output is a device copy of its input
+//   gpu_ns=<ns>     then a kernel that spins this long on the GPU
+//   host_ns=<ns>    host time spent inside enqueueV3 (a launch cost)
+//   fail_every=<n>  every n-th call of the engine fails (logs an error):
+//   fail_stage=enqueue|infer_shapes   ... in enqueueV3 (returns false) or in inferShapes
+//                   (reports the outputs' shapes as not inferable)
+//   workspace=<bytes>  the device memory the engine asks for
+//   time_work=1     CUDA events around the engine's own work (faketrt_work_ns)
+//
+// Everything it does not implement aborts with the interface and slot number.
+// Test helpers (faketrt_*) are exported beside the three TensorRT symbols.
+#include <cuda_runtime_api.h>
+
+#include <time.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "faketrt_abi.h"
+#include "slot_check.h"
+
+#define FAKETRT_EXPORT extern "C" __attribute__((visibility("default")))
+
+namespace faketrt {
+
+void not_implemented(const char* interface, int slot) noexcept {
+  std::fprintf(stderr, "faketrt: %s slot %d is not implemented\n", interface, slot);
+  std::fflush(stderr);
+  std::abort();
+}
+
+namespace {
+
+Logger* g_logger = nullptr;
+
+void log(int32_t severity, const std::string& msg) {
+  if (g_logger != nullptr) g_logger->log(severity, msg.c_str());
+}
+
+int64_t now_ns() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<int64_t>(ts.tv_sec) * 1000000000 + ts.tv_nsec;
+}
+
+__global__ void spin_kernel(uint64_t ns) {
+  uint64_t start, t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(start));
+  do {
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  } while (t - start < ns);
+}
+
+struct TensorDesc {
+  std::string name;
+  bool input = true;
+  int32_t dtype = kFloat;
+  Dims64 dims{};
+  int from = -1;  // output: index of the input it copies
+};
+
+struct Plan {
+  std::string text;
+  std::string name = "faketrt_engine";
+  std::vector<TensorDesc> io;
+  int64_t gpu_ns = 0, host_ns = 0, fail_every = 0, workspace = 0;
+  bool copy = true, time_work = false;
+  bool fail_in_infer_shapes = false;
+  int find(const char* name) const {
+    for (size_t i = 0; i < io.size(); ++i)
+      if (io[i].name == name) return static_cast<int>(i);
+    return -1;
+  }
+};
+
+int32_t dtype_of(const std::string& s) {
+  static const std::map<std::string, int32_t> m{{"float32", kFloat}, {"float16", kHalf}, {"int8", kInt8},
+                                                {"int32", kInt32},   {"bool", kBool},    {"uint8", kUInt8},
+                                                {"bfloat16", kBf16}, {"int64", kInt64}};
+  auto it = m.find(s);
+  return it == m.end() ? -1 : it->second;
+}
+
+int64_t element_size(int32_t dtype) {
+  switch (dtype) {
+    case kFloat: case kInt32: return 4;
+    case kHalf: case kBf16: return 2;
+    case kInt64: return 8;
+    default: return 1;
+  }
+}
+
+bool parse_plan(const char* data, size_t size, Plan* plan, std::string* err) {
+  plan->text.assign(data, size);
+  size_t pos = 0;
+  int line_no = 0;
+  std::map<std::string, std::string> output_from;
+  std::vector<std::string> order;
+  while (pos < plan->text.size()) {
+    size_t end = plan->text.find('\n', pos);
+    if (end == std::string::npos) end = plan->text.size();
+    const std::string line = plan->text.substr(pos, end - pos);
+    pos = end + 1;
+    if (line_no++ == 0) {
+      if (line != "faketrt-plan 1") return *err = "not a faketrt plan (first line: " + line.substr(0, 40) + ")", false;
+      continue;
+    }
+    if (line.empty()) continue;
+    const size_t eq = line.find('=');
+    if (eq == std::string::npos) return *err = "plan line without '=': " + line, false;
+    const std::string key = line.substr(0, eq), value = line.substr(eq + 1);
+    if (key == "name") {
+      plan->name = value;
+    } else if (key == "input") {
+      TensorDesc t;
+      const size_t a = value.find(':'), b = value.find(':', a + 1);
+      if (a == std::string::npos || b == std::string::npos) return *err = "bad input: " + value, false;
+      t.name = value.substr(0, a);
+      t.dtype = dtype_of(value.substr(a + 1, b - a - 1));
+      if (t.dtype < 0) return *err = "bad dtype: " + value, false;
+      std::string dims = value.substr(b + 1);
+      t.dims.nbDims = 0;
+      size_t p = 0;
+      while (!dims.empty() && p <= dims.size() && t.dims.nbDims < 8) {
+        size_t x = dims.find('x', p);
+        if (x == std::string::npos) x = dims.size();
+        t.dims.d[t.dims.nbDims++] = std::strtoll(dims.substr(p, x - p).c_str(), nullptr, 10);
+        p = x + 1;
+      }
+      plan->io.push_back(t);
+    } else if (key == "output") {
+      const size_t a = value.find(':');
+      if (a == std::string::npos) return *err = "bad output: " + value, false;
+      TensorDesc t;
+      t.name = value.substr(0, a);
+      t.input = false;
+      output_from[t.name] = value.substr(a + 1);
+      plan->io.push_back(t);
+    } else if (key == "gpu_ns") {
+      plan->gpu_ns = std::strtoll(value.c_str(), nullptr, 10);
+    } else if (key == "host_ns") {
+      plan->host_ns = std::strtoll(value.c_str(), nullptr, 10);
+    } else if (key == "fail_every") {
+      plan->fail_every = std::strtoll(value.c_str(), nullptr, 10);
+    } else if (key == "fail_stage") {
+      if (value != "enqueue" && value != "infer_shapes") return *err = "bad fail_stage: " + value, false;
+      plan->fail_in_infer_shapes = value == "infer_shapes";
+    } else if (key == "workspace") {
+      plan->workspace = std::strtoll(value.c_str(), nullptr, 10);
+    } else if (key == "copy") {
+      plan->copy = value == "1";
+    } else if (key == "time_work") {
+      plan->time_work = value == "1";
+    } else {
+      return *err = "unknown plan key: " + key, false;
+    }
+  }
+  for (TensorDesc& t : plan->io) {
+    if (t.input) continue;
+    const int src = plan->find(output_from[t.name].c_str());
+    if (src < 0 || !plan->io[src].input) return *err = "output " + t.name + ": no input " + output_from[t.name], false;
+    t.from = src;
+    t.dtype = plan->io[src].dtype;
+    t.dims = plan->io[src].dims;
+  }
+  return true;
+}
+
+// Per-engine counters and the engine's own GPU work timings, read by the test helpers.
+struct EngineRecord {
+  int64_t enqueues = 0, failed = 0, profiler_reports = 0, allocator_calls = 0, device_memory_sets = 0,
+          captured = 0;
+  uint64_t last_stream = 0;
+  std::vector<std::pair<cudaEvent_t, cudaEvent_t>> pending;  // work start, end (in enqueue order)
+  std::vector<int64_t> done_ns;
+};
+std::mutex g_records_mutex;
+std::map<std::string, EngineRecord>& records() {
+  static auto* m = new std::map<std::string, EngineRecord>();
+  return *m;
+}
+
+class HostMemoryFake final : public HostMemoryImpl {
+ public:
+  explicit HostMemoryFake(std::string bytes) : bytes_(std::move(bytes)) {}
+  void* data() const noexcept override { return const_cast<char*>(bytes_.data()); }
+  size_t size() const noexcept override { return bytes_.size(); }
+  int32_t type() const noexcept override { return kUInt8; }
+
+ private:
+  std::string bytes_;
+};
+
+class InspectorFake final : public InspectorImpl {
+ public:
+  explicit InspectorFake(const Plan& plan) {
+    info_ = "{\"Layers\": [\"faketrt_copy\", \"faketrt_spin\"], \"Bindings\": [";
+    for (size_t i = 0; i < plan.io.size(); ++i) info_ += (i ? ", \"" : "\"") + plan.io[i].name + "\"";
+    info_ += "]}";
+  }
+  bool setExecutionContext(const PublicObject*) noexcept override { return true; }
+  const char* getEngineInformation(int32_t) const noexcept override { return info_.c_str(); }
+
+ private:
+  std::string info_;
+};
+
+class ContextFake final : public ContextImpl {
+ public:
+  ContextFake(const PublicObject* engine, const Plan* plan) : engine_(engine), plan_(plan) {
+    shapes_.resize(plan->io.size());
+    addresses_.resize(plan->io.size(), nullptr);
+    allocators_.resize(plan->io.size(), nullptr);
+    for (size_t i = 0; i < plan->io.size(); ++i) shapes_[i] = plan->io[i].dims;
+    set_.resize(plan->io.size(), false);
+  }
+  void setProfiler(Profiler* profiler) noexcept override { profiler_ = profiler; }
+  Profiler* getProfiler() const noexcept override { return profiler_; }
+  const PublicObject& getEngine() const noexcept override { return *engine_; }
+  void setName(const char* name) noexcept override { name_ = name ? name : ""; }
+  const char* getName() const noexcept override { return name_.c_str(); }
+  void setDeviceMemory(void* memory) noexcept override { set_device_memory(memory); }
+  void setDeviceMemoryV2(void* memory, int64_t) noexcept override { set_device_memory(memory); }
+
+  bool setInputShape(const char* name, const Dims64& dims) noexcept override {
+    const int i = plan_->find(name);
+    if (i < 0 || !plan_->io[i].input || dims.nbDims != plan_->io[i].dims.nbDims) {
+      log(kError, std::string("faketrt: setInputShape: bad tensor or rank: ") + name);
+      return false;
+    }
+    for (int k = 0; k < dims.nbDims; ++k) {
+      const int64_t want = plan_->io[i].dims.d[k];
+      if (want >= 0 && dims.d[k] != want) {
+        log(kError, std::string("faketrt: setInputShape: dimension mismatch for ") + name);
+        return false;
+      }
+    }
+    shapes_[i] = dims;
+    set_[i] = true;
+    return true;
+  }
+  Dims64 getTensorShape(const char* name) const noexcept override {
+    const int i = plan_->find(name);
+    if (i < 0) return Dims64{-1, {}};
+    return plan_->io[i].input ? shapes_[i] : shapes_[plan_->io[i].from];
+  }
+  bool setTensorAddress(const char* name, void* data) noexcept override {
+    const int i = plan_->find(name);
+    if (i < 0) return false;
+    addresses_[i] = data;
+    return true;
+  }
+  const void* getTensorAddress(const char* name) const noexcept override {
+    const int i = plan_->find(name);
+    return i < 0 ? nullptr : addresses_[i];
+  }
+  int32_t inferShapes(int32_t nb_max_names, const char** names) noexcept override {
+    int32_t missing = 0;
+    ++infer_calls_;
+    if (plan_->fail_in_infer_shapes && plan_->fail_every > 0 && infer_calls_ % plan_->fail_every == 0) {
+      log(kError, "faketrt: inferShapes of " + plan_->name + " failed on request");
+      std::lock_guard<std::mutex> lock(g_records_mutex);
+      ++records()[plan_->name].failed;
+      return 1;
+    }
+    for (size_t i = 0; i < plan_->io.size(); ++i) {
+      if (!plan_->io[i].input || set_[i]) continue;
+      if (names != nullptr && missing < nb_max_names) names[missing] = plan_->io[i].name.c_str();
+      ++missing;
+    }
+    return missing;
+  }
+  bool setOutputAllocator(const char* name, OutputAllocator* allocator) noexcept override {
+    const int i = plan_->find(name);
+    if (i < 0 || plan_->io[i].input) return false;
+    allocators_[i] = allocator;
+    return true;
+  }
+  OutputAllocator* getOutputAllocator(const char* name) const noexcept override {
+    const int i = plan_->find(name);
+    return i < 0 ? nullptr : allocators_[i];
+  }
+  bool enqueueV3(void* stream_ptr) noexcept override;
+
+ private:
+  void set_device_memory(void* memory) {
+    device_memory_ = memory;
+    std::lock_guard<std::mutex> lock(g_records_mutex);
+    ++records()[plan_->name].device_memory_sets;
+  }
+  int64_t bytes_of(int i) const {
+    const Dims64& d = shapes_[plan_->io[i].from >= 0 ? plan_->io[i].from : i];
+    int64_t n = element_size(plan_->io[i].dtype);
+    for (int k = 0; k < d.nbDims; ++k) n *= d.d[k];
+    return n;
+  }
+
+  const PublicObject* engine_;
+  const Plan* plan_;
+  std::string name_;
+  Profiler* profiler_ = nullptr;
+  void* device_memory_ = nullptr;
+  std::vector<Dims64> shapes_;
+  std::vector<bool> set_;
+  std::vector<void*> addresses_;
+  std::vector<OutputAllocator*> allocators_;
+  int64_t enqueues_ = 0;
+  int64_t infer_calls_ = 0;
+};
+
+bool ContextFake::enqueueV3(void* stream_ptr) noexcept {
+  auto stream = static_cast<cudaStream_t>(stream_ptr);
+  const Plan& plan = *plan_;
+  ++enqueues_;
+  const bool fail = !plan.fail_in_infer_shapes && plan.fail_every > 0 && enqueues_ % plan.fail_every == 0;
+  {
+    std::lock_guard<std::mutex> lock(g_records_mutex);
+    EngineRecord& r = records()[plan.name];
+    ++r.enqueues;
+    r.failed += fail;
+    r.last_stream = reinterpret_cast<uint64_t>(stream);
+  }
+  if (fail) {
+    log(kError, "faketrt: enqueueV3 of " + plan.name + " failed on request (fail_every=" +
+                    std::to_string(plan.fail_every) + ")");
+    return false;
+  }
+  if (plan.host_ns > 0) {
+    const int64_t until = now_ns() + plan.host_ns;
+    while (now_ns() < until) {
+    }
+  }
+  cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+  cudaStreamIsCapturing(stream, &capture);
+  const bool capturing = capture != cudaStreamCaptureStatusNone;
+  const bool timed = (plan.time_work || profiler_ != nullptr) && !capturing;
+  cudaEvent_t ev[3] = {nullptr, nullptr, nullptr};
+  if (timed) {
+    for (auto& e : ev) cudaEventCreate(&e);
+    cudaEventRecord(ev[0], stream);
+  }
+  for (size_t o = 0; o < plan.io.size(); ++o) {
+    const TensorDesc& t = plan.io[o];
+    if (t.input) continue;
+    const int64_t bytes = bytes_of(static_cast<int>(o));
+    void* dst = addresses_[o];
+    if (allocators_[o] != nullptr) {
+      dst = allocators_[o]->reallocateOutputAsync(t.name.c_str(), addresses_[o], static_cast<uint64_t>(bytes), 256,
+                                                   stream);
+      addresses_[o] = dst;
+      std::lock_guard<std::mutex> lock(g_records_mutex);
+      ++records()[plan.name].allocator_calls;
+    }
+    if (dst == nullptr || addresses_[t.from] == nullptr) {
+      log(kError, "faketrt: enqueueV3: no address for " + t.name);
+      return false;
+    }
+    if (plan.copy && bytes > 0) cudaMemcpyAsync(dst, addresses_[t.from], bytes, cudaMemcpyDeviceToDevice, stream);
+    if (allocators_[o] != nullptr) allocators_[o]->notifyShape(t.name.c_str(), shapes_[t.from]);
+  }
+  if (timed) cudaEventRecord(ev[1], stream);
+  if (plan.gpu_ns > 0) spin_kernel<<<1, 1, 0, stream>>>(static_cast<uint64_t>(plan.gpu_ns));
+  const cudaError_t launched = cudaGetLastError();
+  if (launched != cudaSuccess) {
+    log(kError, std::string("faketrt: enqueueV3: ") + cudaGetErrorString(launched));
+    return false;
+  }
+  if (capturing) {
+    std::lock_guard<std::mutex> lock(g_records_mutex);
+    ++records()[plan.name].captured;
+  }
+  if (!timed) return true;
+  cudaEventRecord(ev[2], stream);
+  if (profiler_ != nullptr) {
+    // TensorRT's per-layer profiler reports synchronously from the enqueue.
+    cudaEventSynchronize(ev[2]);
+    float copy_ms = 0, spin_ms = 0;
+    cudaEventElapsedTime(&copy_ms, ev[0], ev[1]);
+    cudaEventElapsedTime(&spin_ms, ev[1], ev[2]);
+    profiler_->reportLayerTime("faketrt_copy", copy_ms);
+    profiler_->reportLayerTime("faketrt_spin", spin_ms);
+    std::lock_guard<std::mutex> lock(g_records_mutex);
+    ++records()[plan.name].profiler_reports;
+  }
+  cudaEventDestroy(ev[1]);
+  std::lock_guard<std::mutex> lock(g_records_mutex);
+  records()[plan.name].pending.emplace_back(ev[0], ev[2]);
+  return true;
+}
+
+class EngineFake final : public EngineImpl {
+ public:
+  explicit EngineFake(Plan plan) : plan_(std::move(plan)) {}
+  void set_self(const PublicObject* self) { self_ = self; }
+  int32_t getNbLayers() const noexcept override { return 2; }
+  PublicObject* serialize() const noexcept override { return new PublicObject(new HostMemoryFake(plan_.text)); }
+  PublicObject* createExecutionContext(int32_t) noexcept override {
+    return new PublicObject(new ContextFake(self_, &plan_));
+  }
+  const char* getName() const noexcept override { return plan_.name.c_str(); }
+  PublicObject* createEngineInspector() const noexcept override { return new PublicObject(new InspectorFake(plan_)); }
+  Dims64 getTensorShape(const char* name) const noexcept override {
+    const int i = plan_.find(name);
+    return i < 0 ? Dims64{-1, {}} : plan_.io[i].dims;
+  }
+  int32_t getTensorDataType(const char* name) const noexcept override {
+    const int i = plan_.find(name);
+    return i < 0 ? kFloat : plan_.io[i].dtype;
+  }
+  bool isShapeInferenceIO(const char*) const noexcept override { return false; }
+  int32_t getTensorIOMode(const char* name) const noexcept override {
+    const int i = plan_.find(name);
+    return i < 0 ? kIONone : (plan_.io[i].input ? kIOInput : kIOOutput);
+  }
+  int32_t getNbIOTensors() const noexcept override { return static_cast<int32_t>(plan_.io.size()); }
+  const char* getIOTensorName(int32_t index) const noexcept override {
+    return index >= 0 && index < getNbIOTensors() ? plan_.io[index].name.c_str() : nullptr;
+  }
+  int64_t getStreamableWeightsSize() const noexcept override { return 0; }
+  int64_t getDeviceMemorySizeV2() const noexcept override { return plan_.workspace; }
+
+ private:
+  Plan plan_;
+  const PublicObject* self_ = nullptr;
+};
+
+class RuntimeFake final : public RuntimeImpl {
+ public:
+  PublicObject* deserializeCudaEngine(const void* blob, size_t size) noexcept override {
+    Plan plan;
+    std::string err;
+    if (blob == nullptr || !parse_plan(static_cast<const char*>(blob), size, &plan, &err)) {
+      log(kError, "faketrt: deserializeCudaEngine: " + err);
+      return nullptr;
+    }
+    auto* impl = new EngineFake(std::move(plan));
+    auto* pub = new PublicObject(impl);
+    impl->set_self(pub);
+    return pub;
+  }
+};
+
+class PluginRegistryFake final : public PluginRegistry {
+ public:
+  bool registerCreator(void*, const char*) noexcept override { return true; }
+  void* const* getPluginCreatorList(int32_t* count) noexcept override {
+    if (count != nullptr) *count = 0;
+    return nullptr;
+  }
+};
+
+__attribute__((constructor)) void check_slots_at_load() {
+  if (check_slots(stderr) != 0) {
+    std::fprintf(stderr, "faketrt: vtable slots do not match TensorRT 10.15's; refusing to run\n");
+    std::abort();
+  }
+}
+
+}  // namespace
+}  // namespace faketrt
+
+// ---- TensorRT's C entry points -------------------------------------------------------------
+
+FAKETRT_EXPORT void* createInferRuntime_INTERNAL(void* logger, int32_t /*version*/) {
+  faketrt::g_logger = static_cast<faketrt::Logger*>(logger);
+  return new faketrt::PublicObject(new faketrt::RuntimeFake());
+}
+
+FAKETRT_EXPORT void* getPluginRegistry() {
+  static auto* registry = new faketrt::PluginRegistryFake();
+  return registry;
+}
+
+// ---- Test helpers ----------------------------------------------------------------------------
+
+// The engine's own GPU work (copy + spin, CUDA events on the stream enqueueV3 got) per enqueue
+// since the last call, in order; waits for pending work. Returns how many were written.
+FAKETRT_EXPORT int32_t faketrt_work_ns(const char* engine, int64_t* out, int32_t max) {
+  std::lock_guard<std::mutex> lock(faketrt::g_records_mutex);
+  faketrt::EngineRecord& r = faketrt::records()[engine];
+  for (auto& [a, b] : r.pending) {
+    float ms = 0;
+    cudaEventSynchronize(b);
+    cudaEventElapsedTime(&ms, a, b);
+    r.done_ns.push_back(static_cast<int64_t>(static_cast<double>(ms) * 1e6));
+    cudaEventDestroy(a);
+    cudaEventDestroy(b);
+  }
+  r.pending.clear();
+  const int32_t n = std::min<int32_t>(max, static_cast<int32_t>(r.done_ns.size()));
+  std::copy(r.done_ns.begin(), r.done_ns.begin() + n, out);
+  r.done_ns.erase(r.done_ns.begin(), r.done_ns.begin() + n);
+  return n;
+}
+
+// Counters of an engine: enqueues, failed, profiler reports, output-allocator calls, device
+// memory sets, captured enqueues, the last stream enqueueV3 got. Returns how many were written.
+FAKETRT_EXPORT int32_t faketrt_stats(const char* engine, int64_t* out, int32_t max) {
+  std::lock_guard<std::mutex> lock(faketrt::g_records_mutex);
+  const faketrt::EngineRecord& r = faketrt::records()[engine];
+  const int64_t v[] = {r.enqueues, r.failed, r.profiler_reports, r.allocator_calls, r.device_memory_sets,
+                       r.captured, static_cast<int64_t>(r.last_stream)};
+  const int32_t n = std::min<int32_t>(max, static_cast<int32_t>(sizeof v / sizeof v[0]));
+  std::copy(v, v + n, out);
+  return n;
+}

@@ -1,0 +1,572 @@
+"""trt_trace against the REAL Torch-TensorRT 2.11 runtime over a fake TensorRT, on a GPU machine.
+
+    python tools/real_runtime_check.py --fake DIR --runtime libtorchtrt_runtime.so   (see device_check.sh)
+
+DIR holds libnvinfer.so.10 / libnvinfer_plugin.so.10 built by tests/faketrt/build.sh; the runtime
+library is torch_tensorrt/lib/libtorchtrt_runtime.so from the torch-tensorrt 2.11.0 wheel. Load
+order: the fake libraries (RTLD_GLOBAL), then the runtime. Each check prints PASS/FAIL with its
+figures; the exit status is non-zero if any failed. GPU span / truth figures (the fake measures its
+own GPU work with CUDA events on the stream it is given) go to BENCHMARKS.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import traceback
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent / "tests" / "faketrt"))
+import faketrt  # noqa: E402
+
+failures = 0
+SIZES_US = (10, 40, 150, 400)
+
+
+def check(name: str, ok: bool, detail: str = "") -> None:
+    global failures
+    failures += 0 if ok else 1
+    print(f"{'PASS' if ok else 'FAIL'}  {name}  {detail}", flush=True)
+
+
+def guarded(fn):  # noqa: ANN001, ANN201
+    """A check that raises is one FAIL line (its first line), and the others still run."""
+    def run(*a, **k):  # noqa: ANN002, ANN003, ANN202
+        try:
+            fn(*a, **k)
+        except Exception as e:  # noqa: BLE001
+            check(fn.__name__, False, f"raised {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}")
+            traceback.print_exc(limit=3)
+    return run
+
+
+def load_runtime(fake_dir: str, runtime: str) -> None:
+    import torch
+
+    faketrt.load(fake_dir)
+    torch.ops.load_library(runtime)
+
+
+def calls_of(path: str) -> dict[int, dict]:
+    """{call_id: {"engine": name, "error": bool, "captured": bool, slice name: (ts_us, dur_us)}}"""
+    from trt_trace.trace_summary import load_events
+
+    out: dict[int, dict] = {}
+    for e in load_events(path):
+        if e.get("ph") == "X" and e.get("cat") == "trt_trace":
+            c = out.setdefault(e["args"]["call_id"], {})
+            c[e["name"]] = (e["ts"], e["dur"])
+            if e["name"] == "gpu":
+                c["gpu_stream"] = e["args"].get("stream")
+            if e["name"] == "execute_engine":
+                c["engine"] = e["args"]["engine"]
+                c["error"] = bool(e["args"].get("error"))
+                c["captured"] = bool(e["args"].get("captured"))
+                c["thread"] = e["args"].get("thread")
+    return out
+
+
+def partitioned(c: dict) -> bool:
+    """The host phases tile the call exactly (to the trace's ns precision)."""
+    ts, dur = c["execute_engine"]
+    phases = sorted(c[p] for p in ("workspace", "inputs", "outputs", "enqueue") if p in c)
+    t = ts
+    for a, d in phases:
+        if abs(a - t) > 0.002:
+            return False
+        t = a + d
+    return abs(t - (ts + dur)) <= 0.002
+
+
+def phase_line(calls: list[dict]) -> str:
+    parts = []
+    for p in ("workspace", "inputs", "outputs", "enqueue", "gpu"):
+        v = [c[p][1] for c in calls if p in c]
+        parts.append(f"{p} {statistics.median(v):.1f} us ({len(v)})" if v else f"{p} -")
+    return ", ".join(parts)
+
+
+def traced(path: str, fn) -> list[dict]:  # noqa: ANN001
+    import torch
+
+    import trt_trace
+
+    with trt_trace.tracing(path):
+        fn()
+        torch.cuda.synchronize()
+    return [c for _, c in sorted(calls_of(path).items())]
+
+
+# ---- checks (each traced into its own file under d) ----------------------------------------
+
+@guarded
+def eager_streams(d: Path) -> None:
+    import torch
+
+    plan = faketrt.Plan("_run_on_acc_0_engine", gpu_us=20)
+    engine = faketrt.make_engine(plan)
+    text = str(engine)
+    check("engine name from the real __str__", text.splitlines()[1:2] == ["  Name: _run_on_acc_0_engine"],
+          repr(text.splitlines()[:2]))
+    x = torch.randn(64, 256, device="cuda")
+    for label, stream in (("default stream", None), ("own stream", torch.cuda.Stream())):
+        outs = []
+
+        def run(stream=stream, outs=outs) -> None:
+            with torch.cuda.stream(stream) if stream is not None else torch.cuda.stream(torch.cuda.current_stream()):
+                for _ in range(20):
+                    outs.append(torch.ops.tensorrt.execute_engine([x], engine)[0])
+        calls = traced(str(d / f"eager_{label[:3]}.json"), run)
+        caller = (stream or torch.cuda.current_stream()).cuda_stream
+        st = faketrt.stats(plan.name)
+        ok = all(torch.equal(o, x) for o in outs)
+        check(f"eager, caller on {label}: 20 calls traced, named, 4 phases each, GPU spans, outputs right",
+              ok and len(calls) == 20 and all(c["engine"] == plan.name for c in calls)
+              and all(all(p in c for p in ("workspace", "inputs", "outputs", "enqueue", "gpu")) for c in calls)
+              and all(partitioned(c) for c in calls),
+              f"{len(calls)} calls; {phase_line(calls)}; engine ran on "
+              f"{'its own stream' if st['last_stream'] != caller else 'the caller stream'}")
+
+
+@guarded
+def dynamic_workspace(d: Path) -> None:
+    import torch
+
+    ws = 64 << 20
+    plan = faketrt.Plan("_run_on_acc_dyn_engine", gpu_us=10, workspace=ws)
+    engine = faketrt.make_engine(plan, dynamic=True)
+    x = torch.randn(32, 32, device="cuda")
+    torch.ops.tensorrt.execute_engine([x], engine)  # warm the allocator
+    before = faketrt.stats(plan.name)["device_memory_sets"]
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU], record_shapes=True) as prof:
+        calls = traced(str(d / "dynamic.json"), lambda: [torch.ops.tensorrt.execute_engine([x], engine)
+                                                          for _ in range(10)])
+    sets = faketrt.stats(plan.name)["device_memory_sets"] - before
+    events = prof.events()
+    scopes = [e for e in events if e.name == f"trt::{plan.name}/workspace"]
+    allocs = [e for e in events if e.name == "aten::empty"
+              and any(s.time_range.start <= e.time_range.start and e.time_range.end <= s.time_range.end
+                      for s in scopes)]
+    check("dynamic allocation: the workspace tensor is allocated inside the `workspace` phase of every call",
+          len(calls) == 10 and len(scopes) == 10 and len(allocs) == 10 and sets == 10 and all(map(partitioned, calls)),
+          f"{len(calls)} calls, {len(scopes)} workspace scopes holding {len(allocs)} aten::empty, "
+          f"setDeviceMemory x{sets} ({ws >> 20} MiB each); {phase_line(calls)}")
+
+
+@guarded
+def preallocated_and_output_allocator(d: Path) -> None:
+    import torch
+
+    x = torch.randn(16, 128, device="cuda")
+    plan = faketrt.Plan("_run_on_acc_pre_engine", gpu_us=10)
+    engine = faketrt.make_engine(plan)
+    try:
+        engine.use_pre_allocated_outputs = True
+        mode = "use_pre_allocated_outputs = True"
+    except Exception as e:  # noqa: BLE001
+        mode = f"could not switch on ({type(e).__name__})"
+    outs: list = []
+    calls = traced(str(d / "prealloc.json"), lambda: [outs.append(torch.ops.tensorrt.execute_engine([x], engine)[0])
+                                                      for _ in range(10)])
+    check("pre-allocated outputs: phases partition every call, outputs right",
+          len(calls) == 10 and all(map(partitioned, calls)) and all(torch.equal(o, x) for o in outs),
+          f"{mode}; {sum('outputs' in c for c in calls)}/10 calls with an outputs phase; {phase_line(calls)}")
+
+    plan = faketrt.Plan("_run_on_acc_oa_engine", gpu_us=10)
+    engine = faketrt.make_engine(plan, requires_output_allocator=True)
+    outs = []
+    calls = traced(str(d / "output_allocator.json"),
+                   lambda: [outs.append(torch.ops.tensorrt.execute_engine([x], engine)[0]) for _ in range(10)])
+    st = faketrt.stats(plan.name)
+    check("output-allocator mode: phases partition every call, outputs right, the allocator asked per call",
+          len(calls) == 10 and all(map(partitioned, calls)) and all(torch.equal(o, x) for o in outs)
+          and st["allocator_calls"] == 10,
+          f"reallocateOutputAsync x{st['allocator_calls']}; {phase_line(calls)}")
+
+
+@guarded
+def cuda_graphs(d: Path) -> None:
+    import torch
+
+    x = torch.randn(16, 128, device="cuda")
+    plan = faketrt.Plan("_run_on_acc_cg_engine", gpu_us=30)
+    engine = faketrt.make_engine(plan)
+    torch.ops.tensorrt.set_cudagraphs_mode(True)
+    outs: list = []
+    try:
+        calls = traced(str(d / "cudagraphs.json"),
+                       lambda: [outs.append(torch.ops.tensorrt.execute_engine([x], engine)[0].clone())
+                                for _ in range(10)])
+    finally:
+        torch.ops.tensorrt.set_cudagraphs_mode(False)
+    st = faketrt.stats(plan.name)
+    check("set_cudagraphs_mode(True): capture + 10 replays traced, none flagged captured (they ran), GPU spans",
+          len(calls) == 10 and not any(c["captured"] for c in calls) and all("gpu" in c for c in calls)
+          and all(torch.equal(o, x) for o in outs) and st["captured"] == 1 and all(map(partitioned, calls)),
+          f"enqueueV3 x{st['enqueues']} (captured x{st['captured']}); first call "
+          f"{calls[0]['execute_engine'][1]:.0f} us,"
+          f" replays {statistics.median(c['execute_engine'][1] for c in calls[1:]):.0f} us; {phase_line(calls[1:])}")
+
+    # The caller captures a whole graph around an engine call: flagged captured, no GPU span.
+    plan = faketrt.Plan("_run_on_acc_usergraph_engine", gpu_us=30)
+    engine = faketrt.make_engine(plan)
+    torch.ops.tensorrt.execute_engine([x], engine)
+    torch.cuda.synchronize()
+    g = torch.cuda.CUDAGraph()
+    box: dict = {}
+
+    def capture() -> None:
+        s = torch.cuda.Stream()
+        with torch.cuda.stream(s):
+            with torch.cuda.graph(g, stream=s):
+                box["y"] = torch.ops.tensorrt.execute_engine([x], engine)[0]
+        g.replay()
+    try:
+        calls = traced(str(d / "user_graph.json"), capture)
+        check("a caller's own CUDA graph capture of an engine call: traced, flagged captured, no GPU span",
+              len(calls) == 1 and calls[0]["captured"] and "gpu" not in calls[0] and torch.equal(box["y"], x),
+              f"{len(calls)} call(s), captured={calls[0]['captured'] if calls else None}")
+    except Exception as e:  # noqa: BLE001 (the runtime itself may refuse a caller's capture)
+        print(f"INFO  caller-captured CUDA graph: the runtime refused it ({type(e).__name__}: "
+              f"{str(e).splitlines()[0][:160] if str(e) else ''})")
+
+
+@guarded
+def runtime_profiling(d: Path) -> None:
+    import torch
+
+    x = torch.randn(16, 128, device="cuda")
+    plan = faketrt.Plan("_run_on_acc_prof_engine", gpu_us=20)
+    engine = faketrt.make_engine(plan)
+    prof_dir = d / "runtime_profile"
+    prof_dir.mkdir()
+    engine.profile_path_prefix = str(prof_dir)
+    engine.enable_profiling()
+    try:
+        calls = traced(str(d / "runtime_profiling.json"),
+                       lambda: [torch.ops.tensorrt.execute_engine([x], engine) for _ in range(5)])
+    finally:
+        engine.disable_profiling()
+    files = sorted(p.name for p in prof_dir.rglob("*") if p.is_file())
+    st = faketrt.stats(plan.name)
+    check("the runtime's own enable_profiling() while trt_trace traces: both work",
+          len(calls) == 5 and all(map(partitioned, calls)) and st["profiler_reports"] == 5 and len(files) > 0,
+          f"{len(calls)} calls traced; per-layer reports x{st['profiler_reports']}; runtime wrote {len(files)} "
+          f"file(s): {files[:5]}")
+
+
+@guarded
+def multi_device_safe_mode(d: Path) -> None:
+    import torch
+
+    x = torch.randn(16, 128, device="cuda")
+    plan = faketrt.Plan("_run_on_acc_md_engine", gpu_us=10)
+    engine = faketrt.make_engine(plan)
+    torch.ops.tensorrt.set_multi_device_safe_mode(True)
+    outs: list = []
+    try:
+        calls = traced(str(d / "multi_device.json"),
+                       lambda: [outs.append(torch.ops.tensorrt.execute_engine([x], engine)[0]) for _ in range(5)])
+    finally:
+        torch.ops.tensorrt.set_multi_device_safe_mode(False)
+    check("multi-device safe mode: calls traced with phases and GPU spans, outputs right",
+          len(calls) == 5 and all(map(partitioned, calls)) and all("gpu" in c for c in calls)
+          and all(torch.equal(o, x) for o in outs), phase_line(calls))
+
+
+@guarded
+def two_threads(d: Path) -> None:
+    import torch
+
+    x = torch.randn(16, 128, device="cuda")
+    plan = faketrt.Plan("_run_on_acc_mt_engine", gpu_us=20, host_us=100)
+    engine = faketrt.make_engine(plan)
+    torch.ops.tensorrt.execute_engine([x], engine)
+    wrong = []
+
+    def worker() -> None:
+        for _ in range(50):
+            if not torch.equal(torch.ops.tensorrt.execute_engine([x], engine)[0], x):
+                wrong.append(1)
+
+    def run() -> None:
+        ts = [threading.Thread(target=worker) for _ in range(2)]
+        for t in ts:
+            t.start()
+        for t in ts:
+            t.join()
+    calls = traced(str(d / "threads.json"), run)
+    threads = {c["thread"] for c in calls}
+    waits = sorted(c["workspace"][1] for c in calls if "workspace" in c)
+    check("two threads on one engine: every call traced from both threads, phases partition, outputs right",
+          len(calls) == 100 and len(threads) == 2 and not wrong and all(map(partitioned, calls)),
+          f"{len(calls)} calls from {len(threads)} threads; workspace (holds the engine lock wait) median "
+          f"{statistics.median(waits):.1f} us, max {waits[-1]:.1f} us")
+
+
+@guarded
+def failing_enqueue(d: Path) -> None:
+    import torch
+
+    x = torch.randn(16, 128, device="cuda")
+    for stage in ("enqueue", "infer_shapes"):
+        plan = faketrt.Plan(f"_run_on_acc_fail_{stage}_engine", gpu_us=10, fail_every=3, fail_stage=stage)
+        engine = faketrt.make_engine(plan)
+        errors: list[str] = []
+
+        def run(engine=engine, errors=errors) -> None:
+            for _ in range(9):
+                try:
+                    torch.ops.tensorrt.execute_engine([x], engine)
+                except RuntimeError as e:
+                    errors.append(str(e).strip().splitlines()[-1] if str(e) else "")
+        calls = traced(str(d / f"failing_{stage}.json"), run)
+        flagged = [c for c in calls if c["error"]]
+        failed = faketrt.stats(plan.name)["failed"]
+        detail = (f"{failed} failures in {stage}, {len(errors)} exceptions ({errors[0][:100] if errors else ''!r}), "
+                  f"{len(flagged)} calls flagged error of {len(calls)}")
+        if stage == "enqueue" and not errors:
+            # 2.11's standard path logs a failed enqueueV3 but does not raise: nothing reaches the caller.
+            check("failing enqueueV3: the runtime logs it and returns; trt_trace flags no error where none was "
+                  "raised", failed == 3 and not flagged and len(calls) == 9, detail)
+            continue
+        check(f"failing {stage}: the exception reaches the caller, the call is flagged error, later calls traced",
+              failed == 3 and len(errors) == 3 and len(flagged) == 3 and len(calls) == 9
+              and not any("gpu" in c for c in flagged), detail)
+
+
+@guarded
+def aliases(d: Path) -> None:
+    import torch
+
+    ns = torch.ops.tensorrt
+    have = {op: hasattr(ns, op) for op in ("execute_engine", "set_cudagraphs_mode", "set_multi_device_safe_mode",
+                                           "set_profile_execution", "dump_engine_timing")}
+    x = torch.randn(16, 128, device="cuda")
+    plan = faketrt.Plan("_run_on_acc_alias_engine", gpu_us=10)
+    engine = faketrt.make_engine(plan)
+    torch.ops.trt_trace.reset()
+    ns.set_profile_execution(True)
+    for _ in range(7):
+        ns.execute_engine([x], engine)
+    torch.cuda.synchronize()
+    table = ns.dump_engine_timing()
+    ns.set_profile_execution(False)
+    row = [ln for ln in table.splitlines() if ln.startswith(plan.name)]
+    check("torch.ops.tensorrt.set_profile_execution / dump_engine_timing beside the runtime's own ops",
+          all(have.values()) and len(row) == 1 and row[0].split()[1] == "7",
+          f"ops {have}; table row {row[0] if row else None!r}")
+    print("\n".join("      " + ln for ln in table.splitlines()))
+
+
+# ---- GPU spans against the engine's own GPU work ---------------------------------------------
+
+def span_rows(calls: list[dict], truth: dict[str, list[int]]) -> dict[str, list[tuple[float, float]]]:
+    """Per engine: (span us, truth us) per call in call order."""
+    out: dict[str, list[tuple[float, float]]] = {}
+    by_engine: dict[str, list[dict]] = {}
+    for c in calls:
+        by_engine.setdefault(c["engine"], []).append(c)
+    for name, cs in by_engine.items():
+        t = truth.get(name, [])
+        if len(t) == len(cs):
+            out[name] = [(c["gpu"][1], w / 1000) for c, w in zip(cs, t, strict=True) if "gpu" in c]
+    return out
+
+
+def report_spans(label: str, rows: dict[str, list[tuple[float, float]]], sizes: dict[str, float],
+                 calls: list[dict], caller_stream: int | None = None) -> None:
+    for name, us in sizes.items():
+        r = rows.get(name, [])
+        mine = [c for c in calls if c["engine"] == name and "gpu" in c]
+        # Queued: the GPU reached the span after the call's host side had ended (the GPU was busy ahead).
+        queued = sum(c["gpu"][0] >= c["execute_engine"][0] + c["execute_engine"][1] for c in mine)
+        streams = sorted({c.get("gpu_stream") for c in mine}, key=str)
+        where = (f"; span streams {streams}" + (f" (caller {caller_stream})" if caller_stream is not None else ""))
+        if not r:
+            check(f"{label}, {us:.0f} us engine: GPU span within 3% + 2 us of its own GPU work", False, "no spans")
+            continue
+        within = [abs(a - b) <= 0.03 * b + 2.0 for a, b in r]
+        ratios = [a / b for a, b in r]
+        check(f"{label}, {us:.0f} us engine: GPU span within 3% + 2 us of its own GPU work",
+              sum(within) >= 0.95 * len(r),
+              f"{sum(within)}/{len(r)} calls; span/truth median {statistics.median(ratios):.3f} "
+              f"(min {min(ratios):.3f}, max {max(ratios):.3f}); span - truth median "
+              f"{statistics.median(a - b for a, b in r):+.2f} us; truth median "
+              f"{statistics.median(b for _, b in r):.1f} us; {queued}/{len(mine)} queued{where}")
+
+
+def size_plans(prefix: str) -> list[faketrt.Plan]:
+    return [faketrt.Plan(f"{prefix}_{us}us_engine", gpu_us=us,
+                         inputs=(("x", "float32", (-1, -1)),)) for us in SIZES_US]
+
+
+@guarded
+def gpu_truth_eager(d: Path) -> None:
+    import torch
+
+    import trt_trace
+
+    plans = size_plans("_run_on_acc_eager")
+    engines = [faketrt.make_engine(p) for p in plans]
+    x = torch.randn(16, 16, device="cuda")
+    for label, stream in (("eager, default stream", None), ("eager, own stream", torch.cuda.Stream())):
+        ctx = torch.cuda.stream(stream) if stream is not None else torch.cuda.stream(torch.cuda.current_stream())
+        with ctx:
+            for e in engines:
+                torch.ops.tensorrt.execute_engine([x], e)
+            torch.cuda.synchronize()
+            for p in plans:
+                faketrt.work_ns(p.name)
+            path = str(d / f"truth_{'default' if stream is None else 'own'}.json")
+            with trt_trace.tracing(path):
+                for _ in range(30):
+                    torch.cuda._sleep(4_000_000)  # ~2 ms: the GPU busy ahead of the calls
+                    for e in engines:
+                        torch.ops.tensorrt.execute_engine([x], e)
+                torch.cuda.synchronize()
+        truth = {p.name: faketrt.work_ns(p.name) for p in plans}
+        calls = [c for _, c in sorted(calls_of(path).items())]
+        caller = (stream or torch.cuda.current_stream()).stream_id & 0xFFFFFFFF
+        report_spans(label, span_rows(calls, truth), {p.name: p.gpu_us for p in plans}, calls, caller)
+    from trt_trace import ops
+
+    print(f"      c10 GPU trace reports to trt_trace (engine-stream spans): {ops.gpu_stream_trace_installed()}")
+
+
+# ---- AOTInductor package, run in fresh processes ------------------------------------------------
+
+PACKAGE_PLANS = [faketrt.Plan("_run_on_acc_0_engine", gpu_us=3000)] + [
+    faketrt.Plan(f"_run_on_acc_{i + 1}_engine", gpu_us=us) for i, us in enumerate(SIZES_US)]
+
+
+def build_package(path: Path) -> None:
+    import torch
+
+    faketrt.register_export_fakes()
+
+    class Model(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            for p in PACKAGE_PLANS:
+                setattr(self, p.name, faketrt.make_engine(p))
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            for p in PACKAGE_PLANS:
+                x = torch.ops.tensorrt.execute_engine([x], getattr(self, p.name))[0] * 1.0 + 0.5
+            return x
+
+    x = torch.randn(16, 16, device="cuda")
+    ep = torch.export.export(Model(), (x,), strict=False)
+    torch._inductor.aoti_compile_and_package(ep, package_path=str(path))
+
+
+def child(args: argparse.Namespace) -> int:
+    """Runs the package in this fresh process; prints the engines' own GPU work as JSON."""
+    import torch
+
+    if args.child == "after":
+        load_runtime(args.fake, args.runtime)
+        import trt_trace
+
+        trt_trace.start(args.trace)
+    else:  # TRT_TRACE_OUT set: tracing started when torch was imported, before the runtime loads
+        load_runtime(args.fake, args.runtime)
+    runner = torch._inductor.aoti_load_package(args.package)
+    x = torch.randn(16, 16, device="cuda")
+    expect = x
+    for _ in PACKAGE_PLANS:
+        expect = expect * 1.0 + 0.5
+    ok = True
+    for p in PACKAGE_PLANS:
+        faketrt.work_ns(p.name)
+    for _ in range(args.runs):
+        out = runner(x)
+        ok &= bool(torch.allclose(out, expect))
+    torch.cuda.synchronize()
+    print(json.dumps({"ok": ok, "truth": {p.name: faketrt.work_ns(p.name) for p in PACKAGE_PLANS}}))
+    if args.child == "after":
+        import trt_trace
+
+        trt_trace.stop()
+    return 0
+
+
+@guarded
+def package(d: Path, args: argparse.Namespace) -> None:
+    import time
+
+    pkg = d / "engines.pt2"
+    t0 = time.time()
+    build_package(pkg)
+    print(f"      AOTInductor package of {len(PACKAGE_PLANS)} real-runtime engines compiled in "
+          f"{time.time() - t0:.0f} s")
+    runs = 30
+    for mode in ("env", "after"):
+        trace = d / f"package_{mode}.json"
+        env = {k: v for k, v in os.environ.items() if not k.startswith("TRT_TRACE_")}
+        if mode == "env":
+            env["TRT_TRACE_OUT"] = str(trace)
+        cmd = [sys.executable, __file__, "--fake", args.fake, "--runtime", args.runtime, "--child", mode,
+               "--package", str(pkg), "--trace", str(trace), "--runs", str(runs)]
+        p = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300, cwd="/tmp")
+        lines = [ln for ln in p.stdout.splitlines() if ln.startswith("{")]
+        label = ("package in a fresh process, only TRT_TRACE_OUT (tracing before the runtime loads)" if mode == "env"
+                 else "package in a fresh process, tracing started after the runtime loaded")
+        if p.returncode != 0 or not lines or not trace.exists():
+            check(label, False, f"rc {p.returncode}: {(p.stderr or p.stdout).strip().splitlines()[-3:]}")
+            continue
+        result = json.loads(lines[-1])
+        calls = [c for _, c in sorted(calls_of(str(trace)).items())]
+        per = {pl.name: sum(c["engine"] == pl.name for c in calls) for pl in PACKAGE_PLANS}
+        check(f"{label}: every engine call traced with its name, phases and GPU spans, output right",
+              result["ok"] and all(v == runs for v in per.values()) and all("gpu" in c for c in calls)
+              and all(map(partitioned, calls)), f"calls per engine {list(per.values())}; {phase_line(calls)}")
+        report_spans(f"package ({mode})", span_rows(calls, result["truth"]),
+                     {pl.name: pl.gpu_us for pl in PACKAGE_PLANS[1:]}, calls)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--fake", required=True, help="folder with the fake libnvinfer.so.10")
+    ap.add_argument("--runtime", required=True, help="libtorchtrt_runtime.so of torch-tensorrt 2.11.0")
+    ap.add_argument("--only", nargs="*", help="run only these checks")
+    ap.add_argument("--child", choices=("env", "after"), help=argparse.SUPPRESS)
+    ap.add_argument("--package", help=argparse.SUPPRESS)
+    ap.add_argument("--trace", help=argparse.SUPPRESS)
+    ap.add_argument("--runs", type=int, default=30, help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.child:
+        return child(args)
+    import torch
+
+    import trt_trace  # noqa: F401  (the hook is in place before the runtime loads)
+
+    load_runtime(args.fake, args.runtime)
+    print(f"torch {torch.__version__}, CUDA {torch.version.cuda}, {torch.cuda.get_device_name(0)}; "
+          f"runtime {args.runtime}")
+    checks = {"eager_streams": eager_streams, "dynamic_workspace": dynamic_workspace,
+              "preallocated_and_output_allocator": preallocated_and_output_allocator, "cuda_graphs": cuda_graphs,
+              "runtime_profiling": runtime_profiling, "multi_device_safe_mode": multi_device_safe_mode,
+              "two_threads": two_threads, "failing_enqueue": failing_enqueue, "aliases": aliases,
+              "gpu_truth_eager": gpu_truth_eager, "package": lambda d: package(d, args)}
+    with tempfile.TemporaryDirectory() as tmp:
+        for name, fn in checks.items():
+            if args.only and name not in args.only:
+                continue
+            sub = Path(tmp) / name
+            sub.mkdir()
+            fn(sub)
+    print(f"{failures} check(s) failed")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
