@@ -119,7 +119,8 @@ with tempfile.TemporaryDirectory() as d:
 print(json.dumps(results))
 """
 
-MODES = ("not installed", "installed, off", "tracing on", "flight recorder", "torch.profiler")  # (+ GPU events with --cuda)
+# (+ "tracing on + GPU events" with --cuda)
+MODES = ("not installed", "installed, off", "tracing on", "flight recorder", "torch.profiler")
 
 
 def main() -> int:
