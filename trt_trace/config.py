@@ -138,6 +138,11 @@ def quiet() -> bool:
     return parse_bool("TRT_TRACE_QUIET", False)
 
 
+def engine_stream_spans() -> bool:
+    """TRT_TRACE_ENGINE_STREAM=0: GPU spans on the caller's stream only (for sessions from the API too)."""
+    return parse_bool("TRT_TRACE_ENGINE_STREAM", True)
+
+
 def host_name() -> str:
     """The host name written into traces and into {host}: the two must agree for `trt-trace merge`."""
     return socket.gethostname()
@@ -201,6 +206,7 @@ class Settings:
     flight_max_bytes: int = DEFAULT_FLIGHT_MAX_MB * 1024 * 1024  # the flight recorder's memory cap
     flight_on_exit: bool = False  # the flight recorder also dumps at exit
     quiet: bool = False  # no "trace written to ..." line at exit
+    engine_stream_spans: bool = True  # GPU spans on an engine's own stream where it has one
 
 
 def from_env() -> Settings:
@@ -226,4 +232,5 @@ def from_env() -> Settings:
         flight_max_bytes=flight_max_bytes(),
         flight_on_exit=parse_bool("TRT_TRACE_FLIGHT_ON_EXIT", False),
         quiet=quiet(),
+        engine_stream_spans=engine_stream_spans(),
     )

@@ -82,6 +82,11 @@ def get_gpu_timing() -> bool:
     return bool(_op("get_gpu_timing")())
 
 
+def set_engine_stream_spans(enable: bool) -> None:
+    """Whether GPU spans may move to an engine's own stream (see csrc/hook/engine_stream_trace.h)."""
+    _op("_set_engine_stream_spans")(bool(enable))
+
+
 def gpu_stream_trace_installed() -> bool:
     """Whether c10's GPU trace reports event records and waits to trt_trace, so that calls of engines that
     run on a stream of their own get spans of that stream (see README, GPU time)."""
@@ -100,10 +105,7 @@ def gpu_clock_stats() -> dict[str, float]:
     the clock line through the two before it (ns: the placement error that remains), the last one,
     the last anchor's record->sync window (ns), the GPU clock's rate difference (ppm) and the median and
     99th percentile of the anchors' distances from the line (ns)."""
-    made, max_res, last_res, window, rate_ppb, p50, p99 = _op("gpu_clock_stats")()
-    return {"anchors": made, "max_abs_residual_ns": max_res, "last_residual_ns": last_res,
-            "anchor_window_ns": window, "gpu_clock_rate_ppm": rate_ppb / 1000.0,
-            "p50_abs_residual_ns": p50, "p99_abs_residual_ns": p99}
+    return {str(k): float(v) for k, v in _op("gpu_clock_stats")().items()}
 
 
 def pending() -> int:

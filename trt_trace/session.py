@@ -137,6 +137,7 @@ class Session:
         self.drainer.discard_pending()
         ops.reset_thread_counts()
         self.writer.gpu_flows = ops.set_gpu_timing(self.gpu) and self.gpu
+        ops.set_engine_stream_spans(self.settings.engine_stream_spans)
         metadata = self._metadata()
         rank = "" if metadata["rank"] is None else f" rank {metadata['rank']}"
         self.writer.begin(f"{program_name()}{rank} (pid {self.pid})", metadata)
@@ -232,7 +233,7 @@ def _settings_from_kwargs(path: str, buffer_events: int | None = None, nvtx: boo
     return Settings(
         out=path, buffer_events=buffer_events or DEFAULT_BUFFER_EVENTS, gpu=gpu, nvtx=nvtx,
         max_bytes=int(DEFAULT_MAX_MB * 2**20) if max_bytes is None else max_bytes, split=split, format=format,
-        lazy_file=lazy_file, quiet=config.quiet())
+        lazy_file=lazy_file, quiet=config.quiet(), engine_stream_spans=config.engine_stream_spans())
 
 
 def start_session(settings: Settings) -> Session:

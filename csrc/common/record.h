@@ -35,7 +35,7 @@ enum RecordFlags : uint8_t {
   kFlagError = 1 << 0,     // the engine call threw; its slices were closed at the throw
   kFlagNested = 1 << 1,    // an execute_engine call made from inside another traced call
   kFlagCaptured = 1 << 2,  // issued while its stream was capturing a CUDA graph
-  kFlagEngineStream = 1 << 3,  // GPU records only: the span is on the engine's own stream (gpu_timing.h)
+  kFlagEngineStream = 1 << 3,  // GPU records only: the span is on the engine's own stream (hook/engine_stream_trace.h)
 };
 
 struct Record {

@@ -35,7 +35,7 @@
 #include "common/record.h"
 #include "hook/engine_registry.h"
 #include "hook/engine_stats.h"
-#include "hook/gpu_timing.h"
+#include "hook/gpu_events.h"
 #include "hook/op_observer.h"
 #include "hook/profiler_scopes.h"
 

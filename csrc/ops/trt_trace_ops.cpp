@@ -15,7 +15,9 @@
 #include "common/clock.h"
 #include "hook/engine_registry.h"
 #include "hook/engine_stats.h"
-#include "hook/gpu_timing.h"
+#include "hook/engine_stream_trace.h"
+#include "hook/gpu_events.h"
+#include "hook/gpu_resolver.h"
 #include "hook/nvtx_ranges.h"
 #include "hook/tracing_state.h"
 #include "ops/timing_table.h"
@@ -101,8 +103,23 @@ int64_t pending() {
 
 bool set_gpu_timing(bool enable) { return gpu::set_enabled(enable); }
 bool get_gpu_timing() { return gpu::enabled() && gpu::available(); }
-bool gpu_stream_trace_installed() { return gpu::stream_trace_installed(); }
-std::vector<int64_t> gpu_clock_stats() { return gpu::Resolver::instance().clock_stats(); }
+bool gpu_stream_trace_installed() { return gpu::engine_stream_trace_installed(); }
+// Whether GPU spans may move to an engine's own stream (Settings.engine_stream_spans).
+void set_engine_stream_spans(bool enable) { gpu::g_engine_stream_spans.store(enable, std::memory_order_relaxed); }
+
+// Named, so that no reader depends on an order of fields.
+c10::Dict<std::string, double> gpu_clock_stats() {
+  const gpu::ClockStats s = gpu::Resolver::instance().clock_stats();
+  c10::Dict<std::string, double> out;
+  out.insert("anchors", static_cast<double>(s.anchors));
+  out.insert("max_abs_residual_ns", static_cast<double>(s.max_abs_residual_ns));
+  out.insert("last_residual_ns", static_cast<double>(s.last_residual_ns));
+  out.insert("anchor_window_ns", static_cast<double>(s.anchor_window_ns));
+  out.insert("gpu_clock_rate_ppm", s.gpu_clock_rate_ppm);
+  out.insert("p50_abs_residual_ns", static_cast<double>(s.p50_abs_residual_ns));
+  out.insert("p99_abs_residual_ns", static_cast<double>(s.p99_abs_residual_ns));
+  return out;
+}
 
 double gpu_event_host_ns(int64_t device, int64_t calls) {
   if (device < 0 || device >= kNoDevice) return -1;
@@ -213,7 +230,8 @@ TORCH_LIBRARY(trt_trace, m) {
   m.def("set_gpu_timing(bool enable) -> bool", &set_gpu_timing);
   m.def("after_fork_in_child() -> ()", &after_fork_in_child);
   m.def("get_gpu_timing() -> bool", &get_gpu_timing);
-  m.def("gpu_clock_stats() -> int[]", &gpu_clock_stats);
+  m.def("gpu_clock_stats() -> Dict(str, float)", &gpu_clock_stats);
+  m.def("_set_engine_stream_spans(bool enable) -> ()", &set_engine_stream_spans);
   m.def("gpu_event_host_ns(int device, int calls) -> float", &gpu_event_host_ns);
   m.def("gpu_stream_trace_installed() -> bool", &gpu_stream_trace_installed);
   m.def("pending() -> int", &pending);

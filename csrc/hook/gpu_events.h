@@ -1,0 +1,59 @@
+// GPU execution spans of traced calls: the hot-path half (the calling thread).
+// The drainer's half, which turns the events into spans on the host clock, is
+// gpu_resolver.h; docs/gpu-clock.md has the whole model.
+//
+// Per traced CUDA call: a pooled event recorded on the caller's current stream
+// before the call and one after it. The runtime orders the engine's work
+// between them on that stream (directly, or through a stream of its own and
+// event hand-offs). Where the engine runs on a stream of its own, the span is
+// taken on that stream instead (engine_stream_trace.h): the engine's own work,
+// without the hand-offs. Nothing synchronises on this thread; while the stream
+// is capturing a CUDA graph no event is recorded and the call is flagged
+// kFlagCaptured instead. The two event handles travel through the call's ring
+// as a kGpuPending record.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+
+namespace trt_trace {
+namespace gpu {
+
+constexpr int kMaxDevices = 64;  // CUDA devices a process may trace on (device index < 64)
+
+extern std::atomic<bool> g_enabled;
+inline bool enabled() noexcept { return g_enabled.load(std::memory_order_relaxed); }
+// Returns whether GPU timing is compiled in (a CUDA build).
+bool set_enabled(bool on);
+bool available() noexcept;
+
+struct CallEvents {
+  void* start = nullptr;  // cudaEvent_t
+  void* end = nullptr;
+  uint32_t stream = 0;    // low bits of the c10 stream id
+  bool captured = false;
+  // The engine's own stream, where the runtime hands the work over to one (engine_stream_trace.h).
+  bool active = false;             // this call is the thread's current one for the GPU trace
+  void* caller_stream = nullptr;   // cudaStream_t the start event went on
+  void* engine_stream = nullptr;   // cudaStream_t made to wait for the caller's, if any
+  void* engine_start = nullptr;    // cudaEvent_t on engine_stream after that wait
+  void* engine_end = nullptr;      // cudaEvent_t on engine_stream after the engine's work
+  CallEvents* outer = nullptr;     // the enclosing traced call's (nested calls)
+  bool on_engine_stream = false;   // end_call made start/end the engine-stream pair
+};
+
+// Before the call: checks capture, records the start event. False: no GPU span.
+bool begin_call(uint16_t device, CallEvents* ev) noexcept;
+// After the call: records the end event. False: no GPU span (events released).
+bool end_call(uint16_t device, CallEvents* ev) noexcept;
+// Gives the events back (the call's records were dropped, or it failed).
+void release(uint16_t device, CallEvents* ev) noexcept;
+
+// Benchmark support: host ns per call of the GPU-event work a traced call adds
+// on its thread (begin_call + end_call on the current stream of `device`, with
+// pooled events that completed before), averaged over `calls`; -1 if no events
+// could be recorded. Synchronises the device: not for use while tracing.
+double event_pair_host_ns(uint16_t device, int64_t calls) noexcept;
+
+}  // namespace gpu
+}  // namespace trt_trace

@@ -1,0 +1,264 @@
+#include "hook/gpu_resolver.h"
+
+#include <algorithm>
+#include <climits>
+#include <cstdlib>
+
+#include "common/clock.h"
+#include "hook/engine_stats.h"
+
+#ifdef TRT_TRACE_WITH_CUDA
+#include <c10/cuda/CUDAGuard.h>
+#include <cuda_runtime_api.h>
+
+#include "hook/gpu_event_pool.h"
+#endif
+
+namespace trt_trace {
+namespace gpu {
+
+Resolver& Resolver::instance() {
+  static Resolver* r = new Resolver();  // leaked: the drainer may run until the process ends
+  return *r;
+}
+
+#ifdef TRT_TRACE_WITH_CUDA
+
+namespace {
+
+constexpr int64_t kReanchorNs = 100000000;  // a new anchor every 100 ms while spans resolve
+// Residual statistic: the clock line is drawn through two anchors at least this far apart (two
+// anchors close together, e.g. a final drain right after a periodic anchor, turn their record->sync
+// windows into a large rate error that says nothing about placement).
+constexpr int64_t kMinBaselineNs = 20000000;
+constexpr size_t kResidualsKept = 1 << 16;
+constexpr size_t kAnchorsKept = 64;
+
+cudaEvent_t as_event(void* e) { return static_cast<cudaEvent_t>(e); }
+
+// Elapsed ns from a to b (both complete), as CUDA measures it (0.5 us resolution).
+double elapsed_ns(void* a, void* b) {
+  float ms = 0.f;
+  if (cudaEventElapsedTime(&ms, as_event(a), as_event(b)) != cudaSuccess) {
+    cudaGetLastError();
+    return 0.0;
+  }
+  return static_cast<double>(ms) * 1e6;
+}
+
+}  // namespace
+
+// The tightest of three record->sync windows on an idle stream of our own, its host time the
+// window's midpoint.
+void Resolver::make_anchor(uint16_t device) {
+  DeviceClock& clock = clocks_[device];
+  c10::cuda::CUDAGuard guard(static_cast<c10::DeviceIndex>(device));
+  if (clock.stream == nullptr) {
+    cudaStream_t stream = nullptr;
+    if (cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking) != cudaSuccess) {
+      cudaGetLastError();
+      return;
+    }
+    clock.stream = stream;
+  }
+  Anchor best{nullptr, 0};
+  int64_t best_window = INT64_MAX;
+  for (int attempt = 0; attempt < 3; ++attempt) {
+    cudaEvent_t e = nullptr;
+    if (cudaEventCreateWithFlags(&e, cudaEventDefault) != cudaSuccess) {
+      cudaGetLastError();
+      break;
+    }
+    const int64_t before = now_ns();
+    const bool ok = cudaEventRecord(e, static_cast<cudaStream_t>(clock.stream)) == cudaSuccess &&
+                    cudaEventSynchronize(e) == cudaSuccess;
+    const int64_t after = now_ns();
+    if (ok && after - before < best_window) {
+      if (best.event != nullptr) cudaEventDestroy(as_event(best.event));
+      best = Anchor{e, before + (after - before) / 2};
+      best_window = after - before;
+    } else {
+      cudaGetLastError();
+      cudaEventDestroy(e);
+    }
+  }
+  if (best.event == nullptr) return;
+  const size_t n = clock.anchors.size();
+  // Residuals only across back-to-back anchors: after a pause (tracing off, no GPU calls) the
+  // previous anchors are old and the line through them says little about the clock now.
+  const Anchor* a = nullptr;
+  if (n >= 2 && best.host_ns - clock.anchors[n - 1].host_ns < 2 * kReanchorNs) {
+    for (size_t i = n - 1; i-- > 0;) {
+      const int64_t baseline = clock.anchors[n - 1].host_ns - clock.anchors[i].host_ns;
+      if (baseline > 10 * kReanchorNs) break;
+      if (baseline >= kMinBaselineNs) {
+        a = &clock.anchors[i];
+        break;
+      }
+    }
+  }
+  if (a != nullptr) {
+    // How far the new anchor lies from the clock line through two earlier ones: the error that
+    // piecewise-linear placement between anchors can still have.
+    const Anchor& b = clock.anchors[n - 1];
+    const double gpu_ab = elapsed_ns(a->event, b.event);
+    const double rate = gpu_ab > 0 ? static_cast<double>(b.host_ns - a->host_ns) / gpu_ab : 1.0;
+    const int64_t predicted = b.host_ns + static_cast<int64_t>(elapsed_ns(b.event, best.event) * rate);
+    note_residual(best.host_ns - predicted);
+    stats_.gpu_clock_rate_ppm = (rate - 1.0) * 1e6;
+  }
+  stats_.anchor_window_ns = best_window;
+  ++stats_.anchors;
+  clock.anchors.push_back(best);
+  while (clock.anchors.size() > kAnchorsKept) {
+    cudaEventDestroy(as_event(clock.anchors.front().event));
+    clock.anchors.pop_front();
+  }
+}
+
+void Resolver::note_residual(int64_t residual_ns) {
+  stats_.last_residual_ns = residual_ns;
+  stats_.max_abs_residual_ns = std::max(stats_.max_abs_residual_ns, std::abs(residual_ns));
+  if (abs_residuals_.size() < kResidualsKept) {
+    abs_residuals_.push_back(std::abs(residual_ns));
+  } else {
+    abs_residuals_[residual_next_++ % kResidualsKept] = std::abs(residual_ns);
+  }
+}
+
+// Linear between the two anchors around the event (the GPU and host clocks run at slightly
+// different rates).
+int64_t Resolver::host_time(const DeviceClock& clock, void* event) {
+  const size_t n = clock.anchors.size();
+  for (size_t i = n; i-- > 0;) {
+    const Anchor& a = clock.anchors[i];
+    const double from_a = elapsed_ns(a.event, event);
+    if (from_a < 0 && i > 0) continue;
+    if (i + 1 < n) {
+      const Anchor& b = clock.anchors[i + 1];
+      const double gpu_ab = elapsed_ns(a.event, b.event);
+      const double rate = gpu_ab > 0 ? static_cast<double>(b.host_ns - a.host_ns) / gpu_ab : 1.0;
+      return a.host_ns + static_cast<int64_t>(from_a * rate);
+    }
+    return a.host_ns + static_cast<int64_t>(from_a);
+  }
+  return 0;
+}
+
+size_t Resolver::take_pending(Record* records, size_t n) {
+  size_t kept = 0;
+  for (size_t i = 0; i < n; ++i) {
+    const Record& r = records[i];
+    if (r.phase == static_cast<uint8_t>(Phase::kGpuPending)) {
+      auto it = enqueue_begin_.find(r.call_id);
+      const int64_t not_before = it != enqueue_begin_.end() ? it->second : 0;
+      if (it != enqueue_begin_.end()) enqueue_begin_.erase(it);
+      pending_.push_back(Pending{r, not_before, 0});
+      continue;
+    }
+    if (r.device != kNoDevice &&
+        (r.phase == static_cast<uint8_t>(Phase::kCall) || r.phase == static_cast<uint8_t>(Phase::kEnqueue))) {
+      if (enqueue_begin_.size() > 65536) enqueue_begin_.clear();  // calls that never got events
+      enqueue_begin_[r.call_id] = r.begin_ns;  // kEnqueue comes after kCall and wins
+    }
+    records[kept++] = r;
+  }
+  return kept;
+}
+
+size_t Resolver::resolve(Record* out, size_t max, bool wait) {
+  // This thread's CUDA calls (queries, synchronisations, anchors) must neither fail nor break a
+  // CUDA graph that another thread captures in the global mode (the default of torch's
+  // CUDAGraph, used by Torch-TensorRT's CUDA graph mode): they obey only this thread's captures.
+  static thread_local bool capture_mode_set = false;
+  if (!capture_mode_set) {
+    cudaStreamCaptureMode mode = cudaStreamCaptureModeThreadLocal;
+    if (cudaThreadExchangeStreamCaptureMode(&mode) != cudaSuccess) cudaGetLastError();
+    capture_mode_set = true;
+  }
+  size_t n = 0;
+  const size_t limit = pending_.size();
+  for (size_t scanned = 0; n < max && scanned < limit && !pending_.empty(); ++scanned) {
+    Pending p = pending_.front();
+    pending_.pop_front();
+    const uint16_t device = p.rec.device;
+    void* start = reinterpret_cast<void*>(static_cast<uintptr_t>(p.rec.begin_ns));
+    void* end = reinterpret_cast<void*>(static_cast<uintptr_t>(p.rec.end_ns));
+    c10::cuda::CUDAGuard guard(static_cast<c10::DeviceIndex>(device));
+    DeviceClock& clock = clocks_[device];
+    bool failed = false;
+    if (p.completed_ns == 0) {
+      const cudaError_t st = wait ? cudaEventSynchronize(as_event(end)) : cudaEventQuery(as_event(end));
+      if (st == cudaErrorNotReady) {
+        pending_.push_back(p);  // later; other threads' spans may be ready
+        continue;
+      }
+      failed = st != cudaSuccess;
+      if (failed) cudaGetLastError();
+      p.completed_ns = now_ns();
+    }
+    if (!failed) {
+      // Placement needs an anchor taken after the span completed (to interpolate).
+      const bool anchored_after = !clock.anchors.empty() && clock.anchors.back().host_ns > p.completed_ns;
+      if (!anchored_after) {
+        const int64_t last = clock.anchors.empty() ? 0 : clock.anchors.back().host_ns;
+        if (wait || now_ns() - last >= kReanchorNs) {
+          make_anchor(device);
+        } else {
+          pending_.push_back(p);  // at the next anchor, at most kReanchorNs from now
+          continue;
+        }
+      }
+      if (!clock.anchors.empty()) {
+        int64_t b = host_time(clock, start);
+        int64_t e = host_time(clock, end);
+        // The engine's work cannot start before its launch. An engine-stream start event cannot pass
+        // before the runtime's hand-off right before the launch, so it needs no such bound (and the
+        // enqueue phase can begin after the launch: in the output-allocator mode it starts after an
+        // allocation made from inside enqueueV3).
+        if (!(p.rec.flags & kFlagEngineStream) && b < p.not_before_ns) b = p.not_before_ns;
+        if (e < b) e = b;
+        Record r = p.rec;
+        r.begin_ns = b;
+        r.end_ns = e;
+        r.phase = static_cast<uint8_t>(Phase::kGpu);
+        out[n++] = r;
+        if (EngineStats::Table* stats = EngineStats::instance().this_thread()) stats->add_gpu(r.engine_id, e - b);
+      }
+    }
+    give_back_shared(device, as_event(start), as_event(end));  // for the calling threads
+  }
+  return n;
+}
+
+void Resolver::forget_pending() noexcept {
+  pending_.clear();
+  enqueue_begin_.clear();
+  for (auto& clock : clocks_) clock = DeviceClock{};
+}
+
+ClockStats Resolver::clock_stats() const {
+  ClockStats out = stats_;
+  std::vector<int64_t> r = abs_residuals_;
+  auto pct = [&r](double q) -> int64_t {
+    if (r.empty()) return 0;
+    const size_t k = std::min(r.size() - 1, static_cast<size_t>(q * static_cast<double>(r.size())));
+    std::nth_element(r.begin(), r.begin() + static_cast<std::ptrdiff_t>(k), r.end());
+    return r[k];
+  };
+  out.p50_abs_residual_ns = pct(0.50);
+  out.p99_abs_residual_ns = pct(0.99);
+  return out;
+}
+
+#else  // CPU-only build: no GPU spans
+
+size_t Resolver::take_pending(Record*, size_t n) { return n; }
+size_t Resolver::resolve(Record*, size_t, bool) { return 0; }
+void Resolver::forget_pending() noexcept {}
+ClockStats Resolver::clock_stats() const { return stats_; }
+
+#endif
+
+}  // namespace gpu
+}  // namespace trt_trace

@@ -1,0 +1,89 @@
+// GPU execution spans of traced calls: the drainer's half. The calling
+// threads' half, which records the events, is gpu_events.h; docs/gpu-clock.md
+// has the whole model.
+//
+// The drainer hands every drained batch to the resolver: it takes the
+// kGpuPending records (two event handles each) out, queries the events (never
+// blocking, except at the final drain) and turns each completed pair into a
+// kGpu record on the host clock:
+//   host(ev) = anchor.host_ns + elapsed(anchor.event, ev) * rate
+// An anchor is an event recorded on an idle stream of the resolver's own and
+// synchronised, its host time the midpoint of the tightest of three
+// record->sync windows. A new anchor is made every 100 ms while spans resolve,
+// and an event is placed linearly between the two anchors around it, so the GPU
+// clock's rate difference cancels out; each new anchor measures the residual,
+// its distance from the clock line through two before it. A caller-stream span
+// starts no earlier than the call's enqueue phase: the engine's work cannot
+// start before it is launched.
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <unordered_map>
+#include <vector>
+
+#include "common/record.h"
+#include "hook/gpu_events.h"
+
+namespace trt_trace {
+namespace gpu {
+
+// How GPU times were placed on the host clock (torch.ops.trt_trace.gpu_clock_stats).
+struct ClockStats {
+  int64_t anchors = 0;               // anchors made
+  int64_t max_abs_residual_ns = 0;   // the largest distance of an anchor from the line through earlier ones
+  int64_t last_residual_ns = 0;
+  int64_t anchor_window_ns = 0;      // the last anchor's record->sync window
+  double gpu_clock_rate_ppm = 0;     // GPU clock rate vs CLOCK_MONOTONIC - 1, last interval
+  int64_t p50_abs_residual_ns = 0;   // over the last kResidualsKept anchors
+  int64_t p99_abs_residual_ns = 0;
+};
+
+// Drainer side. Not thread-safe: used under the drain lock (one consumer at a time).
+class Resolver {
+ public:
+  static Resolver& instance();
+  // Takes the kGpuPending records out of records[0..n) (compacting the rest in
+  // place; returns the new n) and remembers each call's enqueue begin.
+  size_t take_pending(Record* records, size_t n);
+  // Appends up to max resolved kGpu records to out. wait: block until every
+  // pending span is complete (final drain only).
+  size_t resolve(Record* out, size_t max, bool wait);
+  size_t pending() const noexcept { return pending_.size(); }
+  // A forked child cannot use its parent's CUDA events: forget them (no CUDA call).
+  void forget_pending() noexcept;
+  ClockStats clock_stats() const;
+
+ private:
+  struct Anchor {
+    void* event;  // cudaEvent_t
+    int64_t host_ns;
+  };
+  struct DeviceClock {
+    void* stream = nullptr;  // cudaStream_t: the resolver's own idle stream
+    std::deque<Anchor> anchors;
+  };
+  struct Pending {
+    Record rec;                 // the kGpuPending record (begin/end hold the events)
+    int64_t not_before_ns = 0;  // the call's enqueue begin
+    int64_t completed_ns = 0;   // host time when the end event was seen complete (0: not yet)
+  };
+
+  // Records an anchor for `device` now.
+  void make_anchor(uint16_t device);
+  // Host time of a completed event that precedes the newest anchor of its device.
+  static int64_t host_time(const DeviceClock& clock, void* event);
+  void note_residual(int64_t residual_ns);
+
+  std::array<DeviceClock, kMaxDevices> clocks_;
+  std::deque<Pending> pending_;
+  std::unordered_map<uint64_t, int64_t> enqueue_begin_;  // call id -> host ns
+  ClockStats stats_;                                     // percentiles filled in by clock_stats()
+  std::vector<int64_t> abs_residuals_;                   // the last kResidualsKept, for percentiles
+  size_t residual_next_ = 0;
+};
+
+}  // namespace gpu
+}  // namespace trt_trace
