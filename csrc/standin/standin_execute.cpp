@@ -142,8 +142,8 @@ std::vector<at::Tensor> execute_engine(std::vector<at::Tensor> inputs, c10::intr
   std::vector<at::Tensor> bound_inputs;
   bound_inputs.reserve(inputs.size());
   for (const auto& in : inputs) {
-    TORCH_CHECK(in.device().type() == device.type(), "Expected input tensors to have device ", device.type(),
-                ", found device ", in.device());
+    TORCH_CHECK(in.device().type() == device.type(), "Expected input tensors to have device ",
+                c10::DeviceTypeName(device.type(), /*lower_case=*/true), ", found device ", in.device());
     bound_inputs.push_back(in.view(in.sizes()).contiguous());
   }
 
