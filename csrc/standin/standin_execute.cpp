@@ -147,7 +147,10 @@ std::vector<at::Tensor> execute_engine(std::vector<at::Tensor> inputs, c10::intr
     bound_inputs.push_back(in.view(in.sizes()).contiguous());
   }
 
-  // 8. Output setup: at::empty per output, unless pre-allocated outputs are reused.
+  // 8. Output setup: an allocation per output, unless pre-allocated outputs are reused. 2.11
+  //    allocates float32 and converts with .to(dtype) (dispatched even when that is float32);
+  //    2.13 allocates in the output's dtype. (.contiguous() on the new tensor, which both do,
+  //    dispatches nothing.)
   std::vector<at::Tensor> outputs;
   const bool reuse = engine->use_pre_allocated_outputs &&
                      engine->pre_allocated_outputs.size() == static_cast<size_t>(p.num_outputs) &&
@@ -155,8 +158,14 @@ std::vector<at::Tensor> execute_engine(std::vector<at::Tensor> inputs, c10::intr
   if (reuse) {
     outputs = engine->pre_allocated_outputs;
   } else {
+    const at::TensorOptions like = bound_inputs[0].options();
     for (int64_t k = 0; k < p.num_outputs; ++k) {
-      outputs.push_back(at::empty(bound_inputs[0].sizes(), bound_inputs[0].options()));
+      if (rt.converts_outputs) {
+        outputs.push_back(at::empty(bound_inputs[0].sizes(), at::TensorOptions().device(like.device()))
+                              .to(like.dtype().toScalarType()));
+      } else {
+        outputs.push_back(at::empty(bound_inputs[0].sizes(), like));
+      }
     }
     if (engine->use_pre_allocated_outputs) engine->pre_allocated_outputs = outputs;
   }

@@ -11,6 +11,9 @@
 //   * Streams: 2.11 runs every call on the engine's own stream (a pool stream taken at its first
 //     call), with events caller -> engine -> caller whatever stream the caller is on; 2.13 runs on
 //     the caller's stream unless that is the default stream, and only then on the engine's own one.
+//   * Output setup: 2.11 allocates each output as float32 and converts it with .to(dtype), an op
+//     dispatched (and seen by observers) after each allocation even when the dtype is float32; 2.13
+//     allocates each output in its dtype.
 //
 // A process plays one version: TRT_TRACE_STANDIN_RUNTIME=2.11|2.13 (default 2.13), read once when
 // the library loads. Tests may switch it (tensorrt::_trt_trace_standin_set_runtime); an engine
@@ -31,6 +34,7 @@ struct RuntimeTraits {
   int64_t serialization_len;        // serialized-info fields (and __obj_flatten__ pairs)
   bool moves_inputs_to_device;      // false: an input off the engine's device is an error
   bool runs_on_caller_stream;       // true: a caller on a non-default stream keeps the work there
+  bool converts_outputs;            // true: outputs allocated as float32, then .to(dtype)
 };
 
 const RuntimeTraits& traits(RuntimeVersion version);
