@@ -232,8 +232,9 @@ def test_cuda_streams_follow_the_version(runtime_version):
     assert seen == {"default": False, "own": runtime_version == "2.13"}, seen
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason="the op observer (csrc/hook/call_scope.h) ends `outputs` at the first op after "
-                   "an allocation that is not one; 2.11's output setup converts each output (.to) right after "
+@pytest.mark.xfail(strict=True, raises=AssertionError,
+                   reason="the op observer (csrc/hook/call_scope.h) ends `outputs` at the first op after an "
+                   "allocation that is not one; 2.11's output setup converts each output (.to) right after "
                    "allocating it, so all but the first output's setup is timed as `enqueue`")
 def test_211_output_setup_lands_in_outputs():
     # Three float64 outputs: 2.11 allocates each as float32 and converts it (milliseconds here); that
