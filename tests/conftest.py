@@ -7,6 +7,7 @@ import subprocess
 import sys
 import tempfile
 import threading
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -55,17 +56,41 @@ def drain_all():
     return np.concatenate(parts) if parts else np.zeros(0, dtype=RECORD_DTYPE)
 
 
-@pytest.fixture(scope="session")
-def demo_package() -> tuple[str, list]:
-    """A 6-engine AOTInductor package, compiled once per run (and cached on disk by content)."""
-    specs = model.demo_specs(6)
-    return model.package_model(specs, torch.randn(8, 64)), specs
+@pytest.fixture(params=standin.RUNTIME_VERSIONS)
+def runtime_version(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+    """Runs the test once per Torch-TensorRT version the stand-in plays, for the tests whose behaviour
+    depends on it (engine layout, pickling and packages, call paths, phases). Engines made in the test
+    follow the version; child processes get it through TRT_TRACE_STANDIN_RUNTIME."""
+    previous = standin.use_runtime(request.param)
+    monkeypatch.setenv("TRT_TRACE_STANDIN_RUNTIME", request.param)
+    yield request.param
+    standin.use_runtime(previous)
+
+
+_demo_packages: dict[str, tuple[str, list]] = {}
+
+
+@pytest.fixture
+def demo_package(request: pytest.FixtureRequest) -> tuple[str, list]:
+    """A 6-engine AOTInductor package of the runtime version played (its engines are pickled in that
+    version's layout), compiled once per version and run (and cached on disk by content)."""
+    if "runtime_version" in request.fixturenames:
+        request.getfixturevalue("runtime_version")  # switch first: the package follows the version
+    version = standin.runtime_version()
+    if version not in _demo_packages:
+        specs = model.demo_specs(6)
+        _demo_packages[version] = model.package_model(specs, torch.randn(8, 64)), specs
+    return _demo_packages[version]
+
+
+# Passed on to child processes: where packages are cached, and the runtime version they play.
+_INHERITED_SETTINGS = ("TRT_TRACE_CACHE_DIR", "TRT_TRACE_STANDIN_RUNTIME")
 
 
 def run_python(code: str, env_extra: dict[str, str] | None = None, cwd: Path | None = None,
                timeout: float = 300) -> subprocess.CompletedProcess:
     """Runs `python -c code` in a fresh interpreter (the installed package, not the source tree)."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("TRT_TRACE_") or k == "TRT_TRACE_CACHE_DIR"}
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TRT_TRACE_") or k in _INHERITED_SETTINGS}
     env.update(env_extra or {})
     # Never the repository root as cwd: `python -c` puts the cwd first on sys.path.
     return subprocess.run([sys.executable, "-c", code], env=env, cwd=cwd or tempfile.gettempdir(),

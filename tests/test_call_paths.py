@@ -1,7 +1,9 @@
-"""Every way a real deployment calls tensorrt::execute_engine is traced."""
+"""Every way a real deployment calls tensorrt::execute_engine is traced (under each Torch-TensorRT
+version the stand-in plays)."""
 
 from __future__ import annotations
 
+import pytest
 import torch
 from conftest import drain_all
 
@@ -9,6 +11,8 @@ import trt_trace
 from trt_trace import ops, standin
 from trt_trace.records import PHASE_CALL
 from trt_trace.standin import model
+
+pytestmark = pytest.mark.usefixtures("runtime_version")
 
 
 def call_records():
@@ -44,15 +48,19 @@ class ScriptedEngineModule(torch.nn.Module):
         return torch.ops.tensorrt.execute_engine([x], self.engine)[0] + 1
 
 
-def test_torchscript():
+def test_torchscript_and_a_saved_torchscript_module(tmp_path):
     scripted = torch.jit.script(ScriptedEngineModule(standin.make_engine("ts_engine")))
+    scripted.save(str(tmp_path / "m.ts"))  # pickles the engine in the version's layout
+    loaded = torch.jit.load(str(tmp_path / "m.ts"))  # unpickling checks it
     ops.set_profile_execution(True)
     for _ in range(3):
         scripted(torch.ones(3))
+        loaded(torch.ones(3))
     ops.set_profile_execution(False)
     calls = call_records()
-    assert len(calls) == 3
-    assert ops.engine_names()[int(calls["engine_id"][0])] == "ts_engine"
+    assert len(calls) == 6
+    assert {ops.engine_names()[int(i)] for i in calls["engine_id"]} == {"ts_engine"}
+    assert len(set(calls["engine_id"].tolist())) == 2  # the loaded module holds an engine of its own
 
 
 def test_aoti_package_every_engine_traced_and_outputs_equal_eager(demo_package, tmp_path):

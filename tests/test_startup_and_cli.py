@@ -8,6 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from conftest import run_python
 from trace_checks import check_trace, load_strict
 
@@ -30,6 +31,7 @@ for _ in range(3):
 """
 
 
+@pytest.mark.usefixtures("runtime_version")
 def test_env_var_traces_an_aoti_package_with_no_code_change(demo_package, tmp_path):
     path, specs = demo_package
     out = tmp_path / "trace_{pid}.json"

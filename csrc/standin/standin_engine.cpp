@@ -105,11 +105,14 @@ std::string EngineParams::serialize() const {
   return ss.str();
 }
 
-StandInEngine::StandInEngine(std::vector<std::string> serialized_info) : info(std::move(serialized_info)) {
-  TORCH_CHECK(info.size() == SERIALIZATION_LEN, "Program to be deserialized targets an incompatible Torch-TensorRT ABI",
-              " (expected ", SERIALIZATION_LEN, " serialized fields, got ", info.size(), ")");
-  TORCH_CHECK(info[ABI_TARGET_IDX] == kAbiVersion, "Program to be deserialized targets a different Torch-TensorRT ABI",
-              " Version (", info[ABI_TARGET_IDX], ") than the Torch-TensorRT Runtime ABI Version (", kAbiVersion, ")");
+StandInEngine::StandInEngine(std::vector<std::string> serialized_info)
+    : version(current_runtime_version()), info(std::move(serialized_info)) {
+  const RuntimeTraits& rt = traits(version);
+  TORCH_CHECK(static_cast<int64_t>(info.size()) >= rt.serialization_len, "stand-in engine: Torch-TensorRT ", rt.name,
+              " reads ", rt.serialization_len, " serialized-info fields, got ", info.size());
+  // What this engine serializes as: its version's fields, under its version's ABI.
+  info.resize(rt.serialization_len);
+  info[ABI_TARGET_IDX] = rt.abi_version;
   name = info[NAME_IDX].empty() ? "deserialized_trt" : info[NAME_IDX];
   params = EngineParams::parse(info[ENGINE_IDX]);
   device_index = std::stoll(split(info[DEVICE_IDX], kBindingDelim)[0]);
@@ -122,7 +125,23 @@ StandInEngine::StandInEngine(std::vector<std::string> serialized_info) : info(st
 #ifndef STANDIN_WITH_CUDA
   TORCH_CHECK(device_index < 0, "stand-in engine '", name,
               "' targets a CUDA device but this stand-in runtime was built without CUDA");
+#else
+  if (device_index >= 0 && rt.runs_on_caller_stream) {
+    own_stream = c10::cuda::getStreamFromPool(/*isHighPriority=*/false, device_index);
+  }
 #endif
+}
+
+c10::intrusive_ptr<StandInEngine> StandInEngine::from_pickled(std::vector<std::string> serialized_info) {
+  const RuntimeTraits& rt = traits(current_runtime_version());
+  TORCH_CHECK(static_cast<int64_t>(serialized_info.size()) == rt.serialization_len,
+              "Program to be deserialized targets an incompatible Torch-TensorRT ABI (", serialized_info.size(),
+              " serialized fields; the Torch-TensorRT ", rt.name, " runtime reads ", rt.serialization_len, ")");
+  TORCH_CHECK(serialized_info[ABI_TARGET_IDX] == rt.abi_version,
+              "Program to be deserialized targets a different Torch-TensorRT ABI Version (",
+              serialized_info[ABI_TARGET_IDX], ") than the Torch-TensorRT Runtime ABI Version (", rt.abi_version, ")");
+  serialized_info[ENGINE_IDX] = base64_decode(serialized_info[ENGINE_IDX]);
+  return c10::make_intrusive<StandInEngine>(std::move(serialized_info));
 }
 
 std::vector<std::string> StandInEngine::serialize() const {
@@ -131,17 +150,24 @@ std::vector<std::string> StandInEngine::serialize() const {
   return out;
 }
 
-FlattenedState StandInEngine::obj_flatten() const {
-  return FlattenedState(Pair("version", info[ABI_TARGET_IDX]), Pair("name", info[NAME_IDX]),
-                        Pair("device_info", info[DEVICE_IDX]), Pair("serialized_engine", base64_encode(info[ENGINE_IDX])),
-                        Pair("in_binding_names", info[INPUT_BINDING_NAMES_IDX]),
-                        Pair("out_binding_names", info[OUTPUT_BINDING_NAMES_IDX]),
-                        Pair("hardware_compatible", info[HW_COMPATIBLE_IDX]),
-                        Pair("requires_output_allocator", info[REQUIRES_OUTPUT_ALLOCATOR_IDX]),
-                        Pair("serialized_metadata", info[SERIALIZED_METADATA_IDX]),
-                        Pair("target_platform", info[TARGET_PLATFORM_IDX]),
-                        Pair("resource_allocation_strategy", info[RESOURCE_ALLOCATION_STRATEGY_IDX]),
-                        Pair("requires_native_multidevice", info[REQUIRES_NATIVE_MULTIDEVICE_IDX]));
+c10::IValue StandInEngine::obj_flatten() const {
+  // The real runtime's keys and order (serialized_metadata comes before requires_output_allocator
+  // here, unlike in the index layout). A tuple, not a list: torch.export requires one.
+  static const char* const kKeys[MAX_SERIALIZATION_LEN] = {
+      "version", "name", "device_info", "serialized_engine", "in_binding_names", "out_binding_names",
+      "hardware_compatible", "serialized_metadata", "requires_output_allocator", "target_platform",
+      "resource_allocation_strategy", "requires_native_multidevice"};
+  static const int kFields[MAX_SERIALIZATION_LEN] = {
+      ABI_TARGET_IDX, NAME_IDX, DEVICE_IDX, ENGINE_IDX, INPUT_BINDING_NAMES_IDX, OUTPUT_BINDING_NAMES_IDX,
+      HW_COMPATIBLE_IDX, SERIALIZED_METADATA_IDX, REQUIRES_OUTPUT_ALLOCATOR_IDX, TARGET_PLATFORM_IDX,
+      RESOURCE_ALLOCATION_STRATEGY_IDX, REQUIRES_NATIVE_MULTIDEVICE_IDX};
+  const std::vector<std::string> fields = serialize();
+  std::vector<c10::IValue> pairs;
+  pairs.reserve(fields.size());
+  for (size_t i = 0; i < fields.size(); ++i) {
+    pairs.emplace_back(c10::ivalue::Tuple::create(std::string(kKeys[i]), fields[kFields[i]]));
+  }
+  return c10::ivalue::Tuple::create(std::move(pairs));
 }
 
 std::string StandInEngine::to_str() const {

@@ -1,13 +1,12 @@
 // A stand-in for Torch-TensorRT's runtime engine (torch.classes.tensorrt.Engine).
 //
-// It mirrors what trt_trace depends on in the real runtime (see
-// ../shared/notes/torch-tensorrt-runtime.md): the class name and constructor
-// from List[str] serialized info in the real index layout, __str__/__repr__
-// text ("Torch-TensorRT TensorRT Engine:" then "  Name: <name>"), def_pickle
-// with the engine field base64-encoded, and __obj_flatten__ as 12 (key, value)
-// pairs. Instead of a TensorRT plan, the ENGINE field holds the stand-in's
-// parameters ("key=value;..."), so they survive pickling and AOTInductor
-// packaging.
+// It mirrors what trt_trace depends on in the real runtime: the class name and constructor from
+// List[str] serialized info in the real index layout, __str__/__repr__ text ("Torch-TensorRT
+// TensorRT Engine:" then "  Name: <name>"), def_pickle with the engine field base64-encoded, and
+// __obj_flatten__ as one (key, value) pair per field. The layout and the call's stream and device
+// handling follow the runtime version the engine was made under (standin_runtime_version.h:
+// 2.11 or 2.13). Instead of a TensorRT plan, the ENGINE field holds the stand-in's parameters
+// ("key=value;..."), so they survive pickling and AOTInductor packaging.
 #pragma once
 
 #include <ATen/ATen.h>
@@ -16,13 +15,20 @@
 #include <atomic>
 #include <cstdint>
 #include <mutex>
+#include <optional>
 #include <string>
-#include <tuple>
 #include <vector>
+
+#include "standin/standin_runtime_version.h"
+
+#ifdef STANDIN_WITH_CUDA
+#include <c10/cuda/CUDAStream.h>
+#endif
 
 namespace trt_standin {
 
-// The real runtime's SerializedInfoIndex (core/runtime/runtime.h).
+// The real runtime's serialized-info indices. 2.11 has the first 11; 2.13 adds the twelfth. How
+// many a version reads and writes is RuntimeTraits::serialization_len.
 enum SerializedInfoIndex : int {
   ABI_TARGET_IDX = 0,
   NAME_IDX,
@@ -35,14 +41,10 @@ enum SerializedInfoIndex : int {
   TARGET_PLATFORM_IDX,
   REQUIRES_OUTPUT_ALLOCATOR_IDX,
   RESOURCE_ALLOCATION_STRATEGY_IDX,
-  REQUIRES_NATIVE_MULTIDEVICE_IDX,
-  SERIALIZATION_LEN,
+  REQUIRES_NATIVE_MULTIDEVICE_IDX,  // 2.13 only
+  MAX_SERIALIZATION_LEN,
 };
-inline const char* kAbiVersion = "9";
 constexpr char kBindingDelim = '%';
-
-using Pair = std::tuple<std::string, std::string>;
-using FlattenedState = std::tuple<Pair, Pair, Pair, Pair, Pair, Pair, Pair, Pair, Pair, Pair, Pair, Pair>;
 
 // What the stand-in's "plan" computes and costs. Output k of a call is
 //   y = act(sum(inputs) * scale + bias); out_k = y * (k + 1)
@@ -66,13 +68,19 @@ std::string base64_encode(const std::string& in);
 std::string base64_decode(const std::string& in);
 
 struct StandInEngine : torch::CustomClassHolder {
+  // Made under the current runtime version. Like the real constructor it checks no ABI (that is
+  // unpickling's job, from_pickled) and ignores fields past the ones its version reads.
   explicit StandInEngine(std::vector<std::string> serialized_info);
+  // Unpickling: the ENGINE field base64-decoded, then the field count and ABI of the current
+  // version checked, with the real runtime's messages.
+  static c10::intrusive_ptr<StandInEngine> from_pickled(std::vector<std::string> serialized_info);
 
   std::vector<std::string> serialize() const;  // ENGINE field base64-encoded, as pickled
-  FlattenedState obj_flatten() const;
+  c10::IValue obj_flatten() const;              // a tuple of (key, value) tuples, one per field
   std::string to_str() const;
 
-  std::vector<std::string> info;  // as constructed (ENGINE field raw)
+  RuntimeVersion version;         // the runtime version it was made under
+  std::vector<std::string> info;  // its version's fields, ABI its version's (ENGINE field raw)
   std::string name;
   EngineParams params;
   int64_t device_index = -1;      // -1: CPU
@@ -86,7 +94,8 @@ struct StandInEngine : torch::CustomClassHolder {
   std::atomic<int64_t> calls{0};
   std::string last_shape_key;
 #ifdef STANDIN_WITH_CUDA
-  int64_t pool_stream_id = -1;  // the engine's own stream, picked once
+  // The engine's own pool stream: taken at construction in 2.13, at the first call in 2.11.
+  std::optional<c10::cuda::CUDAStream> own_stream;
 #endif
 };
 

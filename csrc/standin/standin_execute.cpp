@@ -1,7 +1,9 @@
-// The stand-in's execute_engine, in the real runtime's order (notes: "What one
-// execute_engine call does"). The aten ops it dispatches in steps 1, 2, 7 and 8
-// are the ones the tracer's phase model observes; the "engine" computation runs
-// hidden from observers of the dispatcher, as TensorRT's enqueueV3 dispatches no aten op.
+// The stand-in's execute_engine, in the real runtime's order. The aten ops it
+// dispatches in steps 1, 2, 7 and 8 are the ones the tracer's phase model
+// observes; the "engine" computation runs hidden from observers of the
+// dispatcher, as TensorRT's enqueueV3 dispatches no aten op. Where Torch-TensorRT
+// 2.11 and 2.13 differ (inputs off the engine's device, streams), the call follows
+// the version its engine was made under (standin_runtime_version.h).
 #include <ATen/record_function.h>
 #include <c10/core/impl/LocalDispatchKeySet.h>
 
@@ -84,6 +86,25 @@ void run_plan(const EngineParams& p, const std::vector<at::Tensor>& inputs, std:
   for (size_t k = 0; k < outputs.size(); ++k) at::mul_out(outputs[k], y, static_cast<double>(k + 1));
 }
 
+#ifdef STANDIN_WITH_CUDA
+// Step 5, the stream choice. 2.13 runs on the caller's stream unless that is the default stream;
+// 2.11 always runs on the engine's own stream (taken from the pool at its first call). Off the
+// caller's stream, events hand the work over: caller -> engine before it, engine -> caller after.
+struct CallStreams {
+  c10::cuda::CUDAStream caller;
+  c10::cuda::CUDAStream engine;
+  bool hand_off;
+};
+
+CallStreams choose_streams(StandInEngine& engine) {
+  const c10::cuda::CUDAStream caller = c10::cuda::getCurrentCUDAStream(engine.device_index);
+  const bool caller_on_default = caller == c10::cuda::getDefaultCUDAStream(engine.device_index);
+  if (traits(engine.version).runs_on_caller_stream && !caller_on_default) return {caller, caller, false};
+  if (!engine.own_stream) engine.own_stream = c10::cuda::getStreamFromPool(/*isHighPriority=*/false, engine.device_index);
+  return {caller, *engine.own_stream, true};
+}
+#endif
+
 }  // namespace
 
 std::vector<at::Tensor> execute_engine(std::vector<at::Tensor> inputs, c10::intrusive_ptr<StandInEngine> engine) {
@@ -93,9 +114,13 @@ std::vector<at::Tensor> execute_engine(std::vector<at::Tensor> inputs, c10::intr
   const bool on_cuda = engine->device_index >= 0;
   const at::Device device = on_cuda ? at::Device(at::kCUDA, engine->device_index) : at::Device(at::kCPU);
 
-  // 1. Inputs not on the engine's device are moved there.
-  for (auto& in : inputs) {
-    if (in.device() != device) in = in.to(device);
+  const RuntimeTraits& rt = traits(engine->version);
+
+  // 1. 2.13: inputs not on the engine's device are moved there (2.11 refuses them in step 7).
+  if (rt.moves_inputs_to_device) {
+    for (auto& in : inputs) {
+      if (in.device() != device) in = in.to(device);
+    }
   }
 
   // 2. Dynamic workspace, before the lock (Dynamic strategy only).
@@ -108,23 +133,6 @@ std::vector<at::Tensor> execute_engine(std::vector<at::Tensor> inputs, c10::intr
   std::unique_lock<std::mutex> lock(engine->mu);
   const int64_t call_index = ++engine->calls;
 
-#ifdef STANDIN_WITH_CUDA
-  // 5. Stream choice: on the caller's stream, or on the engine's own pool
-  //    stream when the caller is on the default stream (caller -> engine sync).
-  c10::optional<c10::cuda::CUDAStream> caller_stream, engine_stream;
-  if (on_cuda) {
-    caller_stream = c10::cuda::getCurrentCUDAStream(engine->device_index);
-    if (*caller_stream == c10::cuda::getDefaultCUDAStream(engine->device_index)) {
-      engine_stream = c10::cuda::getStreamFromPool(/*isHighPriority=*/false, engine->device_index);
-      at::cuda::CUDAEvent caller_ready;
-      caller_ready.record(*caller_stream);
-      caller_ready.block(*engine_stream);
-    } else {
-      engine_stream = caller_stream;
-    }
-  }
-#endif
-
   // 6. Shape key from the input sizes.
   std::string shape_key;
   for (const auto& in : inputs) shape_key += c10::str(in.sizes());
@@ -133,9 +141,16 @@ std::vector<at::Tensor> execute_engine(std::vector<at::Tensor> inputs, c10::intr
   // 7. Input setup: view(shape).contiguous() per input.
   std::vector<at::Tensor> bound_inputs;
   bound_inputs.reserve(inputs.size());
-  for (const auto& in : inputs) bound_inputs.push_back(in.view(in.sizes()).contiguous());
+  for (const auto& in : inputs) {
+    TORCH_CHECK(in.device().type() == device.type(), "Expected input tensors to have device ",
+                c10::DeviceTypeName(device.type(), /*lower_case=*/true), ", found device ", in.device());
+    bound_inputs.push_back(in.view(in.sizes()).contiguous());
+  }
 
-  // 8. Output setup: at::empty per output, unless pre-allocated outputs are reused.
+  // 8. Output setup: an allocation per output, unless pre-allocated outputs are reused. 2.11
+  //    allocates float32 and converts with .to(dtype) (dispatched even when that is float32);
+  //    2.13 allocates in the output's dtype. (.contiguous() on the new tensor, which both do,
+  //    dispatches nothing.)
   std::vector<at::Tensor> outputs;
   const bool reuse = engine->use_pre_allocated_outputs &&
                      engine->pre_allocated_outputs.size() == static_cast<size_t>(p.num_outputs) &&
@@ -143,17 +158,37 @@ std::vector<at::Tensor> execute_engine(std::vector<at::Tensor> inputs, c10::intr
   if (reuse) {
     outputs = engine->pre_allocated_outputs;
   } else {
+    const at::TensorOptions like = bound_inputs[0].options();
     for (int64_t k = 0; k < p.num_outputs; ++k) {
-      outputs.push_back(at::empty(bound_inputs[0].sizes(), bound_inputs[0].options()));
+      if (rt.converts_outputs) {
+        outputs.push_back(at::empty(bound_inputs[0].sizes(), at::TensorOptions().device(like.device()))
+                              .to(like.dtype().toScalarType()));
+      } else {
+        outputs.push_back(at::empty(bound_inputs[0].sizes(), like));
+      }
     }
     if (engine->use_pre_allocated_outputs) engine->pre_allocated_outputs = outputs;
   }
 
-  // 9. Enqueue: launch the plan (host cost = launch cost), then engine -> caller sync.
+#ifdef STANDIN_WITH_CUDA
+  // 5. The stream choice, made here for both versions (2.13 makes it before input setup, 2.11
+  //    after output setup; it dispatches no op, so no observer can tell).
+  std::optional<CallStreams> streams;
+  if (on_cuda) streams = choose_streams(*engine);
+#endif
+
+  // 9. Enqueue on the engine's stream: launch the plan (host cost = launch cost).
   {
 #ifdef STANDIN_WITH_CUDA
-    c10::optional<c10::cuda::CUDAStreamGuard> on_engine_stream;
-    if (on_cuda) on_engine_stream.emplace(*engine_stream);
+    std::optional<c10::cuda::CUDAStreamGuard> on_engine_stream;
+    if (streams) {
+      on_engine_stream.emplace(streams->engine);
+      if (streams->hand_off) {
+        at::cuda::CUDAEvent caller_ready;
+        caller_ready.record(streams->caller);
+        caller_ready.block(streams->engine);
+      }
+    }
 #endif
     spin_for_us(p.host_us);
     if (p.fail_every > 0 && call_index % p.fail_every == 0) {
@@ -164,10 +199,10 @@ std::vector<at::Tensor> execute_engine(std::vector<at::Tensor> inputs, c10::intr
     run_plan(p, bound_inputs, outputs);
   }
 #ifdef STANDIN_WITH_CUDA
-  if (on_cuda && *engine_stream != *caller_stream) {
+  if (streams && streams->hand_off) {  // engine -> caller
     at::cuda::CUDAEvent engine_done;
-    engine_done.record(*engine_stream);
-    engine_done.block(*caller_stream);
+    engine_done.record(streams->engine);
+    engine_done.block(streams->caller);
   }
 #endif
   return outputs;

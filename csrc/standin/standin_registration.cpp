@@ -1,6 +1,7 @@
 // Registers the stand-in exactly where the real runtime registers itself:
 // torchbind class tensorrt.Engine, op tensorrt::execute_engine at
-// CompositeExplicitAutograd, and the runtime's global switches.
+// CompositeExplicitAutograd, and the runtime's global switches; the layout ops
+// (ABI_VERSION, SERIALIZATION_LEN) answer for the runtime version played now.
 #include <torch/library.h>
 
 #include "standin/standin_engine.h"
@@ -29,9 +30,14 @@ const auto kEngineClass =
                       return self->serialize();
                     },
                     [](std::vector<std::string> info) -> c10::intrusive_ptr<StandInEngine> {
-                      info.at(ENGINE_IDX) = base64_decode(info.at(ENGINE_IDX));
-                      return c10::make_intrusive<StandInEngine>(std::move(info));
+                      return StandInEngine::from_pickled(std::move(info));
                     });
+
+RuntimeVersion version_named(const std::string& name) {
+  const auto v = parse_runtime_version(name);
+  TORCH_CHECK(v.has_value(), "trt_trace stand-in: runtime version must be 2.11 or 2.13, got '", name, "'");
+  return *v;
+}
 
 }  // namespace
 }  // namespace trt_standin
@@ -39,9 +45,9 @@ const auto kEngineClass =
 TORCH_LIBRARY(tensorrt, m) {
   using namespace trt_standin;
   m.def("execute_engine(Tensor[] input_tensors, __torch__.torch.classes.tensorrt.Engine engine) -> Tensor[]");
-  m.def("ABI_VERSION", []() -> std::string { return kAbiVersion; });
+  m.def("ABI_VERSION", []() -> std::string { return traits(current_runtime_version()).abi_version; });
   m.def("SERIALIZED_ENGINE_BINDING_DELIM", []() -> std::string { return std::string(1, kBindingDelim); });
-  m.def("SERIALIZATION_LEN", []() -> int64_t { return SERIALIZATION_LEN; });
+  m.def("SERIALIZATION_LEN", []() -> int64_t { return traits(current_runtime_version()).serialization_len; });
   m.def("NAME_IDX", []() -> int64_t { return NAME_IDX; });
   m.def("ENGINE_IDX", []() -> int64_t { return ENGINE_IDX; });
   m.def("get_multi_device_safe_mode", []() -> bool { return g_multi_device_safe_mode; });
@@ -52,6 +58,15 @@ TORCH_LIBRARY(tensorrt, m) {
   m.def("set_logging_level", [](int64_t level) -> void { g_logging_level = level; });
   // Marks this library as the stand-in, so tools can tell it from the real runtime.
   m.def("_trt_trace_standin", []() -> bool { return true; });
+  // The Torch-TensorRT version played (standin_runtime_version.h), and a switch for tests that
+  // returns the previous one. Engines made before a switch keep their version.
+  m.def("_trt_trace_standin_runtime", []() -> std::string { return traits(current_runtime_version()).name; });
+  m.def("_trt_trace_standin_set_runtime", [](std::string name) -> std::string {
+    const RuntimeVersion next = version_named(name);
+    const std::string previous = traits(current_runtime_version()).name;
+    set_current_runtime_version(next);
+    return previous;
+  });
 }
 
 TORCH_LIBRARY_IMPL(tensorrt, CompositeExplicitAutograd, m) {

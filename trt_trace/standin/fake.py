@@ -1,7 +1,9 @@
 """Fake (meta) registrations so torch.export and AOTInductor can trace calls of stand-in engines.
 
 Mirrors what torch_tensorrt registers for the real runtime: a fake class for tensorrt::Engine built
-from `__obj_flatten__` pairs, and a fake kernel for tensorrt::execute_engine.
+from `__obj_flatten__` pairs, and a fake kernel for tensorrt::execute_engine. The pairs are one per
+serialized-info field of the runtime version played (11 in 2.11, 12 in 2.13); the fake checks them
+against the loaded runtime's layout ops, so an engine of another version fails export here.
 """
 
 from __future__ import annotations
@@ -25,7 +27,13 @@ class FakeStandInEngine:
 
     @classmethod
     def __obj_unflatten__(cls, flattened_pairs) -> FakeStandInEngine:  # noqa: ANN001
-        return cls(dict(flattened_pairs))
+        pairs = tuple(flattened_pairs)
+        fields, abi = int(torch.ops.tensorrt.SERIALIZATION_LEN()), torch.ops.tensorrt.ABI_VERSION()
+        version = dict(pairs).get("version")
+        if len(pairs) != fields or version != abi:
+            raise RuntimeError(f"tensorrt::Engine flattened into {len(pairs)} fields of ABI {version!r}; the "
+                               f"loaded runtime has {fields} fields of ABI {abi!r} (an engine of another version)")
+        return cls(dict(pairs))
 
     def __str__(self) -> str:
         return f"Torch-TensorRT TensorRT Engine:\n  Name: {self.name}\n"

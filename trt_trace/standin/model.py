@@ -4,7 +4,9 @@ The model has the shape of a Torch-TensorRT partitioned graph: engines `_run_on_
 with plain torch ops (the `_run_on_gpu_<i>` segments) between them. Packaging it exports with
 torch.export and compiles with `aoti_compile_and_package`; the engines are pickled into the
 package and the AOTInductor proxy executor calls `tensorrt::execute_engine` on them through the
-dispatcher, as it does for real Torch-TensorRT packages.
+dispatcher, as it does for real Torch-TensorRT packages. The pickled engines carry the serialized
+info of the runtime version played when the package was built (see runtime.py), so the cache keeps
+one package per version and a package loads only under the version that built it.
 
     specs = demo_specs(6)
     path = package_model(specs, example_input=torch.randn(8, 64))
@@ -20,7 +22,7 @@ from pathlib import Path
 
 import torch
 
-from .runtime import EngineSpec, load, make_engine
+from .runtime import EngineSpec, load, make_engine, runtime_version
 
 
 class StandInModel(torch.nn.Module):
@@ -80,6 +82,7 @@ def cache_dir() -> Path:
 def _cache_key(specs: list[EngineSpec], example_input: torch.Tensor) -> str:
     h = hashlib.sha256()
     h.update(torch.__version__.encode())
+    h.update(runtime_version().encode())  # the engines are pickled in that version's layout
     h.update(Path(__file__).read_bytes())  # the model's code is part of the package
     for spec in specs:
         h.update(repr(spec).encode())
@@ -89,7 +92,7 @@ def _cache_key(specs: list[EngineSpec], example_input: torch.Tensor) -> str:
 
 def package_model(specs: list[EngineSpec], example_input: torch.Tensor, path: str | None = None) -> str:
     """Exports and AOTInductor-compiles a StandInModel; returns the .pt2 path (reused when cached)."""
-    target = Path(path) if path else cache_dir() / f"standin_{_cache_key(specs, example_input)}.pt2"
+    target = Path(path) if path else cache_dir() / f"standin_{runtime_version()}_{_cache_key(specs, example_input)}.pt2"
     if target.exists():
         return str(target)
     model = StandInModel(specs).eval()

@@ -1,4 +1,12 @@
-"""Loading the stand-in runtime library and making engines."""
+"""Loading the stand-in runtime library, choosing the Torch-TensorRT version it plays, making engines.
+
+The stand-in plays Torch-TensorRT 2.11 or 2.13 (csrc/standin/standin_runtime_version.h says what
+differs: ABI "8" and 11 serialized-info fields vs "9" and 12, inputs off the engine's device,
+streams). `TRT_TRACE_STANDIN_RUNTIME=2.11|2.13` (default 2.13) picks it for the whole process, read
+once when the library loads; child processes inherit the variable, so an AOTInductor package built
+in one process loads in its children. `use_runtime()` switches it in-process for tests: engines
+made (or unpickled) afterwards follow the new version, engines made before keep theirs.
+"""
 
 from __future__ import annotations
 
@@ -12,10 +20,12 @@ import torch
 _lock = threading.Lock()
 _loaded = False
 
-# Serialized info layout of the real runtime (core/runtime/runtime.h SerializedInfoIndex).
-ABI_VERSION = "9"
+# Serialized-info indices shared by every runtime version; how many fields there are and the ABI
+# string come from the loaded runtime's own ops (torch.ops.tensorrt.SERIALIZATION_LEN, ABI_VERSION).
 NAME_IDX, DEVICE_IDX, ENGINE_IDX = 1, 2, 3
-SERIALIZATION_LEN = 12
+REQUIRES_NATIVE_MULTIDEVICE_IDX = 11  # in runtimes with 12 fields
+
+RUNTIME_VERSIONS = ("2.11", "2.13")
 
 
 class RealRuntimePresent(RuntimeError):
@@ -60,6 +70,27 @@ def load() -> None:
         _loaded = True
 
 
+def runtime_version() -> str:
+    """The Torch-TensorRT version the stand-in plays now: "2.11" or "2.13"."""
+    load()
+    return torch.ops.tensorrt._trt_trace_standin_runtime()
+
+
+def use_runtime(version: str) -> str:
+    """Plays `version` ("2.11" or "2.13") from now on in this process; returns the previous one.
+
+    For tests: a real process has one runtime. Engines made before keep their version (their
+    calls, pickling and __obj_flatten__ follow it); packages and pickles of the other version no
+    longer load, as between the real runtimes. Child processes get the version only through
+    TRT_TRACE_STANDIN_RUNTIME.
+    """
+    if version not in RUNTIME_VERSIONS:
+        raise ValueError(f"trt_trace.standin: runtime version must be one of {', '.join(RUNTIME_VERSIONS)}, "
+                         f"got {version!r}")
+    load()
+    return torch.ops.tensorrt._trt_trace_standin_set_runtime(version)
+
+
 @dataclass(frozen=True)
 class EngineSpec:
     """What a stand-in engine computes and costs (see csrc/standin/standin_engine.h)."""
@@ -84,8 +115,10 @@ class EngineSpec:
                         else f"{k}={getattr(self, k)}" for k in keys)
 
     def serialized_info(self) -> list[str]:
-        info = [""] * SERIALIZATION_LEN
-        info[0] = ABI_VERSION
+        """The fields in the layout of the runtime version played now."""
+        load()
+        info = [""] * int(torch.ops.tensorrt.SERIALIZATION_LEN())
+        info[0] = torch.ops.tensorrt.ABI_VERSION()
         info[NAME_IDX] = self.name
         info[DEVICE_IDX] = f"{self.device}%9%0%1%stand-in" if self.device >= 0 else "-1%0%0%0%cpu"
         info[ENGINE_IDX] = self.params_text()
@@ -96,7 +129,8 @@ class EngineSpec:
         info[8] = "linux_x86_64"
         info[9] = "0"  # requires output allocator
         info[10] = "1" if self.dynamic else "0"
-        info[11] = "0"  # requires native multidevice
+        if len(info) > REQUIRES_NATIVE_MULTIDEVICE_IDX:
+            info[REQUIRES_NATIVE_MULTIDEVICE_IDX] = "0"
         return info
 
     @classmethod
