@@ -61,16 +61,18 @@ class Expected:
     threads: int | None = None  # distinct calling threads, where known
     processes: int = 1
     engine_ids: dict[str, int] = field(default_factory=dict)  # where known: engine -> id
+    engine_order: list[str] | None = None  # where known: the engines in id order
 
 
 def engine_tracks(tracks: list[Track], fmt: str) -> list[EngineTrack]:
     """The engines' tracks in the UI's order, parsed from the UI's names (asserting the design)."""
     out: list[EngineTrack] = []
-    process = ""
-    group = ""
+    process = group = engine = ""
     for t in tracks:
         if t.depth == 0:
             process = t.name
+            continue
+        if process == "System":  # the UI's own group (native traces: the clock snapshots)
             continue
         if fmt == "json":
             if t.depth != 1 or t.name.startswith("trt_trace"):
@@ -82,15 +84,17 @@ def engine_tracks(tracks: list[Track], fmt: str) -> list[EngineTrack]:
             out.append(EngineTrack(m["engine"], bool(m["gpu"]), lane, leaf_ids, t.name, process))
             tid = int(m["tid"])
             assert tid % 1000 == (500 if m["gpu"] else 0) + lane, f"{t.name!r}: the tid says another track"
-        else:
+        else:  # process -> "engines" -> engine -> lanes
             if t.depth == 1:
                 group = t.name
+                assert t.name in ("engines", "trt_trace metadata"), f"unexpected native track {t.name!r}"
                 continue
-            if t.name == "trt_trace metadata" or not t.track_ids:
+            if t.depth == 2:
+                engine = t.name
                 continue
             m = NATIVE_LANE.match(t.name)
-            assert m, f"unexpected native track name {t.name!r} under {group!r}"
-            out.append(EngineTrack(group, m["kind"] == "GPU", int(m["lane"] or 1) - 1, t.track_ids,
+            assert t.depth == 3 and group == "engines" and m, f"unexpected native track {t.name!r} under {group!r}"
+            out.append(EngineTrack(engine, m["kind"] == "GPU", int(m["lane"] or 1) - 1, t.track_ids,
                                    t.name, process))
     return out
 
@@ -134,8 +138,12 @@ def check_in_ui(ui: PerfettoUI, path: Path, expected: Expected, fmt: str) -> Ope
     processes = {t.process for t in found}
     assert len(processes) == expected.processes, processes
     for process in processes:
-        engines = {t.engine for t in found if t.process == process}
-        assert engines == set(expected.calls), (engines, set(expected.calls))
+        engines = list(dict.fromkeys(t.engine for t in found if t.process == process))  # in the UI's order
+        assert set(engines) == set(expected.calls), (engines, set(expected.calls))
+        order = expected.engine_order or (sorted(expected.engine_ids, key=expected.engine_ids.get)
+                                          if expected.engine_ids else None)
+        if order:
+            assert engines == order, "engines are listed in engine-id order"
         for engine, calls in expected.calls.items():
             mine = [t for t in found if t.process == process and t.engine == engine]
             host = ids([i for t in mine if not t.gpu for i in t.track_ids])
@@ -208,11 +216,14 @@ def demo_runs(demo_package, tmp_path_factory) -> dict[str, Path]:
 @pytest.mark.parametrize("fmt", FORMATS)
 def test_demo_package(perfetto_ui, demo_runs, demo_package, fmt):
     _package, specs = demo_package
-    trace = check_in_ui(perfetto_ui, demo_runs[fmt], Expected({s.name: 25 for s in specs}, threads=1), fmt)
+    names = [s.name for s in specs]  # the package calls them in this order: engine ids 1, 2, ...
+    trace = check_in_ui(perfetto_ui, demo_runs[fmt], Expected(dict.fromkeys(names, 25), threads=1,
+                                                              engine_order=names), fmt)
     # The UI opens on the calls: the package's load (and torch's import before it) is not on the timeline.
     assert calls_span_fraction(trace) > 0.95
-    if fmt == "json":  # the README's picture of the demo
-        trace.screenshot(str(demo_runs[fmt].parent / "demo.png"))
+    picture = os.environ.get("TRT_TRACE_SCREENSHOT")  # the README's pictures: docs/perfetto-demo.png
+    if picture:
+        trace.screenshot(picture.replace(".png", f"-{fmt}.png"))
     trace.close()
 
 

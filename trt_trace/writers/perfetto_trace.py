@@ -8,10 +8,13 @@ Format decisions (see ../shared/notes/trace-formats.md):
   (the records' clock) to BOOTTIME (Perfetto's trace clock) and REALTIME, then a packet with
   SEQ_INCREMENTAL_STATE_CLEARED that makes MONOTONIC the default timestamp clock and interns the
   event names (iid = phase + 1) and slice annotation names (iid = index in ANNOTATIONS + 1).
-* Tracks: the process (pid, name) -> one track per engine (named after it, uuid ENGINE_UUID_BASE +
-  engine id, so a reader gets the id back) -> lanes "host", "host (2)", ... and "GPU", "GPU (2)",
-  ... (tracks.LaneAssigner, as in the JSON: slices on one track always nest). Lanes get small
-  uuids (one varint byte each in every event).
+* Tracks: the process (pid, name) -> "engines" -> one track per engine (named after it, uuid
+  ENGINE_UUID_BASE + engine id, so a reader gets the id back) -> lanes "host", "host (2)", ... and
+  "GPU", "GPU (2)", ... (tracks.LaneAssigner, as in the JSON: slices on one track always nest).
+  Lanes get small uuids (one varint byte each in every event). The "engines" group is there for
+  the order: the Perfetto UI (v52) lists a process's own child tracks by name, ignoring their
+  sibling_order_rank, but honors the rank under any other track, so engines appear in engine-id
+  order (as in the JSON) and each engine's GPU lanes under its host lanes.
 * Slices: SLICE_BEGIN/SLICE_END pairs, encoded per batch in C++ (csrc/ops/perfetto_format.cpp).
   A begin carries the JSON's args as debug annotations (call_id, thread, device, stream, error,
   nested, captured); the engine is the parent track. Flows: flow_ids on each launching enqueue
@@ -61,6 +64,8 @@ SUFFIXES = (".pftrace", ".perfetto-trace", ".pb")
 SEQUENCE_ID = 1
 PROCESS_UUID = 1
 METADATA_UUID = 2
+ENGINES_UUID = 3
+ENGINES_TRACK = "engines"
 FIRST_LANE_UUID = 16
 ENGINE_UUID_BASE = 1 << 32
 METADATA_TRACK = "trt_trace metadata"
@@ -281,7 +286,7 @@ class PerfettoTraceWriter:
         engine_uuid = ENGINE_UUID_BASE + engine_id
         if engine_id not in self._engines:
             self._engines.add(engine_id)
-            packets.append(_track_packet(engine_uuid, self._engine_name(engine_id), PROCESS_UUID, engine_id,
+            packets.append(_track_packet(engine_uuid, self._engine_name(engine_id), ENGINES_UUID, engine_id,
                                          has_children=True, engine_id=engine_id))
         uuid = FIRST_LANE_UUID + len(self._track_uuid)
         self._track_uuid[key] = uuid
@@ -305,7 +310,8 @@ class PerfettoTraceWriter:
         self._start_tracks = b"".join([
             _sequence_start_packet(),
             frame(pb.TracePacket(trusted_packet_sequence_id=SEQUENCE_ID, track_descriptor=process)),
-            _track_packet(METADATA_UUID, METADATA_TRACK, PROCESS_UUID, -1),
+            _track_packet(ENGINES_UUID, ENGINES_TRACK, PROCESS_UUID, 0, has_children=True),
+            _track_packet(METADATA_UUID, METADATA_TRACK, PROCESS_UUID, 1),
         ])
 
     def _started(self, first_ns: int) -> bytes:
