@@ -10,6 +10,9 @@ in the UI's own order. Facts this relies on, checked against that build:
   runs); rows are read with `iter({})` / `get(column)`.
 * `app.trace.workspace` is the track tree the timeline shows, in its order (children, name, uri);
   `app.trace.tracks.getTrack(uri).tags.trackIds` are the trace processor's track ids of a track.
+* The omnibox's `:` mode is the user's SQL prompt: typing `:` switches it to SQL, Enter runs the
+  query, and the result shows as a table in the bottom panel (`.pf-query-table`), a header row of
+  column names and a row per result row.
 * Any failure to load (the trace processor crashing, a trace it cannot parse) shows a modal
   dialog (`.pf-modal-dialog`), e.g. "Oops, something went wrong. Please file a bug."
 """
@@ -91,6 +94,25 @@ class OpenedTrace:
         rows = self.query(sql)
         assert len(rows) == 1 and len(rows[0]) == 1, rows
         return next(iter(rows[0].values()))
+
+    def omnibox_query(self, sql: str) -> list[dict[str, str]]:
+        """Runs `sql` as a user does (`:` in the omnibox, the query, Enter) and reads the result
+        table from the page: rows of the cells' text, by column name."""
+        box = self.page.locator(".pf-omnibox input")
+        box.click()
+        self.page.keyboard.type(":")
+        self.page.wait_for_timeout(300)  # the omnibox re-renders in SQL mode before it takes the query
+        self.page.keyboard.type(sql, delay=2)
+        self.page.keyboard.press("Enter")
+        panel = self.page.locator(".pf-query-table")
+        panel.locator(".pf-header-title", has_text="Query result").wait_for(timeout=30_000)
+        assert panel.locator(".pf-header-description").inner_text().strip() == sql, "the query as typed"
+        columns = [c.strip() for c in panel.locator("thead th .pf-grid-cell__content").all_inner_texts()]
+        rows = []
+        for row in panel.locator("tbody tr").all():
+            cells = [c.strip() for c in row.locator("td .pf-grid-cell__content").all_inner_texts()]
+            rows.append(dict(zip(columns, cells, strict=True)))
+        return rows
 
     def tracks(self) -> list[Track]:
         return [Track(**t) for t in self.page.evaluate(_TRACKS_JS)]

@@ -256,6 +256,22 @@ def test_gpu_spans_with_launch_flows(perfetto_ui, tmp_path, fmt):
 
 
 @pytest.mark.parametrize("fmt", FORMATS)
+def test_the_omnibox_sql_mode_gives_what_the_engine_gives(perfetto_ui, tmp_path, fmt):
+    # The user's way to ask (`:` in the search box, the result table in the page) against the
+    # harness's way (the UI's engine from page JS): the same rows.
+    rows = call_records(1, 1, 1_000_000, 1_030_000, 1_500_000) + call_records(2, 2, 2_000_000, 2_040_000, 2_090_000)
+    records = np.array(rows, dtype=RECORD_DTYPE)
+    path = tmp_path / f"omnibox{suffix(fmt)}"
+    write_records(path, [records], ["", "engine_a", "engine_b"])
+    trace = perfetto_ui.open(str(path))
+    sql = "select name, count(*) as n, sum(dur) as total from slice group by name order by name"
+    typed = trace.omnibox_query(sql)
+    asked = [{k: str(v) for k, v in r.items()} for r in trace.query(sql)]
+    assert typed == asked and {r["name"] for r in typed} >= {"execute_engine", "gpu"}
+    trace.close()
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
 def test_overlapping_calls_on_lanes(perfetto_ui, tmp_path, fmt):
     path = tmp_path / f"threads{suffix(fmt)}"
     slow = standin.make_engine("lanes_engine", host_us=300)

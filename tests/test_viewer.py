@@ -30,8 +30,8 @@ def trt_trace_cmd() -> list[str]:
 class View:
     """A running `trt-trace view` and the URL it printed."""
 
-    def __init__(self, trace: Path, *extra: str) -> None:
-        self.proc = subprocess.Popen(trt_trace_cmd() + ["view", str(trace), "--no-browser", *extra],
+    def __init__(self, trace: Path, *extra: str, env: dict[str, str] | None = None) -> None:
+        self.proc = subprocess.Popen(trt_trace_cmd() + ["view", str(trace), *extra], env=env,
                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         line = self.proc.stdout.readline()
         assert line.startswith("Perfetto UI with "), (line, self.proc.stderr.read() if self.proc.poll() else "")
@@ -82,7 +82,7 @@ def test_view_serves_the_trace_to_the_ui(perfetto_ui, tmp_path, monkeypatch, kin
         synthetic_trace(path)
     if kind == "cut short":
         cut_short(path)
-    view = View(path, "--port", "0")
+    view = View(path, "--port", "0", "--no-browser")
     try:
         trace = perfetto_ui.open_url(view.url, f"trt-trace view {kind}")
         assert trace.scalar("select count(*) from slice where name = 'execute_engine'") == calls
@@ -101,7 +101,7 @@ def test_a_busy_port_moves_to_the_next_free_one(tmp_path):
         busy.bind(("127.0.0.1", 0))
         busy.listen()
         port = busy.getsockname()[1]
-        view = View(path, "--port", str(port))
+        view = View(path, "--port", str(port), "--no-browser")
         try:
             served = int(view.url.split("/")[2].split(":")[1])
             assert served > port
@@ -110,16 +110,35 @@ def test_a_busy_port_moves_to_the_next_free_one(tmp_path):
     assert code == 0 and "Traceback" not in err
 
 
-@pytest.mark.parametrize("case", ["no extra", "no file"])
+def test_with_no_display_it_says_so_and_serves_on(perfetto_ui, tmp_path):
+    # A GPU host over ssh: no display, so no browser (never a text browser taking the terminal).
+    path = tmp_path / "t.json"
+    synthetic_trace(path)
+    env = {k: v for k, v in os.environ.items() if k not in ("DISPLAY", "WAYLAND_DISPLAY", "BROWSER")}
+    view = View(path, "--port", "0", env=env)
+    try:
+        trace = perfetto_ui.open_url(view.url, "trt-trace view, no display")
+        assert trace.scalar("select count(*) from slice where name = 'execute_engine'") == 2
+        trace.close()
+    finally:
+        code, err = view.interrupt()
+    assert code == 0 and "no browser to open here; open the URL above" in err, err
+
+
+@pytest.mark.parametrize("case", ["no extra", "no file", "bad port"])
 def test_without_the_extra_or_the_file_one_line_and_a_non_zero_exit(tmp_path, case):
     path = tmp_path / "t.json"
     if case == "no extra":
         synthetic_trace(path)
+    if case == "bad port":
+        synthetic_trace(path)
     hide = "sys.modules['viztracer'] = None; " if case == "no extra" else ""  # as if not installed
-    code = f"import sys; {hide}from trt_trace.cli import main; sys.exit(main(['view', {str(path)!r}, '--no-browser']))"
+    argv = ["view", str(path), "--no-browser"] + (["--port", "70000"] if case == "bad port" else [])
+    code = f"import sys; {hide}from trt_trace.cli import main; sys.exit(main({argv!r}))"
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, cwd=tmp_path)
-    assert proc.returncode == 1 and proc.stdout == ""
+    assert proc.returncode == (2 if case == "bad port" else 1) and proc.stdout == ""
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1, proc.stderr
-    expected = "pip install 'trt_trace[view]'" if case == "no extra" else "no such file"
+    expected = {"no extra": "pip install 'trt_trace[view]'", "no file": "no such file",
+                "bad port": "is not a port"}[case]
     assert expected in lines[0] and lines[0].startswith("trt-trace view: ")

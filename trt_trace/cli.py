@@ -92,8 +92,12 @@ def _cmd_merge(args: argparse.Namespace) -> int:
 def _cmd_view(args: argparse.Namespace) -> int:
     from .viewer import DEFAULT_PORT, ViewerError, ViewerServer
 
+    port = DEFAULT_PORT if args.port is None else args.port
+    if not 0 <= port <= 65535:
+        print(f"trt-trace view: --port {port} is not a port; give one in 1..65535 (0: any free one)", file=sys.stderr)
+        return 2
     try:
-        server = ViewerServer(DEFAULT_PORT if args.port is None else args.port)
+        server = ViewerServer(port)
         url = server.add(args.trace)
     except ViewerError as exc:
         print(f"trt-trace view: {exc}", file=sys.stderr)
@@ -102,13 +106,9 @@ def _cmd_view(args: argparse.Namespace) -> int:
     print(f"(serving on 127.0.0.1:{server.port} only; over ssh: ssh -L {server.port}:127.0.0.1:{server.port} "
           "HOST; Ctrl-C stops)", flush=True)
     if not args.no_browser:
-        import webbrowser
+        from .viewer import open_browser
 
-        try:
-            opened = webbrowser.open(url)
-        except Exception:  # a broken browser setting must not stop the server
-            opened = False
-        if not opened:
+        if not open_browser(url):
             print("trt-trace view: no browser to open here; open the URL above", file=sys.stderr, flush=True)
     try:
         server.serve_forever()

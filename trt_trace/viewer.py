@@ -15,6 +15,7 @@ import http.server
 import os
 import re
 import socketserver
+import sys
 import threading
 from pathlib import Path
 from urllib.parse import quote
@@ -45,6 +46,20 @@ def ui_directory() -> Path:
 def served_name(path: str) -> str:
     """The trace's file name as it appears in the URL: URL-safe, suffix kept."""
     return re.sub(r"[^A-Za-z0-9._-]", "_", os.path.basename(path)) or "trace"
+
+
+def open_browser(url: str) -> bool:
+    """Opens `url` in a graphical browser; False where there is none (a GPU host over ssh). With no
+    display, Python's webbrowser would start a text browser such as lynx in the terminal instead."""
+    if sys.platform.startswith("linux") and not (os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY")
+                                                 or os.environ.get("BROWSER")):
+        return False
+    import webbrowser
+
+    try:
+        return webbrowser.open(url)
+    except Exception:  # a broken browser setting must not stop the server
+        return False
 
 
 class _Handler(http.server.SimpleHTTPRequestHandler):
