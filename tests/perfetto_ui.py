@@ -10,7 +10,8 @@ in the UI's own order. Facts this relies on, checked against that build:
   runs); rows are read with `iter({})` / `get(column)`.
 * `app.trace.workspace` is the track tree the timeline shows, in its order (children, name, uri);
   `app.trace.tracks.getTrack(uri).tags.trackIds` are the trace processor's track ids of a track.
-* The omnibox's `:` mode is the user's SQL prompt: typing `:` switches it to SQL, Enter runs the
+* The omnibox's `:` mode is the user's SQL prompt: typing `:` switches it to SQL (class
+  `pf-omnibox--query-mode`), Enter runs the
   query, and the result shows as a table in the bottom panel (`.pf-query-table`), a header row of
   column names and a row per result row.
 * Any failure to load (the trace processor crashing, a trace it cannot parse) shows a modal
@@ -98,15 +99,27 @@ class OpenedTrace:
     def omnibox_query(self, sql: str) -> list[dict[str, str]]:
         """Runs `sql` as a user does (`:` in the omnibox, the query, Enter) and reads the result
         table from the page: rows of the cells' text, by column name."""
-        box = self.page.locator(".pf-omnibox input")
-        box.click()
+        self.page.locator(".pf-omnibox input").click()
         self.page.keyboard.type(":")
-        self.page.wait_for_timeout(300)  # the omnibox re-renders in SQL mode before it takes the query
-        self.page.keyboard.type(sql, delay=2)
-        self.page.keyboard.press("Enter")
+        box = self.page.locator(".pf-omnibox--query-mode input")  # re-rendered in SQL mode
+        box.wait_for(timeout=10_000)
+        box.press_sequentially(sql, delay=2)
+        for _ in range(2):  # keys typed while the omnibox re-renders can be lost: check, else type over
+            if box.input_value() == sql:
+                break
+            box.press("Control+a")  # (a Backspace on an empty box would leave SQL mode)
+            box.press_sequentially(sql, delay=2)
+        assert box.input_value() == sql, "the omnibox took the query as typed"
+        box.press("Enter")
         panel = self.page.locator(".pf-query-table")
         panel.locator(".pf-header-title", has_text="Query result").wait_for(timeout=30_000)
-        assert panel.locator(".pf-header-description").inner_text().strip() == sql, "the query as typed"
+        try:  # the panel's header names the query it shows, once it shows this one's result
+            self.page.wait_for_function(
+                "(sql) => { const d = document.querySelector('.pf-query-table .pf-header-description');"
+                " return d && d.innerText.trim() === sql; }", arg=sql, timeout=10_000)
+        except Exception:
+            ran = panel.locator(".pf-header-description").inner_text().strip()
+            raise AssertionError(f"the UI ran {ran!r}, not the query typed") from None
         columns = [c.strip() for c in panel.locator("thead th .pf-grid-cell__content").all_inner_texts()]
         rows = []
         for row in panel.locator("tbody tr").all():

@@ -28,13 +28,15 @@ Format decisions (see ../shared/notes/trace-formats.md):
   (`legacy_json_value`), so nothing is written as a legacy JSON value at all, and a nested
   annotation with no entries would read back as nothing.
 * The timeline opens on the calls: the Perfetto UI spans it from the first to the last event, so
-  the start metadata instant is stamped at the first record written (tracing may have started long
-  before the first call, e.g. at `import torch` in an AOTInductor package run) and the end one at
-  the last record's end. Their `monotonic_ns` args keep the true readings (the wall-clock anchors).
+  the start metadata instant (with the clock snapshot) is written with a file's first records and
+  stamped at the first of them (tracing may have started long before the first call, e.g. at
+  `import torch` in an AOTInductor package run), and the end one at the last record's end. Their
+  `monotonic_ns` args keep the true readings (the wall-clock anchors).
 * Each slice names its engine in a debug annotation `engine` (an interned string, iid = engine id
   + 1, interned with the engine's track), so that SQL finds it in `args` as in the JSON.
 * Size limit as ChromeJsonWriter: numbered files trace.1.pftrace, ..., each a complete trace that
-  starts again with the clock, the interned names, every track seen so far and the start metadata.
+  starts again with the clock, the interned names, every track seen so far and the start metadata
+  (stamped at that file's first record, so that each part opens on its own calls).
 * Perfetto sorts packets by timestamp, keeping file order among equal ones; the C++ encoder writes
   each batch's records by begin (outer first) so that begins and ends at one timestamp nest.
   Records of one call split across two drained batches still nest (the call record comes first,
@@ -210,9 +212,8 @@ class PerfettoTraceWriter:
         self.events_not_written = 0
         self._engine_names = engine_names
         self._names: list[str] = []
-        self._start = b""  # the packets every file starts with (clock, interned names, process, metadata)
-        self._start_metadata: dict[str, Any] = {}
-        self._start_tracks = b""
+        self._start_metadata: dict[str, Any] = {}  # begin()'s, in every file's start metadata instant
+        self._start_tracks = b""  # interned names, the process and its groups: what every file starts with
         self._last_end_ns = 0
         self._tracks: list[bytes] = []  # every engine/lane track descriptor so far, for each new file
         self._track_uuid: dict[tuple[int, int, bool], int] = {}  # (engine id, lane, gpu) -> uuid
@@ -225,8 +226,8 @@ class PerfettoTraceWriter:
         self.events_written = 0
         self.bytes_written = 0
         self._format_buffer = ops.FormatBuffer()  # the formatter's output, reused from batch to batch
-        if not lazy:  # opened now, so that a path that cannot be written fails at start
-            self._open(path)
+        if not lazy:  # opened now, so that a path that cannot be written fails at start (written later)
+            self._file = open(path, "wb", buffering=0)  # noqa: SIM115 (closed in finish)
 
     @property
     def created(self) -> bool:
@@ -234,11 +235,16 @@ class PerfettoTraceWriter:
 
     # -- file layout -----------------------------------------------------------------------------
 
-    def _open(self, path: str) -> None:
-        """Creates a file and writes what every file starts with (nothing before begin())."""
+    def _start_file(self, first_ns: int) -> None:
+        """Writes what every file starts with: a clock snapshot, the interned names, the process, its
+        groups, the start metadata stamped at `first_ns` (the file's first record), every track so far."""
+        self._put(_clock_snapshot_packet() + self._start_tracks + _metadata_packet(first_ns, self._start_metadata)
+                  + b"".join(self._tracks))
+
+    def _open(self, path: str, first_ns: int) -> None:
         self._file = open(path, "wb", buffering=0)  # noqa: SIM115 (closed in finish)
         self._file_bytes = 0
-        self._put(self._start + b"".join(self._tracks))
+        self._start_file(first_ns)
 
     def _put(self, data: bytes | memoryview) -> None:
         assert self._file is not None
@@ -248,8 +254,9 @@ class PerfettoTraceWriter:
         self.bytes_written += len(data)
         self._file_bytes += len(data)
 
-    def _emit(self, new_tracks: bytes, body: bytes | memoryview, count: int) -> None:
-        """Writes the descriptors of tracks first used by this batch, then its slices (`count` records)."""
+    def _emit(self, new_tracks: bytes, body: bytes | memoryview, count: int, first_ns: int) -> None:
+        """Writes the descriptors of tracks first used by this batch, then its slices (`count` records,
+        the earliest beginning at `first_ns`)."""
         opened = False
         if self._max_bytes and self._file is not None and self._file_bytes >= self._max_bytes:
             if not self._split:
@@ -259,10 +266,13 @@ class PerfettoTraceWriter:
             stem, dot, suffix = self.path.rpartition(".")
             base = stem if dot else self.path
             self.paths.append(f"{base}.{len(self.paths)}{dot}{suffix if dot else ''}")
-            self._open(self.paths[-1])
+            self._open(self.paths[-1], first_ns)
             opened = True
         if self._file is None:
-            self._open(self.path)
+            self._open(self.path, first_ns)
+            opened = True
+        elif self._file_bytes == 0:  # opened at start (not lazy), nothing in it yet
+            self._start_file(first_ns)
             opened = True
         if not opened:  # a new file already starts with every track
             self._put(new_tracks)
@@ -298,7 +308,7 @@ class PerfettoTraceWriter:
     # -- the writer interface --------------------------------------------------------------------
 
     def begin(self, process_name: str, metadata: dict[str, Any]) -> None:
-        """Keeps what every file starts with; it is written with the first records (see _started)."""
+        """Keeps what every file starts with; it is written with a file's first records (_start_file)."""
         pb = protos()
         process = pb.TrackDescriptor(uuid=PROCESS_UUID, child_ordering=pb.TrackDescriptor.EXPLICIT)
         process.process.pid = self._pid
@@ -313,16 +323,6 @@ class PerfettoTraceWriter:
             _track_packet(ENGINES_UUID, ENGINES_TRACK, PROCESS_UUID, 0, has_children=True),
             _track_packet(METADATA_UUID, METADATA_TRACK, PROCESS_UUID, 1),
         ])
-
-    def _started(self, first_ns: int) -> bytes:
-        """The packets every file starts with, stamped at the first record (`first_ns`), made once."""
-        if not self._start:
-            now = time.clock_gettime_ns(time.CLOCK_MONOTONIC)
-            ts = first_ns or int(self._start_metadata.get("monotonic_ns") or now)
-            self._start = _clock_snapshot_packet() + self._start_tracks + _metadata_packet(ts, self._start_metadata)
-            if self._file is not None and self._file_bytes == 0:  # opened at start (not lazy): still empty
-                self._put(self._start)
-        return self._start
 
     def _track_uuids(self, records: np.ndarray, lanes: np.ndarray, is_gpu: np.ndarray) -> tuple[np.ndarray, bytes]:
         """The track uuid of each record, and the descriptors of tracks new in this batch."""
@@ -339,20 +339,20 @@ class PerfettoTraceWriter:
     def write(self, records: np.ndarray) -> None:
         if len(records) == 0:
             return
-        self._started(int(records["begin_ns"].min()))
         self._last_end_ns = max(self._last_end_ns, int(records["end_ns"].max()))
         lanes, is_gpu = place_on_lanes(records, self._lanes, self._gpu_lanes)
         uuids, new_tracks = self._track_uuids(records, lanes, is_gpu)
         body = ops.perfetto_slice_packets(records, uuids, SEQUENCE_ID, list(range(1, len(ANNOTATIONS) + 1)),
                                           self.gpu_flows, self._format_buffer)
-        self._emit(new_tracks, body, len(records))
+        self._emit(new_tracks, body, len(records), int(records["begin_ns"].min()))
 
     def finish(self, end_metadata: dict[str, Any]) -> None:
         if self._file is None:  # lazy and nothing was traced: no file
             return
         end_metadata = dict(end_metadata, files=self.paths, events_not_written=self.events_not_written)
         ts = int(end_metadata.get("monotonic_ns") or time.clock_gettime_ns(time.CLOCK_MONOTONIC))
-        self._started(ts)  # no record at all: the file still starts as every file does
+        if self._file_bytes == 0:  # no record at all: the file still starts as every file does
+            self._start_file(int(self._start_metadata.get("monotonic_ns") or ts))
         ts = min(ts, self._last_end_ns) if self._last_end_ns else ts  # the timeline ends with the calls
         # The closing metadata always goes into the current file, past any size limit; a second
         # clock snapshot lets a reader correct wall-clock drift over a long run.
