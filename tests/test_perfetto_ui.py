@@ -227,9 +227,9 @@ def test_demo_package(perfetto_ui, demo_runs, demo_package, fmt):
     trace.close()
 
 
-def write_records(path: Path, batches: list[np.ndarray], names: list[str]) -> None:
+def write_records(path: Path, batches: list[np.ndarray], names: list[str], **metadata) -> None:
     writer = (ChromeJsonWriter if path.suffix == ".json" else PerfettoTraceWriter)(str(path), lambda: names)
-    writer.begin("gpu test", {"tool": "trt_trace", "monotonic_ns": 1})
+    writer.begin("gpu test", {"tool": "trt_trace", "monotonic_ns": 1, **metadata})
     for batch in batches:
         writer.write(batch)
     writer.finish({"dropped_events": 0, "threads": [], "monotonic_ns": 10**10})
@@ -253,6 +253,25 @@ def test_gpu_spans_with_launch_flows(perfetto_ui, tmp_path, fmt):
         ("engine_a", False, 0), ("engine_a", True, 0), ("engine_a", True, 1),
         ("engine_b", False, 0), ("engine_b", True, 0)]
     trace.close()
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+@pytest.mark.parametrize("span", ["short", "long"])
+@pytest.mark.parametrize("batches", ["one batch", "GPU spans later"])
+def test_gpu_spans_that_begin_with_their_enqueue_keep_their_flows(perfetto_ui, tmp_path, fmt, span, batches):
+    # A span starts no earlier than its enqueue (it is clamped there): both begin at one ns. A
+    # short one ends long before the enqueue's host work (its middle comes first), a long one after it.
+    rows = []
+    for call in range(1, 4):
+        begin = call * 1_000_000
+        end = begin + (31_000 if span == "short" else 400_000)
+        rows += call_records(call, 1 + call % 2, begin, begin + 30_000, end)
+    records = np.array(rows, dtype=RECORD_DTYPE)
+    gpu = records["phase"] == 5
+    path = tmp_path / f"short{suffix(fmt)}"
+    write_records(path, [records] if batches == "one batch" else [records[~gpu], records[gpu]],
+                  ["", "engine_a", "engine_b"])
+    check_in_ui(perfetto_ui, path, Expected({"engine_a": 1, "engine_b": 2}, gpu_spans=3, threads=1), fmt).close()
 
 
 @pytest.mark.parametrize("fmt", FORMATS)
@@ -302,6 +321,20 @@ def test_merge_of_two_ranks(perfetto_ui, tmp_path, monkeypatch, fmt):
     groups = [t.name for t in trace.tracks() if t.depth == 0]
     assert [g.split(" · ")[0] for g in groups] == ["rank 0", "rank 1"], groups
     trace.close()
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_merge_of_two_ranks_with_gpu_spans(perfetto_ui, tmp_path, fmt):
+    paths = []
+    for rank in (0, 1):
+        rows = call_records(1, 1, 1_000_000, 1_030_000, 1_500_000) + call_records(2, 2, 2_000_000, 2_030_000, 2_050_000)
+        records = np.array(rows, dtype=RECORD_DTYPE)
+        paths.append(str(tmp_path / f"gpu{rank}{suffix(fmt)}"))
+        write_records(Path(paths[-1]), [records], ["", "engine_a", "engine_b"], rank=rank, pid=100 + rank,
+                      host="node", monotonic_ns=1 + rank, wall_ns=10**18)
+    merge(paths, str(tmp_path / "all.json"))
+    check_in_ui(perfetto_ui, tmp_path / "all.json", Expected({"engine_a": 1, "engine_b": 1}, gpu_spans=2, threads=1,
+                                                            processes=2), "json").close()
 
 
 @pytest.mark.parametrize("fmt", FORMATS)
@@ -360,4 +393,26 @@ def test_engine_names_with_quotes_unicode_and_newlines(perfetto_ui, tmp_path, fm
                                                     engine_ids={WEIRD_NAME: 1, "plain": 2}), fmt)
     found = Counter((t.engine, t.gpu) for t in engine_tracks(trace.tracks(), fmt))
     assert found[(WEIRD_NAME, False)] == found[(WEIRD_NAME, True)] == 1
+    trace.close()
+
+
+def test_native_metadata_never_holds_what_trace_processor_cannot(perfetto_ui, tmp_path):
+    # Once, a JSON null annotation (legacy_json_value "null") made trace processor abort the whole load.
+    path = tmp_path / "metadata.pftrace"
+    odd = {"none": None, "empty_list": [], "empty_dict": {}, "nones": {"a": None, "b": [None]},
+           "mixed": [1, None, "x", {"k": None, "v": 2}], "argv": ["serve.py", "caf\udce9"],  # undecodable byte
+           "huge": 1 << 70, "rank": None, "text": 'q"\n名'}
+    rows = call_records(1, 1, 1_000_000, 1_030_000, 1_200_000)
+    writer = PerfettoTraceWriter(str(path), lambda: ["", "meta_engine"])
+    writer.begin("metadata test", {"tool": "trt_trace", "monotonic_ns": 1, **odd})
+    writer.write(np.array(rows, dtype=RECORD_DTYPE))
+    writer.finish({"dropped_events": 0, "threads": [], "monotonic_ns": 10**10, "gpu_clock": {"offset": None}})
+    trace = check_in_ui(perfetto_ui, path, Expected({"meta_engine": 1}, gpu_spans=1, threads=1), "pftrace")
+    args = {r["key"]: r["value"] for r in trace.query(
+        "select key, display_value as value from args where arg_set_id in "
+        "(select arg_set_id from slice where name = 'trt_trace_metadata')")}
+    assert args["debug.text"] == 'q"\n名' and args["debug.mixed[0]"] == "1" and args["debug.mixed[1]"] == "x"
+    assert args["debug.mixed[2].v"] == "2" and args["debug.huge"] == str(1 << 70)
+    assert args["debug.argv[1]"] == "caf\\udce9"
+    assert not any(k.startswith(("debug.none", "debug.empty", "debug.nones", "debug.rank")) for k in args)
     trace.close()

@@ -90,32 +90,31 @@ def _cmd_merge(args: argparse.Namespace) -> int:
 
 
 def _cmd_view(args: argparse.Namespace) -> int:
-    from .viewer import DEFAULT_PORT, ViewerError, ViewerServer
+    from .viewer import DEFAULT_PORT, ViewerError, ViewerServer, open_browser
 
     port = DEFAULT_PORT if args.port is None else args.port
     if not 0 <= port <= 65535:
         print(f"trt-trace view: --port {port} is not a port; give one in 1..65535 (0: any free one)", file=sys.stderr)
         return 2
-    try:
-        server = ViewerServer(port)
-        url = server.add(args.trace)
-    except ViewerError as exc:
-        print(f"trt-trace view: {exc}", file=sys.stderr)
-        return 1
-    print(f"Perfetto UI with {args.trace}: {url}", flush=True)
-    print(f"(serving on 127.0.0.1:{server.port} only; over ssh: ssh -L {server.port}:127.0.0.1:{server.port} "
-          "HOST; Ctrl-C stops)", flush=True)
-    if not args.no_browser:
-        from .viewer import open_browser
-
-        if not open_browser(url):
+    server = None
+    try:  # Ctrl-C at any point, also before serving, ends it with one line
+        try:
+            server = ViewerServer(port)
+            url = server.add(args.trace)
+        except ViewerError as exc:
+            print(f"trt-trace view: {exc}", file=sys.stderr)
+            return 1
+        print(f"Perfetto UI with {args.trace}: {url}", flush=True)
+        print(f"(serving on 127.0.0.1:{server.port} only; over ssh: ssh -L {server.port}:127.0.0.1:{server.port} "
+              "HOST; Ctrl-C stops)", flush=True)
+        if not args.no_browser and not open_browser(url):
             print("trt-trace view: no browser to open here; open the URL above", file=sys.stderr, flush=True)
-    try:
         server.serve_forever()
     except KeyboardInterrupt:
         print("trt-trace view: stopped", file=sys.stderr)
     finally:
-        server.close()
+        if server is not None:
+            server.close()
     return 0
 
 

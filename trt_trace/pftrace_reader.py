@@ -175,10 +175,11 @@ def load_events(path: str) -> list[dict[str, Any]]:
         ts = s.begin_ns / 1000.0
         events.append({"ph": "X", "cat": CATEGORY, "name": s.name, "ts": ts, "dur": (s.end_ns - s.begin_ns) / 1000.0,
                        "tid": tid, "args": dict(s.args, engine=engine_name, engine_id=engine_id)})
-        middle = (s.begin_ns + (s.end_ns - s.begin_ns) // 2) / 1000.0
-        for flow in s.flow_ids:  # the JSON's launch arrows (v1), as the JSON writer places them
-            events.append({"ph": "s", "cat": CATEGORY, "name": FLOW_NAME, "id": flow, "ts": middle, "tid": tid})
+        inside = 1 if s.end_ns > s.begin_ns else 0
+        for flow in s.flow_ids:  # the JSON's launch arrows (v1), placed as the JSON writer places them
+            events.append({"ph": "s", "cat": CATEGORY, "name": FLOW_NAME, "id": flow,
+                           "ts": (s.begin_ns + inside) / 1000.0, "tid": tid})
         for flow in s.terminating_flow_ids:
-            events.append({"ph": "f", "bp": "e", "cat": CATEGORY, "name": FLOW_NAME, "id": flow, "ts": middle,
-                           "tid": tid})
+            events.append({"ph": "f", "bp": "e", "cat": CATEGORY, "name": FLOW_NAME, "id": flow,
+                           "ts": (s.end_ns - inside) / 1000.0, "tid": tid})
     return events

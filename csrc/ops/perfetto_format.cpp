@@ -105,13 +105,17 @@ static_assert(kMaxPacket - 2 < 128, "one-byte lengths");
 // (begin, longer first, call before phase), gets them right: an end at t comes from a slice that
 // began before any slice beginning at t (or is a zero-length one nested at t), and of two begins
 // at t the outer comes first. Ends are anonymous, so the order of several ends at t does not matter.
+// GPU spans go after host records that begin at the same ns (they are on other tracks, so nesting
+// does not care): a span clamped to its call's enqueue begins with it, and trace processor drops a
+// flow whose terminating end comes before its start.
 struct Order {
   int64_t begin;
+  bool gpu;
   int64_t neg_end;
   uint8_t phase;
   uint32_t record;
   bool operator<(const Order& o) const {
-    return std::tie(begin, neg_end, phase, record) < std::tie(o.begin, o.neg_end, o.phase, o.record);
+    return std::tie(begin, gpu, neg_end, phase, record) < std::tie(o.begin, o.gpu, o.neg_end, o.phase, o.record);
   }
 };
 
@@ -162,7 +166,8 @@ std::tuple<at::Tensor, int64_t> encode_slices(const at::Tensor& records, const a
   for (int64_t i = 0; i < n; ++i) {
     const Record& r = rec[i];
     if (r.phase > static_cast<uint8_t>(Phase::kGpu)) continue;
-    order.push_back(Order{r.begin_ns, -std::max(r.end_ns, r.begin_ns), r.phase, static_cast<uint32_t>(i)});
+    order.push_back(Order{r.begin_ns, r.phase == static_cast<uint8_t>(Phase::kGpu), -std::max(r.end_ns, r.begin_ns),
+                          r.phase, static_cast<uint32_t>(i)});
   }
   // A drained batch is mostly in order already (each thread's calls in time order, a call before
   // its phases): the check is cheaper than the sort it usually saves.

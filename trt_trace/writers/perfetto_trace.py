@@ -16,8 +16,8 @@ Format decisions (see ../shared/notes/trace-formats.md):
   sibling_order_rank, but honors the rank under any other track, so engines appear in engine-id
   order (as in the JSON) and each engine's GPU lanes under its host lanes.
 * Slices: SLICE_BEGIN/SLICE_END pairs, encoded per batch in C++ (csrc/ops/perfetto_format.cpp).
-  A begin carries the JSON's args as debug annotations (call_id, thread, device, stream, error,
-  nested, captured); the engine is the parent track. Flows: flow_ids on each launching enqueue
+  A begin carries the JSON's args as debug annotations (engine, call_id, thread, device, stream,
+  error, nested, captured); the engine is also the parent track. Flows: flow_ids on each launching enqueue
   slice, terminating_flow_ids on the call's GPU slice (flow id = call id).
 * Trace-level facts (tool, versions, clock, wall-clock anchors, drops per thread, records written)
   are the debug annotations of INSTANT events named `trt_trace_metadata` on a "trt_trace metadata"
@@ -106,8 +106,13 @@ def _text(value: str) -> str:
 
 
 def _kept(value: Any) -> bool:
-    """Whether a metadata value is written (see the module docstring: no null, no empty container)."""
-    return value is not None and not (isinstance(value, list | tuple | dict) and not value)
+    """Whether a metadata value is written (see the module docstring: no null, no container with
+    nothing kept in it, which would be an annotation with no value)."""
+    if isinstance(value, dict):
+        return any(_kept(item) for item in value.values())
+    if isinstance(value, list | tuple):
+        return any(_kept(item) for item in value)
+    return value is not None
 
 
 def fill_annotation(annotation: Any, value: Any) -> None:
