@@ -330,11 +330,15 @@ def test_merge_of_two_ranks_with_gpu_spans(perfetto_ui, tmp_path, fmt):
         rows = call_records(1, 1, 1_000_000, 1_030_000, 1_500_000) + call_records(2, 2, 2_000_000, 2_030_000, 2_050_000)
         records = np.array(rows, dtype=RECORD_DTYPE)
         paths.append(str(tmp_path / f"gpu{rank}{suffix(fmt)}"))
-        write_records(Path(paths[-1]), [records], ["", "engine_a", "engine_b"], rank=rank, pid=100 + rank,
+        # Rank 1 has the lower pid: the UI must still list rank 0 first.
+        write_records(Path(paths[-1]), [records], ["", "engine_a", "engine_b"], rank=rank, pid=200 - rank,
                       host="node", monotonic_ns=1 + rank, wall_ns=10**18)
     merge(paths, str(tmp_path / "all.json"))
-    check_in_ui(perfetto_ui, tmp_path / "all.json", Expected({"engine_a": 1, "engine_b": 1}, gpu_spans=2, threads=1,
-                                                            processes=2), "json").close()
+    trace = check_in_ui(perfetto_ui, tmp_path / "all.json", Expected({"engine_a": 1, "engine_b": 1}, gpu_spans=2,
+                                                                    threads=1, processes=2), "json")
+    groups = [t.name for t in trace.tracks() if t.depth == 0]
+    assert [g.split(" · ")[0] for g in groups] == ["rank 0", "rank 1"], groups
+    trace.close()
 
 
 @pytest.mark.parametrize("fmt", FORMATS)
