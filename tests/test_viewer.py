@@ -142,3 +142,15 @@ def test_without_the_extra_or_the_file_one_line_and_a_non_zero_exit(tmp_path, ca
     expected = {"no extra": "pip install 'trt_trace[view]'", "no file": "no such file",
                 "bad port": "is not a port"}[case]
     assert expected in lines[0] and lines[0].startswith("trt-trace view: ")
+
+
+def test_a_missing_browser_fails_the_ui_tests_loudly(tmp_path):
+    # CI must never pass by skipping them: with no Chromium the fixture fails, naming the set-up step.
+    tests = Path(__file__).parent
+    env = dict(os.environ, TRT_TRACE_CHROMIUM=str(tmp_path / "no-chromium"))
+    command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(tests / "test_perfetto_ui.py"),
+               "-k", "omnibox and json"]
+    proc = subprocess.run(command, env=env, capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    assert proc.returncode == 1, proc.stdout[-2000:]
+    assert "no Chromium at" in proc.stdout and "tools/setup_env.sh" in proc.stdout
+    assert "1 error" in proc.stdout and "skipped" not in proc.stdout
