@@ -124,3 +124,17 @@ def in_thread(fn, *args):
     t.start()
     t.join()
     return out.get("v")
+
+
+@pytest.fixture(scope="session")
+def perfetto_ui():
+    """The real Perfetto UI in one headless Chromium for the whole run (tests/perfetto_ui.py). A
+    missing browser or package fails the tests that need it, loudly: they never skip."""
+    from perfetto_ui import PerfettoUI, UISetupError
+
+    try:
+        ui = PerfettoUI()
+    except UISetupError as exc:
+        pytest.fail(str(exc), pytrace=False)
+    yield ui
+    ui.close()

@@ -29,9 +29,10 @@ class Checked:
         return [t for t in self.tracks.values() if t.HasField("parent_uuid") and t.parent_uuid == uuid]
 
     def path(self, uuid: int) -> list[str]:
-        """Track names from the engine track down ("engine", "host (2)")."""
+        """Track names from the engine track down ("engine", "host (2)"): below the process's
+        "engines" group."""
         names = []
-        while uuid in self.tracks and not self.tracks[uuid].HasField("process"):
+        while uuid in self.tracks and not self.tracks[uuid].HasField("process") and self.tracks[uuid].name != "engines":
             names.insert(0, self.tracks[uuid].name)
             uuid = self.tracks[uuid].parent_uuid
         return names

@@ -112,8 +112,11 @@ def test_tracks_slices_names_and_metadata_of_a_real_run(tmp_path):
     c = check_pftrace(parse(out))
     process = next(t for t in c.tracks.values() if t.HasField("process"))
     assert process.process.pid == os.getpid() and f"pid {os.getpid()}" in process.process.process_name
-    engines = [t for t in c.children(process.uuid) if t.name != "trt_trace metadata"]
-    assert sorted(t.name for t in engines) == names  # process -> one track per engine
+    groups = c.children(process.uuid)
+    assert [t.name for t in sorted(groups, key=lambda t: t.sibling_order_rank)] == ["engines", "trt_trace metadata"]
+    engines = sorted(c.children(groups[0].uuid if groups[0].name == "engines" else groups[1].uuid),
+                     key=lambda t: t.sibling_order_rank)
+    assert [t.name for t in engines] == names  # process -> engines -> one track per engine, in id order
     for t in engines:
         assert [child.name for child in c.children(t.uuid)] == ["host"]  # sequential calls: one lane
     slices = c.slices
@@ -121,7 +124,7 @@ def test_tracks_slices_names_and_metadata_of_a_real_run(tmp_path):
     assert {s[1] for s in slices} == {"execute_engine", "workspace", "inputs", "outputs", "enqueue"}
     calls = {s[4]["call_id"]: s for s in slices if s[1] == "execute_engine"}
     for uuid, _name, begin, end, args, *_ in slices:
-        assert c.path(uuid)[0] in names and {"call_id", "thread"} <= set(args)
+        assert c.path(uuid)[0] in names and {"engine", "call_id", "thread"} <= set(args)
         call = calls[args["call_id"]]
         assert call[0] == uuid and call[2] <= begin <= end <= call[3]  # phases nest in their call
     assert [m["tool"].string_value for m in c.metadata[:1]] == ["trt_trace"]

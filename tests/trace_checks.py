@@ -18,26 +18,29 @@ def to_ns(us: float) -> int:
     return round(us * 1000)  # Perfetto: llround(x * 1000)
 
 
-def check_trace(events: list[dict]) -> dict[int, str]:
-    """Asserts the importer rules; returns {track tid: track name}."""
-    track_names: dict[int, str] = {}
+def check_trace(events: list[dict]) -> dict:
+    """Asserts the importer rules; returns {track tid: track name} for a trace of one process, and
+    {(pid, tid): name} for one of several (a merge keeps each process's tids: viewers key a thread
+    by pid and tid)."""
+    track_names: dict[tuple[int, int], str] = {}
     slices = defaultdict(list)
     for ev in events:
         assert ev["ph"] in ("X", "M", "i", "s", "f"), ev
         assert 0 <= ev["pid"] < 2**32 and 0 <= ev["tid"] < 2**32
         if ev["ph"] == "M" and ev["name"] == "thread_name":
-            assert ev["tid"] not in track_names, "one thread_name per track"
-            track_names[ev["tid"]] = ev["args"]["name"]
+            assert (ev["pid"], ev["tid"]) not in track_names, "one thread_name per track"
+            track_names[(ev["pid"], ev["tid"])] = ev["args"]["name"]
         if ev["ph"] == "X":
             assert ev["ts"] >= 0 and ev["dur"] >= 0
             assert ev["cat"] == "trt_trace"
             assert {"engine", "call_id", "thread"} <= set(ev["args"])
             begin = to_ns(ev["ts"])
             slices[(ev["pid"], ev["tid"])].append((begin, begin + to_ns(ev["dur"]), ev["name"]))
-    for (_pid, tid), items in slices.items():
-        assert tid in track_names, f"track {tid} has no name"
+    for (pid, tid), items in slices.items():
+        assert (pid, tid) in track_names, f"track {tid} of pid {pid} has no name"
         check_nesting(items)
-    # One engine name per track set: every track of an engine is named after it.
+    if len({pid for pid, _tid in track_names}) <= 1:
+        return {tid: name for (_pid, tid), name in track_names.items()}
     return track_names
 
 

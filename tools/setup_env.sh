@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Does all set-up on a fresh machine with only Python 3.10+ and a C++ compiler:
 # a virtual environment, torch (2.13 CPU by default), the build of the C++
-# libraries and the install of trt_trace with its test tools.
+# libraries and the install of trt_trace with its test tools (and Debian's Chromium, which the
+# real-UI tests drive, where /usr/bin/chromium is missing: apt-get, as root or through sudo).
 # Idempotent: a second run reinstalls only when the sources changed.
 #
 #   TRT_TRACE_VENV   where the venv goes (default .venv)
@@ -12,6 +13,15 @@ cd "$(dirname "$0")/.."
 VENV=${TRT_TRACE_VENV:-.venv}
 TORCH_REQ=${TRT_TRACE_TORCH:-torch==2.13.0}
 PY=${PYTHON:-python3}
+
+CHROMIUM=${TRT_TRACE_CHROMIUM:-/usr/bin/chromium}
+if [ ! -x "$CHROMIUM" ]; then
+  echo "setup: installing chromium (apt-get) for the Perfetto UI tests"
+  SUDO=""
+  if [ "$(id -u)" != 0 ]; then SUDO="sudo"; fi
+  $SUDO apt-get update -q
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q chromium
+fi
 
 if [ ! -x "$VENV/bin/python" ]; then
   echo "setup: creating $VENV"

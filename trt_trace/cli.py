@@ -3,6 +3,7 @@
     trt-trace run -o trace.json -- python serve.py --port 8000
     trt-trace summary trace.json [--by-rank] [--plot engines.png]
     trt-trace merge trace_0.json trace_1.json -o all.json
+    trt-trace view trace.json [--port 10000] [--no-browser]
     trt-trace demo
 """
 
@@ -97,6 +98,35 @@ def _cmd_merge(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_view(args: argparse.Namespace) -> int:
+    from .viewer import DEFAULT_PORT, ViewerError, ViewerServer, open_browser
+
+    port = DEFAULT_PORT if args.port is None else args.port
+    if not 0 <= port <= 65535:
+        print(f"trt-trace view: --port {port} is not a port; give one in 1..65535 (0: any free one)", file=sys.stderr)
+        return 2
+    server = None
+    try:  # Ctrl-C at any point, also before serving, ends it with one line
+        try:
+            server = ViewerServer(port)
+            url = server.add(args.trace)
+        except ViewerError as exc:
+            print(f"trt-trace view: {exc}", file=sys.stderr)
+            return 1
+        print(f"Perfetto UI with {args.trace}: {url}", flush=True)
+        print(f"(serving on 127.0.0.1:{server.port} only; over ssh: ssh -L {server.port}:127.0.0.1:{server.port} "
+              "HOST; Ctrl-C stops)", flush=True)
+        if not args.no_browser and not open_browser(url):
+            print("trt-trace view: no browser to open here; open the URL above", file=sys.stderr, flush=True)
+        server.serve_forever()
+    except KeyboardInterrupt:
+        print("trt-trace view: stopped", file=sys.stderr)
+    finally:
+        if server is not None:
+            server.close()
+    return 0
+
+
 def _cmd_demo(args: argparse.Namespace) -> int:
     from .demo import main as demo_main
 
@@ -130,6 +160,12 @@ def build_parser() -> argparse.ArgumentParser:
     merge.add_argument("traces", nargs="+", help="trace files written by trt_trace, e.g. trace_*.json")
     merge.add_argument("-o", "--output", required=True, help="the merged trace to write, e.g. all.json")
     merge.set_defaults(func=_cmd_merge)
+
+    view = sub.add_parser("view", help="open a trace in the Perfetto UI served from this machine (offline)")
+    view.add_argument("trace", help="trace.json / trace.pftrace / a merged trace (also one cut short by a kill)")
+    view.add_argument("--port", type=int, help="port on 127.0.0.1 (default 10000; a busy one moves to the next free)")
+    view.add_argument("--no-browser", action="store_true", help="only print the URL")
+    view.set_defaults(func=_cmd_view)
 
     demo = sub.add_parser("demo", help="trace a stand-in AOTInductor package with TRT_TRACE_OUT (see README)")
     demo.add_argument("--out", default="trace.json")

@@ -4,9 +4,10 @@ Each input process becomes a process group of its own, named "rank 1 · host · 
 by rank (process_sort_index). What has to change so that the processes stay apart in one file:
 * pid: two inputs may carry the same OS pid (processes on different hosts, or a pid reused
   later); the later one gets a free pid. The OS pid stays in the process name and the metadata.
-* tid: track ids are small numbers derived from engine ids, so rank 0 and rank 1 both have a track
-  1; a track id already taken by an earlier process is renumbered, so every track id is unique in
-  the file whatever a viewer keys its threads by.
+* tid: track ids stay as they are. They are small numbers derived from engine ids, so rank 0 and
+  rank 1 both have a track 1000; viewers key a thread by (pid, tid), and the Perfetto UI lists a
+  process's tracks by tid and shows the tid in the track's name, so a renumbered track would move
+  out of its place under its engine.
 * flow ids: the launch arrows' ids are per-process call ids, and viewers match flows by id across
   the whole file; each process's flow ids move into a range of their own.
 
@@ -152,22 +153,8 @@ def _renumber(processes: list[ProcessTrace]) -> None:
         p.pid = pid
 
 
-def _rewrite(p: ProcessTrace, index: int, shift_ns: int, used_tids: set[int], next_tid: list[int]) -> list[dict]:
-    """The process's events with pid, tids, flow ids and timestamps of the merged file."""
-    tid_map: dict[int, int] = {0: 0}  # tid 0 carries process-level metadata only
-
-    def new_tid(tid: int) -> int:
-        mapped = tid_map.get(tid)
-        if mapped is None:
-            mapped = tid
-            if mapped in used_tids:
-                while next_tid[0] in used_tids:
-                    next_tid[0] += 1
-                mapped = next_tid[0]
-            used_tids.add(mapped)
-            tid_map[tid] = mapped
-        return mapped
-
+def _rewrite(p: ProcessTrace, index: int, shift_ns: int) -> list[dict]:
+    """The process's events with the pid, flow ids and timestamps of the merged file."""
     offset_us = (p.offset_ns + shift_ns) / 1000.0
     seen_meta: set[tuple[str, int]] = set()
     header: list[dict] = []
@@ -182,9 +169,9 @@ def _rewrite(p: ProcessTrace, index: int, shift_ns: int, used_tids: set[int], ne
             if key in seen_meta:  # every part of a split trace repeats the track names
                 continue
             seen_meta.add(key)
-            header.append(dict(ev, pid=p.pid, tid=new_tid(int(ev.get("tid", 0)))))
+            header.append(dict(ev, pid=p.pid))
             continue
-        out = dict(ev, pid=p.pid, tid=new_tid(int(ev.get("tid", 0))))
+        out = dict(ev, pid=p.pid)
         if "ts" in ev and offset_us:
             out["ts"] = round(float(ev["ts"]) + offset_us, 3)
         if ph in ("s", "t", "f") and "id" in ev and index:
@@ -219,8 +206,6 @@ def merge(paths: list[str], output: str) -> dict[str, Any]:
     shift_ns = math.ceil(-min(lows) * 1000.0) if lows and min(lows) < 0 else 0
     _renumber(processes)
 
-    used_tids: set[int] = set()
-    next_tid = [1 << 24]
     out_events: list[dict] = []
     inputs = []
     for index, p in enumerate(processes):
@@ -228,7 +213,7 @@ def merge(paths: list[str], output: str) -> dict[str, Any]:
             {"ph": "M", "name": "process_name", "pid": p.pid, "tid": 0, "args": {"name": p.label()}},
             {"ph": "M", "name": "process_sort_index", "pid": p.pid, "tid": 0, "args": {"sort_index": index}},
         ]
-        out_events += _rewrite(p, index, shift_ns, used_tids, next_tid)
+        out_events += _rewrite(p, index, shift_ns)
         inputs.append({
             "files": p.files,
             "rank": p.rank,

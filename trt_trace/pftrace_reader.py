@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .trace_summary import TraceFileError, read_trace_bytes
-from .writers.chrome_json import CATEGORY, METADATA_EVENT
+from .writers.chrome_json import CATEGORY, FLOW_NAME, METADATA_EVENT, track_id
 from .writers.perfetto_trace import ENGINE_UUID_BASE, SUFFIXES, protos
 
 
@@ -146,14 +146,40 @@ def load_trace(path: str) -> PerfettoTrace:
     return out
 
 
+def _lane_of(name: str) -> tuple[int, bool]:
+    """(lane, GPU) of a lane track named "host", "host (2)", "GPU", "GPU (3)", ..."""
+    kind, _, rest = name.partition(" (")
+    lane = int(rest.rstrip(")")) - 1 if rest.rstrip(")").isdigit() else 0
+    return lane, kind == "GPU"
+
+
 def load_events(path: str) -> list[dict[str, Any]]:
-    """The trace as Chrome JSON events (complete slices and metadata), for trace_summary.aggregate."""
+    """The trace as the Chrome JSON writer would have written it (its tracks, track names, slices,
+    launch flows and metadata), for trace_summary.aggregate and `trt-trace merge`."""
     trace = load_trace(path)
-    events: list[dict[str, Any]] = [{"ph": "M", "name": METADATA_EVENT, "args": m} for m in trace.metadata]
+    events: list[dict[str, Any]] = [{"ph": "M", "name": METADATA_EVENT, "tid": 0, "args": m} for m in trace.metadata]
+    tids: dict[int, int] = {}  # lane track uuid -> the JSON writer's tid
+    for uuid, track in trace.tracks.items():
+        engine = trace.engine_of(uuid)
+        if engine is None or uuid >= ENGINE_UUID_BASE:
+            continue
+        lane, gpu = _lane_of(track.name)
+        tids[uuid] = tid = track_id(engine[0], lane, gpu)
+        name = engine[1] + (" GPU" if gpu else "") + ("" if lane == 0 else f" ({lane + 1})")
+        events.append({"ph": "M", "name": "thread_name", "tid": tid, "args": {"name": name}})
+        events.append({"ph": "M", "name": "thread_sort_index", "tid": tid, "args": {"sort_index": tid}})
     for s in trace.slices:
         engine = trace.engine_of(s.track)
         engine_id, engine_name = engine if engine else (0, "")
-        events.append({"ph": "X", "cat": CATEGORY, "name": s.name, "ts": s.begin_ns / 1000.0,
-                       "dur": (s.end_ns - s.begin_ns) / 1000.0, "tid": s.track,
-                       "args": dict(s.args, engine=engine_name, engine_id=engine_id)})
+        tid = tids.get(s.track, s.track)
+        ts = s.begin_ns / 1000.0
+        events.append({"ph": "X", "cat": CATEGORY, "name": s.name, "ts": ts, "dur": (s.end_ns - s.begin_ns) / 1000.0,
+                       "tid": tid, "args": dict(s.args, engine=engine_name, engine_id=engine_id)})
+        inside = 1 if s.end_ns > s.begin_ns else 0
+        for flow in s.flow_ids:  # the JSON's launch arrows (v1), placed as the JSON writer places them
+            events.append({"ph": "s", "cat": CATEGORY, "name": FLOW_NAME, "id": flow,
+                           "ts": (s.begin_ns + inside) / 1000.0, "tid": tid})
+        for flow in s.terminating_flow_ids:
+            events.append({"ph": "f", "bp": "e", "cat": CATEGORY, "name": FLOW_NAME, "id": flow,
+                           "ts": (s.end_ns - inside) / 1000.0, "tid": tid})
     return events

@@ -111,7 +111,11 @@ std::tuple<at::Tensor, int64_t> format_events(const at::Tensor& records, const a
     if (r.flags & kFlagNested) out.lit(R"(,"nested":true)");
     if (r.flags & kFlagCaptured) out.lit(R"(,"captured":true)");
     out.lit("}}");
-    // Flow arrow (v1) from the middle of the enqueue slice to the GPU slice it launched.
+    // Flow arrow (v1) from the enqueue slice to the GPU slice it launched: its start 1 ns into the
+    // enqueue slice, its end ("bp":"e", the enclosing slice) 1 ns before the GPU slice ends. Perfetto
+    // matches a flow's events in time order, and a GPU span may begin with its enqueue (it is
+    // clamped there) and end long before the enqueue does: the slices' middles can come in either
+    // order, these two ends do not (for spans of 2 ns or more).
     const bool launch = r.phase == static_cast<uint8_t>(Phase::kEnqueue) && r.device != kNoDevice &&
                         !(r.flags & (kFlagCaptured | kFlagError));
     if (flows && (gpu || launch)) {
@@ -122,7 +126,8 @@ std::tuple<at::Tensor, int64_t> format_events(const at::Tensor& records, const a
       }
       out.num(r.call_id);
       out.lit(R"(,"ts":)");
-      out.us(r.begin_ns + (r.end_ns - r.begin_ns) / 2);
+      const int64_t inside = r.end_ns > r.begin_ns ? 1 : 0;
+      out.us(gpu ? r.end_ns - inside : r.begin_ns + inside);
       out.lit(R"(,"pid":)");
       out.str(pid_s);
       out.lit(R"(,"tid":)");

@@ -39,13 +39,14 @@ constexpr uint32_t kTerminatingFlowIds = 48;   // TrackEvent.terminating_flow_id
 constexpr uint32_t kAnnotationNameIid = 1;     // DebugAnnotation.name_iid
 constexpr uint32_t kBoolValue = 2;             // DebugAnnotation.bool_value
 constexpr uint32_t kUintValue = 3;             // DebugAnnotation.uint_value
+constexpr uint32_t kStringValueIid = 17;       // DebugAnnotation.string_value_iid
 constexpr uint32_t kSliceBegin = 1;            // TrackEvent.Type.TYPE_SLICE_BEGIN
 constexpr uint32_t kSliceEnd = 2;              // TrackEvent.Type.TYPE_SLICE_END
 
 constexpr uint32_t kVarint = 0, kFixed64 = 1, kBytes = 2;
 
 // Interned annotation names, in the order of the caller's `annotation_iids` list.
-enum Annotation { kCallId, kThread, kDevice, kStream, kError, kNested, kCaptured, kNumAnnotations };
+enum Annotation { kEngine, kCallId, kThread, kDevice, kStream, kError, kNested, kCaptured, kNumAnnotations };
 
 // Everything below is inlined into the loop so that the cursor stays in a register: a cursor
 // kept in memory has to be reloaded after every byte store (a uint8_t store may alias it).
@@ -93,9 +94,9 @@ struct Out {
 };
 
 // The longest packet: tag, length, timestamp (11), sequence id (2), track event (2 + type 2, track
-// 10, name 2, annotations call_id 15, thread 10, device 8, stream 10, three flags 18, flows 20),
-// with ids below 128 and track uuids below 2^63.
-constexpr size_t kMaxPacket = 2 + 11 + 2 + 2 + 95;
+// 10, name 2, annotations engine 10, call_id 15, thread 10, device 8, stream 10, three flags 18,
+// flows 20), with ids below 128, engine ids below 2^32 and track uuids below 2^63.
+constexpr size_t kMaxPacket = 2 + 11 + 2 + 2 + 105;
 static_assert(kMaxPacket - 2 < 128, "one-byte lengths");
 
 // The order records are written in. Perfetto sorts packets by timestamp and keeps the file order
@@ -104,13 +105,17 @@ static_assert(kMaxPacket - 2 < 128, "one-byte lengths");
 // (begin, longer first, call before phase), gets them right: an end at t comes from a slice that
 // began before any slice beginning at t (or is a zero-length one nested at t), and of two begins
 // at t the outer comes first. Ends are anonymous, so the order of several ends at t does not matter.
+// GPU spans go after host records that begin at the same ns (they are on other tracks, so nesting
+// does not care): a span clamped to its call's enqueue begins with it, and trace processor drops a
+// flow whose terminating end comes before its start.
 struct Order {
   int64_t begin;
+  bool gpu;
   int64_t neg_end;
   uint8_t phase;
   uint32_t record;
   bool operator<(const Order& o) const {
-    return std::tie(begin, neg_end, phase, record) < std::tie(o.begin, o.neg_end, o.phase, o.record);
+    return std::tie(begin, gpu, neg_end, phase, record) < std::tie(o.begin, o.gpu, o.neg_end, o.phase, o.record);
   }
 };
 
@@ -133,7 +138,8 @@ TRT_TRACE_INLINE void close_event(Out& out, std::pair<uint8_t*, uint8_t*> length
 
 // records: uint8 [n * 40]; track_uuids: int64 [n], the track of each record; annotation_iids: the
 // interned names (see Annotation); flows: flow ids from each launching enqueue to its GPU slice.
-// The event name of a record is interned as phase + 1. Returns (buffer, n): the packets in the first
+// The event name of a record is interned as phase + 1, its engine's name (a debug annotation
+// string, so that SQL finds a slice's engine in its args as in the JSON) as engine id + 1. Returns (buffer, n): the packets in the first
 // n bytes of buffer, which is `out` when given and large enough, else a new one (ops/output_buffer.h).
 std::tuple<at::Tensor, int64_t> encode_slices(const at::Tensor& records, const at::Tensor& track_uuids,
                                               int64_t seq_id, const std::vector<int64_t>& annotation_iids,
@@ -160,7 +166,8 @@ std::tuple<at::Tensor, int64_t> encode_slices(const at::Tensor& records, const a
   for (int64_t i = 0; i < n; ++i) {
     const Record& r = rec[i];
     if (r.phase > static_cast<uint8_t>(Phase::kGpu)) continue;
-    order.push_back(Order{r.begin_ns, -std::max(r.end_ns, r.begin_ns), r.phase, static_cast<uint32_t>(i)});
+    order.push_back(Order{r.begin_ns, r.phase == static_cast<uint8_t>(Phase::kGpu), -std::max(r.end_ns, r.begin_ns),
+                          r.phase, static_cast<uint32_t>(i)});
   }
   // A drained batch is mostly in order already (each thread's calls in time order, a call before
   // its phases): the check is cheaper than the sort it usually saves.
@@ -175,8 +182,9 @@ std::tuple<at::Tensor, int64_t> encode_slices(const at::Tensor& records, const a
     TORCH_CHECK(track_id >= 0, "perfetto_slice_packets: track uuids must be non-negative");
     const auto track = static_cast<uint64_t>(track_id);
     auto lengths = open_event(ev, r.begin_ns, seq, kSliceBegin, track);
-    // The same facts as the Chrome JSON's args; the engine is the track's parent.
+    // The same facts as the Chrome JSON's args (the engine is also the track's parent).
     ev.field(kNameIid, r.phase + 1u);
+    ev.annotation(iid(kEngine), kStringValueIid, static_cast<uint64_t>(r.engine_id) + 1);
     ev.annotation(iid(kCallId), kUintValue, r.call_id);
     ev.annotation(iid(kThread), kUintValue, r.thread_id);
     if (r.device != kNoDevice) ev.annotation(iid(kDevice), kUintValue, r.device);
@@ -213,6 +221,7 @@ std::tuple<std::vector<std::string>, std::vector<int64_t>> field_numbers() {
       {"DebugAnnotation.name_iid", kAnnotationNameIid},
       {"DebugAnnotation.bool_value", kBoolValue},
       {"DebugAnnotation.uint_value", kUintValue},
+      {"DebugAnnotation.string_value_iid", kStringValueIid},
       {"TrackEvent.Type.TYPE_SLICE_BEGIN", kSliceBegin},
       {"TrackEvent.Type.TYPE_SLICE_END", kSliceEnd},
   };

@@ -5,7 +5,14 @@ Format decisions (see ../shared/notes/trace-formats.md):
   loads (Perfetto drops the half-written last event). A clean finish closes the array, so strict
   JSON parsers read it too.
 * One track per engine: pid = the process, tid = a synthetic track id per (engine, lane) named by a
-  `thread_name` metadata event; the calling OS thread goes into each slice's args.
+  `thread_name` metadata event; the calling OS thread goes into each slice's args. The Perfetto UI
+  (v52) lists a process's thread tracks by tid, ignoring `thread_sort_index`, and shows each as
+  "<thread name> <tid>"; so tids are small and ordered as the tracks should be: engine id * 1000,
+  + lane for the host lanes, + 500 + lane for the GPU lanes ("_run_on_acc_0_engine 1000",
+  "_run_on_acc_0_engine GPU 1500", "_run_on_acc_1_engine 2000"): each engine's GPU track right
+  under its host track(s), and the number reads as engine id and track. (Past 500 lanes of one
+  kind, lanes go to tids above 2**31, listed after all others. `thread_sort_index` is still written
+  for viewers that honor it.)
 * Complete events ("X") with ts/dur in microseconds with three decimals (ns precision).
 * Trace-level facts (clock, versions, drops) ride on `trt_trace_metadata` M events, which viewers
   ignore and `trt-trace summary` reads.
@@ -27,8 +34,9 @@ from .. import ops
 from ..tracks import LaneAssigner, decode_track, place_on_lanes, present_codes, track_codes
 
 CATEGORY = "trt_trace"
-LANE_STRIDE = 1 << 20  # track id = engine id + lane * LANE_STRIDE
-GPU_TRACKS = 1 << 31  # GPU track ids: GPU_TRACKS + engine id + lane * LANE_STRIDE
+ENGINE_TRACKS = 1000  # track ids of one engine: engine id * 1000 + ...
+GPU_LANES = 500  # ... + lane (host) or + 500 + lane (GPU)
+OVERFLOW_TRACKS = 1 << 31  # lanes past 500: OVERFLOW_TRACKS + (engine id * 2 + gpu) * 2**16 + lane
 METADATA_EVENT = "trt_trace_metadata"
 FLOW_NAME = "launch"  # enqueue slice -> the call's GPU slice
 
@@ -40,7 +48,17 @@ def _write_all(f: BinaryIO, data: bytes) -> None:
 
 
 def track_id(engine_id: int, lane: int, gpu: bool = False) -> int:
-    return (GPU_TRACKS if gpu else 0) + engine_id + lane * LANE_STRIDE
+    return int(track_ids(np.array([engine_id]), np.array([lane]), np.array([gpu]))[0])
+
+
+def track_ids(engine_ids: np.ndarray, lanes: np.ndarray, is_gpu: np.ndarray) -> np.ndarray:
+    """The tid of each record's track (see the module docstring), vectorised."""
+    engines = engine_ids.astype(np.int64)
+    tids = engines * ENGINE_TRACKS + is_gpu * GPU_LANES + lanes
+    past = lanes >= GPU_LANES
+    if past.any():  # hundreds of simultaneous calls of one engine: still a track of their own
+        tids[past] = OVERFLOW_TRACKS + ((engines[past] * 2 + is_gpu[past]) << 16) + lanes[past] - GPU_LANES
+    return tids
 
 
 class ChromeJsonWriter:
@@ -144,11 +162,9 @@ class ChromeJsonWriter:
             return []
         self._named_tracks.add(tid)
         name = self._engine_name(engine_id) + (" GPU" if gpu else "") + ("" if lane == 0 else f" ({lane + 1})")
-        # A GPU track sorts right under its engine's host track(s).
-        sort_index = engine_id * 64 + (32 if gpu else 0) + min(lane, 31)
-        meta = [
+        meta = [  # the tid order is the designed order; the sort index says so to viewers that read it
             {"ph": "M", "name": "thread_name", "pid": self._pid, "tid": tid, "args": {"name": name}},
-            {"ph": "M", "name": "thread_sort_index", "pid": self._pid, "tid": tid, "args": {"sort_index": sort_index}},
+            {"ph": "M", "name": "thread_sort_index", "pid": self._pid, "tid": tid, "args": {"sort_index": tid}},
         ]
         self._track_meta += meta
         return meta
@@ -157,7 +173,7 @@ class ChromeJsonWriter:
         if len(records) == 0:
             return
         lanes, is_gpu = place_on_lanes(records, self._lanes, self._gpu_lanes)
-        tids = records["engine_id"].astype(np.int64) + lanes * LANE_STRIDE + is_gpu * GPU_TRACKS
+        tids = track_ids(records["engine_id"], lanes, is_gpu)
         # Names for tracks seen for the first time (few per batch: a Python loop over the ones present).
         meta: list[dict[str, Any]] = self._header
         self._header = []

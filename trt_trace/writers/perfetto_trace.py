@@ -8,22 +8,35 @@ Format decisions (see ../shared/notes/trace-formats.md):
   (the records' clock) to BOOTTIME (Perfetto's trace clock) and REALTIME, then a packet with
   SEQ_INCREMENTAL_STATE_CLEARED that makes MONOTONIC the default timestamp clock and interns the
   event names (iid = phase + 1) and slice annotation names (iid = index in ANNOTATIONS + 1).
-* Tracks: the process (pid, name) -> one track per engine (named after it, uuid ENGINE_UUID_BASE +
-  engine id, so a reader gets the id back) -> lanes "host", "host (2)", ... and "GPU", "GPU (2)",
-  ... (tracks.LaneAssigner, as in the JSON: slices on one track always nest). Lanes get small
-  uuids (one varint byte each in every event).
+* Tracks: the process (pid, name) -> "engines" -> one track per engine (named after it, uuid
+  ENGINE_UUID_BASE + engine id, so a reader gets the id back) -> lanes "host", "host (2)", ... and
+  "GPU", "GPU (2)", ... (tracks.LaneAssigner, as in the JSON: slices on one track always nest).
+  Lanes get small uuids (one varint byte each in every event). The "engines" group is there for
+  the order: the Perfetto UI (v52) lists a process's own child tracks by name, ignoring their
+  sibling_order_rank, but honors the rank under any other track, so engines appear in engine-id
+  order (as in the JSON) and each engine's GPU lanes under its host lanes.
 * Slices: SLICE_BEGIN/SLICE_END pairs, encoded per batch in C++ (csrc/ops/perfetto_format.cpp).
-  A begin carries the JSON's args as debug annotations (call_id, thread, device, stream, error,
-  nested, captured); the engine is the parent track. Flows: flow_ids on each launching enqueue
+  A begin carries the JSON's args as debug annotations (engine, call_id, thread, device, stream,
+  error, nested, captured); the engine is also the parent track. Flows: flow_ids on each launching enqueue
   slice, terminating_flow_ids on the call's GPU slice (flow id = call id).
 * Trace-level facts (tool, versions, clock, wall-clock anchors, drops per thread, records written)
   are the debug annotations of INSTANT events named `trt_trace_metadata` on a "trt_trace metadata"
   track: one at the start, one at the finish. Perfetto has no free-form metadata packet a trace can
   carry; annotations show in the UI (click the event), land in trace_processor's args table, and
-  `trt-trace summary` reads them back. Lists and dicts are nested annotations; None and empty
-  containers are `legacy_json_value`s.
+  `trt-trace summary` reads them back. Lists and dicts are nested annotations. None, [] and {} are
+  left out (a reader's missing key): the trace processor aborts the whole load on a JSON `null`
+  (`legacy_json_value`), so nothing is written as a legacy JSON value at all, and a nested
+  annotation with no entries would read back as nothing.
+* The timeline opens on the calls: the Perfetto UI spans it from the first to the last event, so
+  the start metadata instant (with the clock snapshot) is written with a file's first records and
+  stamped at the first of them (tracing may have started long before the first call, e.g. at
+  `import torch` in an AOTInductor package run), and the end one at the last record's end. Their
+  `monotonic_ns` args keep the true readings (the wall-clock anchors).
+* Each slice names its engine in a debug annotation `engine` (an interned string, iid = engine id
+  + 1, interned with the engine's track), so that SQL finds it in `args` as in the JSON.
 * Size limit as ChromeJsonWriter: numbered files trace.1.pftrace, ..., each a complete trace that
-  starts again with the clock, the interned names, every track seen so far and the start metadata.
+  starts again with the clock, the interned names, every track seen so far and the start metadata
+  (stamped at that file's first record, so that each part opens on its own calls).
 * Perfetto sorts packets by timestamp, keeping file order among equal ones; the C++ encoder writes
   each batch's records by begin (outer first) so that begins and ends at one timestamp nest.
   Records of one call split across two drained batches still nest (the call record comes first,
@@ -35,7 +48,6 @@ Format decisions (see ../shared/notes/trace-formats.md):
 
 from __future__ import annotations
 
-import json
 import os
 import time
 from collections.abc import Callable
@@ -54,11 +66,13 @@ SUFFIXES = (".pftrace", ".perfetto-trace", ".pb")
 SEQUENCE_ID = 1
 PROCESS_UUID = 1
 METADATA_UUID = 2
+ENGINES_UUID = 3
+ENGINES_TRACK = "engines"
 FIRST_LANE_UUID = 16
 ENGINE_UUID_BASE = 1 << 32
 METADATA_TRACK = "trt_trace metadata"
 # Slice annotation names, interned in this order (iid = index + 1): csrc/ops/perfetto_format.cpp's Annotation.
-ANNOTATIONS = ("call_id", "thread", "device", "stream", "error", "nested", "captured")
+ANNOTATIONS = ("engine", "call_id", "thread", "device", "stream", "error", "nested", "captured")
 METADATA_NAME_IID = len(PHASE_NAMES) + 1  # event names: phase + 1, then the metadata instant
 GPU_RANK = 1 << 20  # GPU lanes sort after the host lanes under their engine
 
@@ -86,8 +100,24 @@ def frame(packet: Any) -> bytes:
     return b"\x0a" + _varint(len(data)) + data
 
 
+def _text(value: str) -> str:
+    """A string protobuf can hold (argv may carry undecodable bytes as surrogates)."""
+    return value.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
+def _kept(value: Any) -> bool:
+    """Whether a metadata value is written (see the module docstring: no null, no container with
+    nothing kept in it, which would be an annotation with no value)."""
+    if isinstance(value, dict):
+        return any(_kept(item) for item in value.values())
+    if isinstance(value, list | tuple):
+        return any(_kept(item) for item in value)
+    return value is not None
+
+
 def fill_annotation(annotation: Any, value: Any) -> None:
-    """Sets a DebugAnnotation's value from a JSON-like value (nested for lists and dicts)."""
+    """Sets a DebugAnnotation's value from a JSON-like value (nested for lists and dicts); entries
+    that are not _kept() are left out: the trace processor cannot hold a null."""
     if isinstance(value, bool):
         annotation.bool_value = value
     elif isinstance(value, int) and -(1 << 63) <= value < (1 << 63):
@@ -97,17 +127,19 @@ def fill_annotation(annotation: Any, value: Any) -> None:
     elif isinstance(value, float):
         annotation.double_value = value
     elif isinstance(value, str):
-        annotation.string_value = value
-    elif isinstance(value, dict) and value:
+        annotation.string_value = _text(value)
+    elif isinstance(value, dict):
         for key, item in value.items():
-            entry = annotation.dict_entries.add()
-            entry.name = str(key)
-            fill_annotation(entry, item)
-    elif isinstance(value, list | tuple) and value:
+            if _kept(item):
+                entry = annotation.dict_entries.add()
+                entry.name = _text(str(key))
+                fill_annotation(entry, item)
+    elif isinstance(value, list | tuple):
         for item in value:
-            fill_annotation(annotation.array_values.add(), item)
-    else:  # None, {}, [] (a nested annotation with no entries would read back as nothing)
-        annotation.legacy_json_value = json.dumps(value, default=str)
+            if _kept(item):
+                fill_annotation(annotation.array_values.add(), item)
+    else:  # an int past 64 bits, an object: as text
+        annotation.string_value = _text(str(value))
 
 
 def _clock_snapshot_packet() -> bytes:
@@ -136,13 +168,18 @@ def _sequence_start_packet() -> bytes:
     return frame(packet)
 
 
-def _track_packet(uuid: int, name: str, parent: int, rank: int, has_children: bool = False) -> bytes:
-    """A named track under `parent`, placed among its siblings by `rank` (the UI's order)."""
+def _track_packet(uuid: int, name: str, parent: int, rank: int, has_children: bool = False,
+                  engine_id: int | None = None) -> bytes:
+    """A named track under `parent`, placed among its siblings by `rank` (the UI's order); an
+    engine's track also interns the engine's name for its slices' `engine` annotation."""
     pb = protos()
-    track = pb.TrackDescriptor(uuid=uuid, parent_uuid=parent, name=name, sibling_order_rank=rank)
+    track = pb.TrackDescriptor(uuid=uuid, parent_uuid=parent, name=_text(name), sibling_order_rank=rank)
     if has_children:
         track.child_ordering = pb.TrackDescriptor.EXPLICIT
-    return frame(pb.TracePacket(trusted_packet_sequence_id=SEQUENCE_ID, track_descriptor=track))
+    packet = pb.TracePacket(trusted_packet_sequence_id=SEQUENCE_ID, track_descriptor=track)
+    if engine_id is not None:
+        packet.interned_data.debug_annotation_string_values.add(iid=engine_id + 1, str=_text(name).encode())
+    return frame(packet)
 
 
 def _metadata_packet(ts: int, metadata: dict[str, Any]) -> bytes:
@@ -153,8 +190,8 @@ def _metadata_packet(ts: int, metadata: dict[str, Any]) -> bytes:
     event.track_uuid = METADATA_UUID
     event.name_iid = METADATA_NAME_IID
     for key, value in metadata.items():
-        annotation = event.debug_annotations.add(name=str(key))
-        fill_annotation(annotation, value)
+        if _kept(value):
+            fill_annotation(event.debug_annotations.add(name=str(key)), value)
     return frame(packet)
 
 
@@ -180,7 +217,9 @@ class PerfettoTraceWriter:
         self.events_not_written = 0
         self._engine_names = engine_names
         self._names: list[str] = []
-        self._start = b""  # the packets every file starts with (clock, interned names, process, metadata)
+        self._start_metadata: dict[str, Any] = {}  # begin()'s, in every file's start metadata instant
+        self._start_tracks = b""  # interned names, the process and its groups: what every file starts with
+        self._last_end_ns = 0
         self._tracks: list[bytes] = []  # every engine/lane track descriptor so far, for each new file
         self._track_uuid: dict[tuple[int, int, bool], int] = {}  # (engine id, lane, gpu) -> uuid
         self._engines: set[int] = set()
@@ -192,8 +231,8 @@ class PerfettoTraceWriter:
         self.events_written = 0
         self.bytes_written = 0
         self._format_buffer = ops.FormatBuffer()  # the formatter's output, reused from batch to batch
-        if not lazy:  # opened now, so that a path that cannot be written fails at start
-            self._open(path)
+        if not lazy:  # opened now, so that a path that cannot be written fails at start (written later)
+            self._file = open(path, "wb", buffering=0)  # noqa: SIM115 (closed in finish)
 
     @property
     def created(self) -> bool:
@@ -201,11 +240,16 @@ class PerfettoTraceWriter:
 
     # -- file layout -----------------------------------------------------------------------------
 
-    def _open(self, path: str) -> None:
-        """Creates a file and writes what every file starts with (nothing before begin())."""
+    def _start_file(self, first_ns: int) -> None:
+        """Writes what every file starts with: a clock snapshot, the interned names, the process, its
+        groups, the start metadata stamped at `first_ns` (the file's first record), every track so far."""
+        self._put(_clock_snapshot_packet() + self._start_tracks + _metadata_packet(first_ns, self._start_metadata)
+                  + b"".join(self._tracks))
+
+    def _open(self, path: str, first_ns: int) -> None:
         self._file = open(path, "wb", buffering=0)  # noqa: SIM115 (closed in finish)
         self._file_bytes = 0
-        self._put(self._start + b"".join(self._tracks))
+        self._start_file(first_ns)
 
     def _put(self, data: bytes | memoryview) -> None:
         assert self._file is not None
@@ -215,8 +259,9 @@ class PerfettoTraceWriter:
         self.bytes_written += len(data)
         self._file_bytes += len(data)
 
-    def _emit(self, new_tracks: bytes, body: bytes | memoryview, count: int) -> None:
-        """Writes the descriptors of tracks first used by this batch, then its slices (`count` records)."""
+    def _emit(self, new_tracks: bytes, body: bytes | memoryview, count: int, first_ns: int) -> None:
+        """Writes the descriptors of tracks first used by this batch, then its slices (`count` records,
+        the earliest beginning at `first_ns`)."""
         opened = False
         if self._max_bytes and self._file is not None and self._file_bytes >= self._max_bytes:
             if not self._split:
@@ -226,10 +271,13 @@ class PerfettoTraceWriter:
             stem, dot, suffix = self.path.rpartition(".")
             base = stem if dot else self.path
             self.paths.append(f"{base}.{len(self.paths)}{dot}{suffix if dot else ''}")
-            self._open(self.paths[-1])
+            self._open(self.paths[-1], first_ns)
             opened = True
         if self._file is None:
-            self._open(self.path)
+            self._open(self.path, first_ns)
+            opened = True
+        elif self._file_bytes == 0:  # opened at start (not lazy), nothing in it yet
+            self._start_file(first_ns)
             opened = True
         if not opened:  # a new file already starts with every track
             self._put(new_tracks)
@@ -253,8 +301,8 @@ class PerfettoTraceWriter:
         engine_uuid = ENGINE_UUID_BASE + engine_id
         if engine_id not in self._engines:
             self._engines.add(engine_id)
-            packets.append(_track_packet(engine_uuid, self._engine_name(engine_id), PROCESS_UUID, engine_id,
-                                         has_children=True))
+            packets.append(_track_packet(engine_uuid, self._engine_name(engine_id), ENGINES_UUID, engine_id,
+                                         has_children=True, engine_id=engine_id))
         uuid = FIRST_LANE_UUID + len(self._track_uuid)
         self._track_uuid[key] = uuid
         name = ("GPU" if gpu else "host") + ("" if lane == 0 else f" ({lane + 1})")
@@ -265,23 +313,21 @@ class PerfettoTraceWriter:
     # -- the writer interface --------------------------------------------------------------------
 
     def begin(self, process_name: str, metadata: dict[str, Any]) -> None:
+        """Keeps what every file starts with; it is written with a file's first records (_start_file)."""
         pb = protos()
         process = pb.TrackDescriptor(uuid=PROCESS_UUID, child_ordering=pb.TrackDescriptor.EXPLICIT)
         process.process.pid = self._pid
-        process.process.process_name = process_name
+        process.process.process_name = _text(process_name)
         metadata = dict(metadata, format="perfetto TrackEvent protobuf")
         if "clock_domain" in metadata:
             metadata["clock_domain"] = "CLOCK_MONOTONIC ns (timestamp_clock_id 3; see the ClockSnapshot)"
-        ts = int(metadata.get("monotonic_ns") or time.clock_gettime_ns(time.CLOCK_MONOTONIC))
-        self._start = b"".join([
-            _clock_snapshot_packet(),
+        self._start_metadata = metadata
+        self._start_tracks = b"".join([
             _sequence_start_packet(),
             frame(pb.TracePacket(trusted_packet_sequence_id=SEQUENCE_ID, track_descriptor=process)),
-            _track_packet(METADATA_UUID, METADATA_TRACK, PROCESS_UUID, -1),
-            _metadata_packet(ts, metadata),
+            _track_packet(ENGINES_UUID, ENGINES_TRACK, PROCESS_UUID, 0, has_children=True),
+            _track_packet(METADATA_UUID, METADATA_TRACK, PROCESS_UUID, 1),
         ])
-        if self._file is not None:
-            self._put(self._start)
 
     def _track_uuids(self, records: np.ndarray, lanes: np.ndarray, is_gpu: np.ndarray) -> tuple[np.ndarray, bytes]:
         """The track uuid of each record, and the descriptors of tracks new in this batch."""
@@ -298,17 +344,21 @@ class PerfettoTraceWriter:
     def write(self, records: np.ndarray) -> None:
         if len(records) == 0:
             return
+        self._last_end_ns = max(self._last_end_ns, int(records["end_ns"].max()))
         lanes, is_gpu = place_on_lanes(records, self._lanes, self._gpu_lanes)
         uuids, new_tracks = self._track_uuids(records, lanes, is_gpu)
         body = ops.perfetto_slice_packets(records, uuids, SEQUENCE_ID, list(range(1, len(ANNOTATIONS) + 1)),
                                           self.gpu_flows, self._format_buffer)
-        self._emit(new_tracks, body, len(records))
+        self._emit(new_tracks, body, len(records), int(records["begin_ns"].min()))
 
     def finish(self, end_metadata: dict[str, Any]) -> None:
         if self._file is None:  # lazy and nothing was traced: no file
             return
         end_metadata = dict(end_metadata, files=self.paths, events_not_written=self.events_not_written)
         ts = int(end_metadata.get("monotonic_ns") or time.clock_gettime_ns(time.CLOCK_MONOTONIC))
+        if self._file_bytes == 0:  # no record at all: the file still starts as every file does
+            self._start_file(int(self._start_metadata.get("monotonic_ns") or ts))
+        ts = min(ts, self._last_end_ns) if self._last_end_ns else ts  # the timeline ends with the calls
         # The closing metadata always goes into the current file, past any size limit; a second
         # clock snapshot lets a reader correct wall-clock drift over a long run.
         self._put(_clock_snapshot_packet() + _metadata_packet(ts, end_metadata))
