@@ -1,9 +1,9 @@
 """Merges per-process traces (one per rank of a torchrun job, say) into one Chrome JSON trace.
 
-Each input process becomes a process group of its own, named "rank 1 · host · pid 1234" and ordered
+Each input process becomes a process group of its own, named "rank 1 · serve.py · host" and ordered
 by rank (process_sort_index). What has to change so that the processes stay apart in one file:
 * pid: two inputs may carry the same OS pid (processes on different hosts, or a pid reused
-  later); the later one gets a free pid. The OS pid stays in the process name and the metadata.
+  later); the later one gets a free pid. Its OS pid goes into its process name and the metadata.
 * tid: track ids stay as they are. They are small numbers derived from engine ids, so rank 0 and
   rank 1 both have a track 1000; viewers key a thread by (pid, tid), and the Perfetto UI lists a
   process's tracks by tid and shows the tid in the track's name, so a renumbered track would move
@@ -88,8 +88,15 @@ class ProcessTrace:
         return out
 
     def label(self) -> str:
+        """rank · program · host; the OS pid only where the merged file had to give the process
+        another pid (the viewers show the file's pid after every process name)."""
         parts = [] if self.rank is None else [f"rank {self.rank}"]
-        return " · ".join(parts + [self.host, f"pid {self.os_pid}"])
+        if self.start.get("program"):
+            parts.append(str(self.start["program"]))
+        parts.append(self.host)
+        if self.pid != self.os_pid:
+            parts.append(f"pid {self.os_pid}")
+        return " · ".join(parts)
 
 
 def read_trace(path: str) -> ProcessTrace:

@@ -124,6 +124,7 @@ class Session:
             # Which rank this process is: `trt-trace merge` names and orders its process group by it.
             **rank_info(),
             "argv": sys.argv,
+            "program": program_name(),
             "buffer_events_per_thread": self.buffer_events,
             "nvtx_domain": "trt_trace" if self.nvtx else None,
             "gpu_timing": self.gpu and ops.get_gpu_timing(),
@@ -140,7 +141,8 @@ class Session:
         ops.set_engine_stream_spans(self.settings.engine_stream_spans)
         metadata = self._metadata()
         rank = "" if metadata["rank"] is None else f" rank {metadata['rank']}"
-        self.writer.begin(f"{program_name()}{rank} (pid {self.pid})", metadata)
+        # No "(pid N)": the viewers show the pid after every process name themselves.
+        self.writer.begin(f"{metadata['program']}{rank}", metadata)
         self.started_ns = time.monotonic_ns()
         self.drainer.start()
         if self.nvtx and not ops.set_nvtx(True):
