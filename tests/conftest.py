@@ -76,6 +76,11 @@ def demo_package(request: pytest.FixtureRequest) -> tuple[str, list]:
     version's layout), compiled once per version and run (and cached on disk by content)."""
     if "runtime_version" in request.fixturenames:
         request.getfixturevalue("runtime_version")  # switch first: the package follows the version
+    return demo_package_now()
+
+
+def demo_package_now() -> tuple[str, list]:
+    """demo_package for the runtime version the stand-in plays now (for fixtures of wider scope)."""
     version = standin.runtime_version()
     if version not in _demo_packages:
         specs = model.demo_specs(6)

@@ -24,7 +24,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-from conftest import call_from_threads
+from conftest import call_from_threads, demo_package_now
 from perfetto_ui import OpenedTrace, PerfettoUI, Track
 from test_gpu_tracks import call_records
 
@@ -200,9 +200,9 @@ def suffix(fmt: str) -> str:
 
 
 @pytest.fixture(scope="module")
-def demo_runs(demo_package, tmp_path_factory) -> dict[str, Path]:
+def demo_runs(tmp_path_factory) -> dict[str, Path]:
     """The demo: the 6-engine AOTInductor package run 25 times with only TRT_TRACE_OUT set, per format."""
-    package, _specs = demo_package
+    package, _specs = demo_package_now()
     out = {}
     for fmt in FORMATS:
         path = tmp_path_factory.mktemp("demo") / f"demo{suffix(fmt)}"
@@ -216,8 +216,8 @@ def demo_runs(demo_package, tmp_path_factory) -> dict[str, Path]:
 
 
 @pytest.mark.parametrize("fmt", FORMATS)
-def test_demo_package(perfetto_ui, demo_runs, demo_package, fmt):
-    _package, specs = demo_package
+def test_demo_package(perfetto_ui, demo_runs, fmt):
+    _package, specs = demo_package_now()
     names = [s.name for s in specs]  # the package calls them in this order: engine ids 1, 2, ...
     trace = check_in_ui(perfetto_ui, demo_runs[fmt], Expected(dict.fromkeys(names, 25), threads=1,
                                                               engine_order=names), fmt)
