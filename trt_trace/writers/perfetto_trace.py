@@ -1,6 +1,6 @@
 """Streams records as a native Perfetto trace (protobuf TrackEvent), as ui.perfetto.dev loads it.
 
-Format decisions (see ../shared/notes/trace-formats.md):
+Format decisions (TrackEvent's rules: docs/trace-formats.md):
 * A Perfetto `Trace` is a run of length-delimited `packet` fields: the file is appended to batch by
   batch, with nothing to close. A killed process leaves every drained batch loadable (a reader
   skips a cut last packet).
@@ -34,9 +34,9 @@ Format decisions (see ../shared/notes/trace-formats.md):
   `monotonic_ns` args keep the true readings (the wall-clock anchors).
 * Each slice names its engine in a debug annotation `engine` (an interned string, iid = engine id
   + 1, interned with the engine's track), so that SQL finds it in `args` as in the JSON.
-* Size limit as ChromeJsonWriter: numbered files trace.1.pftrace, ..., each a complete trace that
-  starts again with the clock, the interned names, every track seen so far and the start metadata
-  (stamped at that file's first record, so that each part opens on its own calls).
+* Size limit as ChromeJsonWriter (trace_file.py): numbered files trace.1.pftrace, ..., each a
+  complete trace that starts again with the clock, the interned names, every track seen so far and
+  the start metadata (stamped at that file's first record, so that each part opens on its own calls).
 * Perfetto sorts packets by timestamp, keeping file order among equal ones; the C++ encoder writes
   each batch's records by begin (outer first) so that begins and ends at one timestamp nest.
   Records of one call split across two drained batches still nest (the call record comes first,
@@ -53,7 +53,7 @@ import time
 from collections.abc import Callable
 from functools import cache
 from types import ModuleType
-from typing import Any, BinaryIO
+from typing import Any
 
 import numpy as np
 
@@ -61,6 +61,7 @@ from .. import ops
 from ..records import PHASE_NAMES
 from ..tracks import LaneAssigner, decode_track, place_on_lanes, present_codes, track_codes
 from .chrome_json import METADATA_EVENT
+from .trace_file import TraceFile
 
 SUFFIXES = (".pftrace", ".perfetto-trace", ".pb")
 SEQUENCE_ID = 1
@@ -195,26 +196,15 @@ def _metadata_packet(ts: int, metadata: dict[str, Any]) -> bytes:
     return frame(packet)
 
 
-def _write_all(f: BinaryIO, data: bytes | memoryview) -> None:
-    view = memoryview(data)
-    while view:
-        view = view[f.write(view) :]
-
-
 class PerfettoTraceWriter:
     """`write(records)` for each drained batch, then `finish(end_metadata)` once (as ChromeJsonWriter)."""
 
     def __init__(self, path: str, engine_names: Callable[[], list[str]], lazy: bool = False,
                  max_bytes: int = 0, split: bool = True) -> None:
         """lazy=True: the file is created at the first engine event. max_bytes > 0: size limit per
-        file; split=True continues in numbered files, False stops writing (and counts what it left out)."""
+        file; split=True continues in numbered files, False stops writing (trace_file.py)."""
         protos()  # fail here, at start, if the `perfetto` package is missing
         self.path = path
-        self.paths = [path]
-        self._max_bytes = max_bytes
-        self._split = split
-        self._file_bytes = 0
-        self.events_not_written = 0
         self._engine_names = engine_names
         self._names: list[str] = []
         self._start_metadata: dict[str, Any] = {}  # begin()'s, in every file's start metadata instant
@@ -227,62 +217,40 @@ class PerfettoTraceWriter:
         self._pid = os.getpid()
         self._lanes = LaneAssigner()
         self._gpu_lanes = LaneAssigner()
-        self._file: BinaryIO | None = None
-        self.events_written = 0
-        self.bytes_written = 0
         self._format_buffer = ops.FormatBuffer()  # the formatter's output, reused from batch to batch
-        if not lazy:  # opened now, so that a path that cannot be written fails at start (written later)
-            self._file = open(path, "wb", buffering=0)  # noqa: SIM115 (closed in finish)
+        self._file = TraceFile(path, self._part_start, lazy=lazy, max_bytes=max_bytes, split=split)
+
+    # -- the file ---------------------------------------------------------------------------------
 
     @property
     def created(self) -> bool:
-        return self._file is not None
+        return self._file.created
 
-    # -- file layout -----------------------------------------------------------------------------
+    @property
+    def paths(self) -> list[str]:
+        return self._file.paths
 
-    def _start_file(self, first_ns: int) -> None:
-        """Writes what every file starts with: a clock snapshot, the interned names, the process, its
-        groups, the start metadata stamped at `first_ns` (the file's first record), every track so far."""
-        self._put(_clock_snapshot_packet() + self._start_tracks + _metadata_packet(first_ns, self._start_metadata)
-                  + b"".join(self._tracks))
+    @property
+    def events_written(self) -> int:
+        return self._file.events_written
 
-    def _open(self, path: str, first_ns: int) -> None:
-        self._file = open(path, "wb", buffering=0)  # noqa: SIM115 (closed in finish)
-        self._file_bytes = 0
-        self._start_file(first_ns)
+    @property
+    def bytes_written(self) -> int:
+        return self._file.bytes_written
 
-    def _put(self, data: bytes | memoryview) -> None:
-        assert self._file is not None
-        # Unbuffered, whole batches: nothing sits in a Python buffer that a forked child could flush
-        # into this file, and a killed process leaves every drained batch on disk.
-        _write_all(self._file, data)
-        self.bytes_written += len(data)
-        self._file_bytes += len(data)
+    @property
+    def events_not_written(self) -> int:
+        return self._file.events_not_written
 
-    def _emit(self, new_tracks: bytes, body: bytes | memoryview, count: int, first_ns: int) -> None:
-        """Writes the descriptors of tracks first used by this batch, then its slices (`count` records,
-        the earliest beginning at `first_ns`)."""
-        opened = False
-        if self._max_bytes and self._file is not None and self._file_bytes >= self._max_bytes:
-            if not self._split:
-                self.events_not_written += count
-                return
-            self._file.close()
-            stem, dot, suffix = self.path.rpartition(".")
-            base = stem if dot else self.path
-            self.paths.append(f"{base}.{len(self.paths)}{dot}{suffix if dot else ''}")
-            self._open(self.paths[-1], first_ns)
-            opened = True
-        if self._file is None:
-            self._open(self.path, first_ns)
-            opened = True
-        elif self._file_bytes == 0:  # opened at start (not lazy), nothing in it yet
-            self._start_file(first_ns)
-            opened = True
-        if not opened:  # a new file already starts with every track
-            self._put(new_tracks)
-        self._put(body)
-        self.events_written += count
+    def _part_start(self, first_ns: int) -> bytes:
+        """What every file starts with: a clock snapshot, the interned names, the process, its groups,
+        the start metadata stamped at `first_ns` (the file's first record), every track so far."""
+        return (_clock_snapshot_packet() + self._start_tracks + _metadata_packet(first_ns, self._start_metadata)
+                + b"".join(self._tracks))
+
+    def abandon(self) -> None:
+        """Closes the file without finishing it (a fork child's copy must not write)."""
+        self._file.abandon()
 
     # -- tracks ----------------------------------------------------------------------------------
 
@@ -349,25 +317,12 @@ class PerfettoTraceWriter:
         uuids, new_tracks = self._track_uuids(records, lanes, is_gpu)
         body = ops.perfetto_slice_packets(records, uuids, SEQUENCE_ID, list(range(1, len(ANNOTATIONS) + 1)),
                                           self.gpu_flows, self._format_buffer)
-        self._emit(new_tracks, body, len(records), int(records["begin_ns"].min()))
+        self._file.write(new_tracks, body, len(records), int(records["begin_ns"].min()))
 
     def finish(self, end_metadata: dict[str, Any]) -> None:
-        if self._file is None:  # lazy and nothing was traced: no file
-            return
         end_metadata = dict(end_metadata, files=self.paths, events_not_written=self.events_not_written)
         ts = int(end_metadata.get("monotonic_ns") or time.clock_gettime_ns(time.CLOCK_MONOTONIC))
-        if self._file_bytes == 0:  # no record at all: the file still starts as every file does
-            self._start_file(int(self._start_metadata.get("monotonic_ns") or ts))
+        empty_start = int(self._start_metadata.get("monotonic_ns") or ts)  # a file that got no record
         ts = min(ts, self._last_end_ns) if self._last_end_ns else ts  # the timeline ends with the calls
-        # The closing metadata always goes into the current file, past any size limit; a second
-        # clock snapshot lets a reader correct wall-clock drift over a long run.
-        self._put(_clock_snapshot_packet() + _metadata_packet(ts, end_metadata))
-        self._file.close()
-
-    def abandon(self) -> None:
-        """Closes the file without finishing it (a fork child's copy must not write)."""
-        try:
-            if self._file is not None:
-                self._file.close()
-        except Exception:
-            pass
+        # A second clock snapshot lets a reader correct wall-clock drift over a long run.
+        self._file.finish(_clock_snapshot_packet() + _metadata_packet(ts, end_metadata), empty_start)

@@ -1,0 +1,119 @@
+"""One trace on disk, streamed: what both writers share about files.
+
+* Lazy creation: with lazy=True the file is created at the first engine event, so processes that
+  import torch but never run an engine (compile workers, data loaders) leave no empty trace. Without
+  it the file is opened at once, so that a path that cannot be written fails at start.
+* Parts: a part starts with what its writer says every part starts with (`part_start`, given the
+  part's first timestamp) and ends with `part_end`. Past `max_bytes` the trace either continues in a
+  numbered part (trace.json, trace.1.json, trace.2.json, ...: each one complete on its own) or stops
+  writing and counts the events it left out.
+* Unbuffered, whole writes: nothing sits in a Python buffer that a forked child could flush into the
+  file, and a killed process leaves every batch written so far on disk.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import BinaryIO
+
+
+def part_path(path: str, number: int) -> str:
+    """trace.json -> trace.1.json (number >= 1); a name without a suffix gets `.1` appended."""
+    stem, dot, suffix = path.rpartition(".")
+    if not dot or "/" in suffix:
+        return f"{path}.{number}"
+    return f"{stem}.{number}.{suffix}"
+
+
+def _write_all(f: BinaryIO, data: bytes | memoryview) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[f.write(view) :]
+
+
+class TraceFile:
+    """The file (and its numbered parts) under a writer. The writer hands over pieces already
+    encoded; `separator` goes between two pieces of a part (a JSON array's comma)."""
+
+    def __init__(self, path: str, part_start: Callable[[int], bytes], part_end: bytes = b"",
+                 separator: bytes = b"", lazy: bool = False, max_bytes: int = 0, split: bool = True) -> None:
+        self.path = path
+        self.paths = [path]  # every file written, in order
+        self.events_written = 0
+        self.bytes_written = 0
+        self.events_not_written = 0  # past the limit with split=False
+        self._part_start = part_start
+        self._part_end = part_end
+        self._separator = separator
+        self._max_bytes = max_bytes
+        self._split = split
+        self._part_bytes = 0
+        self._started = False  # the current part's start is written
+        self._file: BinaryIO | None = None if lazy else open(path, "wb", buffering=0)  # noqa: SIM115 (closed in finish)
+        self._created = self._file is not None
+
+    @property
+    def created(self) -> bool:
+        """Whether a file exists (also after finish)."""
+        return self._created
+
+    def _put(self, data: bytes | memoryview) -> None:
+        assert self._file is not None
+        _write_all(self._file, data)
+        self.bytes_written += len(data)
+        self._part_bytes += len(data)
+
+    def _piece(self, data: bytes | memoryview) -> None:
+        if len(data):
+            self._put(self._separator)
+            self._put(data)
+
+    def _start(self, first_ns: int) -> None:
+        if self._file is None:
+            self._file = open(self.paths[-1], "wb", buffering=0)  # noqa: SIM115 (closed in finish)
+            self._created = True
+        self._put(self._part_start(first_ns))
+        self._started = True
+
+    def write(self, new_tracks: bytes, body: bytes | memoryview, count: int, first_ns: int) -> None:
+        """Appends a batch: the descriptions of tracks it uses for the first time, then its `count`
+        events, the earliest at `first_ns`. A part that starts here starts with every track already."""
+        if self._started and self._max_bytes and self._part_bytes >= self._max_bytes:
+            if not self._split:
+                self.events_not_written += count
+                return
+            self._end_part()
+            self.paths.append(part_path(self.path, len(self.paths)))
+        if not self._started:
+            self._start(first_ns)
+        else:
+            self._piece(new_tracks)
+        self._piece(body)
+        self.events_written += count
+
+    def _end_part(self) -> None:
+        assert self._file is not None
+        self._put(self._part_end)
+        self._file.close()
+        self._file = None
+        self._part_bytes = 0
+        self._started = False
+
+    def finish(self, closing: bytes, first_ns: int, count: int = 0) -> None:
+        """Ends the trace with `closing` (written past any size limit); `first_ns` stamps a part that
+        got no batch. No file at all if it was lazy and nothing came."""
+        if self._file is None:
+            return
+        if not self._started:
+            self._start(first_ns)
+        self._piece(closing)
+        self.events_written += count
+        self._end_part()
+
+    def abandon(self) -> None:
+        """Closes the file without finishing it (a fork child's copy must not write)."""
+        try:
+            if self._file is not None:
+                self._file.close()
+        except Exception:
+            pass
