@@ -19,6 +19,7 @@ import numpy as np
 
 from . import ops
 from .records import PHASE_CALL, RECORD_DTYPE
+from .writers.trace_file import before_suffix
 
 
 class TraceWriter(Protocol):
@@ -34,11 +35,8 @@ class TraceWriter(Protocol):
 
 
 def dump_path(path: str, number: int) -> str:
-    """trace.json -> trace.dump1.json (the suffix kept, so the format still reads off the name)."""
-    stem, dot, suffix = path.rpartition(".")
-    if not dot or "/" in suffix:
-        return f"{path}.dump{number}"
-    return f"{stem}.dump{number}.{suffix}"
+    """trace.json -> trace.dump1.json."""
+    return before_suffix(path, f"dump{number}")
 
 
 class FlightWindow:

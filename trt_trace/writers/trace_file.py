@@ -17,12 +17,18 @@ from collections.abc import Callable
 from typing import BinaryIO
 
 
-def part_path(path: str, number: int) -> str:
-    """trace.json -> trace.1.json (number >= 1); a name without a suffix gets `.1` appended."""
+def before_suffix(path: str, tag: str) -> str:
+    """trace.json, "1" -> trace.1.json: the suffix kept, so the format still reads off the name; a
+    name without a suffix gets `.tag` appended."""
     stem, dot, suffix = path.rpartition(".")
     if not dot or "/" in suffix:
-        return f"{path}.{number}"
-    return f"{stem}.{number}.{suffix}"
+        return f"{path}.{tag}"
+    return f"{stem}.{tag}.{suffix}"
+
+
+def part_path(path: str, number: int) -> str:
+    """The numbered part past the size limit: trace.json -> trace.1.json (number >= 1)."""
+    return before_suffix(path, str(number))
 
 
 def _write_all(f: BinaryIO, data: bytes | memoryview) -> None:
