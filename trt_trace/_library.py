@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import functools
 import sys
 import threading
+from collections.abc import Callable
 from pathlib import Path
 
 # The ops a user looks for, made visible to dir(): torch lists only ops already looked up.
@@ -13,8 +15,6 @@ PUBLIC_OPS = {
     "tensorrt": ("set_profile_execution", "dump_engine_timing"),
 }
 
-_lock = threading.Lock()
-_loaded = False
 
 
 def library_path() -> Path:
@@ -28,18 +28,30 @@ def library_path() -> Path:
     return found[0]
 
 
+def once(fn: Callable[[], None]) -> Callable[[], None]:
+    """Runs `fn` the first time only, also when threads call at once; one that raised runs again."""
+    lock = threading.Lock()
+    done = False
+
+    @functools.wraps(fn)
+    def run() -> None:
+        nonlocal done
+        if done:
+            return
+        with lock:
+            if not done:
+                fn()
+                done = True
+
+    return run
+
+
+@once
 def load() -> None:
     """Loads the library once; registers the execute_engine hook and the ops."""
-    global _loaded
-    if _loaded:
-        return
-    with _lock:
-        if _loaded:
-            return
-        import torch
+    import torch
 
-        torch.ops.load_library(str(library_path()))
-        _loaded = True
+    torch.ops.load_library(str(library_path()))
 
 
 def load_at_import() -> None:

@@ -70,20 +70,26 @@ def buffer_events() -> int:
 DEFAULT_MAX_MB = 1024.0  # the Perfetto UI struggles with JSON traces of ~1 GB
 
 
-def max_bytes() -> int:
-    """TRT_TRACE_MAX_MB: size limit of one trace file in MiB (0: none)."""
-    raw = os.environ.get("TRT_TRACE_MAX_MB")
+def _env_number(name: str, default: float, hint: str, allow_zero: bool = True) -> float:
+    """A finite number > 0 (or 0 where allow_zero) from the environment; a bad value is one warning
+    line with `hint` (what it should be, with an example), and the default."""
+    raw = os.environ.get(name)
     if raw is None or raw.strip() == "":
-        return int(DEFAULT_MAX_MB * 1024 * 1024)
+        return default
     try:
         value = float(raw)
-        if value < 0 or value != value:
+        if not (value > 0 or (allow_zero and value == 0)) or value == float("inf"):
             raise ValueError
     except ValueError:
-        warn(f"TRT_TRACE_MAX_MB={raw!r} is not a size in MiB; use e.g. 512, or 0 for no limit "
-             f"(using {DEFAULT_MAX_MB:g})")
-        value = DEFAULT_MAX_MB
-    return int(value * 1024 * 1024)
+        warn(f"{name}={raw!r} is not a {hint} (using {default:g})")
+        return default
+    return value
+
+
+def max_bytes() -> int:
+    """TRT_TRACE_MAX_MB: size limit of one trace file in MiB (0: none)."""
+    mib = _env_number("TRT_TRACE_MAX_MB", DEFAULT_MAX_MB, "size in MiB; use e.g. 512, or 0 for no limit")
+    return int(mib * 1024 * 1024)
 
 
 def split_at_limit() -> bool:
@@ -104,33 +110,14 @@ FLIGHT_DEFAULT_OUT = "trt_trace_flight_{pid}.json"  # dumps' name when TRT_TRACE
 
 def flight_seconds() -> float:
     """TRT_TRACE_FLIGHT: the flight recorder's window in seconds (unset or 0: off)."""
-    raw = os.environ.get("TRT_TRACE_FLIGHT")
-    if raw is None or raw.strip() == "":
-        return 0.0
-    try:
-        value = float(raw)
-        if not value >= 0 or value == float("inf"):
-            raise ValueError
-    except ValueError:
-        warn(f"TRT_TRACE_FLIGHT={raw!r} is not a number of seconds; use e.g. 30 (flight recorder off)")
-        return 0.0
-    return value
+    return _env_number("TRT_TRACE_FLIGHT", 0.0, "number of seconds; use e.g. 30 (0: off)")
 
 
 def flight_max_bytes() -> int:
     """TRT_TRACE_FLIGHT_MAX_MB: the flight recorder's memory cap in MiB."""
-    raw = os.environ.get("TRT_TRACE_FLIGHT_MAX_MB")
-    if raw is None or raw.strip() == "":
-        return DEFAULT_FLIGHT_MAX_MB * 1024 * 1024
-    try:
-        value = float(raw)
-        if not value > 0 or value == float("inf"):
-            raise ValueError
-    except ValueError:
-        warn(f"TRT_TRACE_FLIGHT_MAX_MB={raw!r} is not a positive size in MiB; use e.g. 512 "
-             f"(using {DEFAULT_FLIGHT_MAX_MB})")
-        value = DEFAULT_FLIGHT_MAX_MB
-    return int(value * 1024 * 1024)
+    mib = _env_number("TRT_TRACE_FLIGHT_MAX_MB", DEFAULT_FLIGHT_MAX_MB, "positive size in MiB; use e.g. 512",
+                      allow_zero=False)
+    return int(mib * 1024 * 1024)
 
 
 def quiet() -> bool:

@@ -11,14 +11,12 @@ made (or unpickled) afterwards follow the new version, engines made before keep 
 from __future__ import annotations
 
 import sys
-import threading
 from dataclasses import dataclass, fields
 from pathlib import Path
 
 import torch
 
-_lock = threading.Lock()
-_loaded = False
+from .._library import once
 
 # Serialized-info indices shared by every runtime version; how many fields there are and the ABI
 # string come from the loaded runtime's own ops (torch.ops.tensorrt.SERIALIZATION_LEN, ABI_VERSION).
@@ -40,34 +38,26 @@ def _op_exists(qualified: str) -> bool:
         return False
 
 
+@once
 def load() -> None:
     """Loads the stand-in runtime (once). Raises RealRuntimePresent beside a real one."""
-    global _loaded
-    if _loaded:
-        return
-    with _lock:
-        if _loaded:
+    if _op_exists("tensorrt::execute_engine"):
+        if _op_exists("tensorrt::_trt_trace_standin"):
             return
-        if _op_exists("tensorrt::execute_engine"):
-            if _op_exists("tensorrt::_trt_trace_standin"):
-                _loaded = True
-                return
-            raise RealRuntimePresent(
-                "trt_trace.standin: a real Torch-TensorRT runtime is already loaded in this process "
-                "(tensorrt::execute_engine exists); the stand-in is for machines without TensorRT"
-            )
-        if "torch_tensorrt" in sys.modules:
-            raise RealRuntimePresent(
-                "trt_trace.standin: torch_tensorrt is imported in this process; the stand-in runtime "
-                "cannot be loaded beside the real one"
-            )
-        found = sorted(Path(__file__).resolve().parent.glob("_runtime*.so"))
-        if not found:
-            raise ImportError("trt_trace.standin: compiled runtime missing; reinstall trt_trace (see README)")
-        torch.ops.load_library(str(found[0]))
-        from . import fake  # noqa: F401  (registers the fake class and kernel for export)
-
-        _loaded = True
+        raise RealRuntimePresent(
+            "trt_trace.standin: a real Torch-TensorRT runtime is already loaded in this process "
+            "(tensorrt::execute_engine exists); the stand-in is for machines without TensorRT"
+        )
+    if "torch_tensorrt" in sys.modules:
+        raise RealRuntimePresent(
+            "trt_trace.standin: torch_tensorrt is imported in this process; the stand-in runtime "
+            "cannot be loaded beside the real one"
+        )
+    found = sorted(Path(__file__).resolve().parent.glob("_runtime*.so"))
+    if not found:
+        raise ImportError("trt_trace.standin: compiled runtime missing; reinstall trt_trace (see README)")
+    torch.ops.load_library(str(found[0]))
+    from . import fake  # noqa: F401  (registers the fake class and kernel for export)
 
 
 def runtime_version() -> str:

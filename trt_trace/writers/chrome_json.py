@@ -32,7 +32,7 @@ import orjson
 
 from .. import ops
 from ..tracks import LaneAssigner, decode_track, place_on_lanes, present_codes, track_codes
-from .trace_file import TraceFile
+from .trace_file import StreamedTrace, TraceFile
 
 CATEGORY = "trt_trace"
 ENGINE_TRACKS = 1000  # track ids of one engine: engine id * 1000 + ...
@@ -56,7 +56,7 @@ def track_ids(engine_ids: np.ndarray, lanes: np.ndarray, is_gpu: np.ndarray) -> 
     return tids
 
 
-class ChromeJsonWriter:
+class ChromeJsonWriter(StreamedTrace):
     """`write(records)` for each drained batch, then `finish(end_metadata)` once."""
 
     def __init__(self, path: str, engine_names: Callable[[], list[str]], lazy: bool = False,
@@ -80,33 +80,9 @@ class ChromeJsonWriter:
 
     # -- the file ---------------------------------------------------------------------------------
 
-    @property
-    def created(self) -> bool:
-        return self._file.created
-
-    @property
-    def paths(self) -> list[str]:
-        return self._file.paths
-
-    @property
-    def events_written(self) -> int:
-        return self._file.events_written
-
-    @property
-    def bytes_written(self) -> int:
-        return self._file.bytes_written
-
-    @property
-    def events_not_written(self) -> int:
-        return self._file.events_not_written
-
     def _part_start(self, first_ns: int) -> bytes:
         """Every file opens the array with the process's names and metadata and every track's name."""
         return b"[\n" + orjson.dumps(self._process_meta + self._track_meta)[1:-1]
-
-    def abandon(self) -> None:
-        """Closes the file without finishing it (a fork child's copy must not write)."""
-        self._file.abandon()
 
     # -- the writer interface --------------------------------------------------------------------
 

@@ -61,7 +61,7 @@ from .. import ops
 from ..records import PHASE_NAMES
 from ..tracks import LaneAssigner, decode_track, place_on_lanes, present_codes, track_codes
 from .chrome_json import METADATA_EVENT
-from .trace_file import TraceFile
+from .trace_file import StreamedTrace, TraceFile
 
 SUFFIXES = (".pftrace", ".perfetto-trace", ".pb")
 SEQUENCE_ID = 1
@@ -196,7 +196,7 @@ def _metadata_packet(ts: int, metadata: dict[str, Any]) -> bytes:
     return frame(packet)
 
 
-class PerfettoTraceWriter:
+class PerfettoTraceWriter(StreamedTrace):
     """`write(records)` for each drained batch, then `finish(end_metadata)` once (as ChromeJsonWriter)."""
 
     def __init__(self, path: str, engine_names: Callable[[], list[str]], lazy: bool = False,
@@ -222,35 +222,11 @@ class PerfettoTraceWriter:
 
     # -- the file ---------------------------------------------------------------------------------
 
-    @property
-    def created(self) -> bool:
-        return self._file.created
-
-    @property
-    def paths(self) -> list[str]:
-        return self._file.paths
-
-    @property
-    def events_written(self) -> int:
-        return self._file.events_written
-
-    @property
-    def bytes_written(self) -> int:
-        return self._file.bytes_written
-
-    @property
-    def events_not_written(self) -> int:
-        return self._file.events_not_written
-
     def _part_start(self, first_ns: int) -> bytes:
         """What every file starts with: a clock snapshot, the interned names, the process, its groups,
         the start metadata stamped at `first_ns` (the file's first record), every track so far."""
         return (_clock_snapshot_packet() + self._start_tracks + _metadata_packet(first_ns, self._start_metadata)
                 + b"".join(self._tracks))
-
-    def abandon(self) -> None:
-        """Closes the file without finishing it (a fork child's copy must not write)."""
-        self._file.abandon()
 
     # -- tracks ----------------------------------------------------------------------------------
 

@@ -123,3 +123,33 @@ class TraceFile:
                 self._file.close()
         except Exception:
             pass
+
+
+class StreamedTrace:
+    """What a writer shows of its TraceFile (`self._file`): the session and the tests read these."""
+
+    _file: TraceFile
+
+    @property
+    def created(self) -> bool:
+        return self._file.created
+
+    @property
+    def paths(self) -> list[str]:
+        return self._file.paths
+
+    @property
+    def events_written(self) -> int:
+        return self._file.events_written
+
+    @property
+    def bytes_written(self) -> int:
+        return self._file.bytes_written
+
+    @property
+    def events_not_written(self) -> int:
+        return self._file.events_not_written
+
+    def abandon(self) -> None:
+        """Closes the file without finishing it (a fork child's copy must not write)."""
+        self._file.abandon()
