@@ -9,15 +9,15 @@ from conftest import drain_all
 
 import trt_trace
 from trt_trace import ops, standin
-from trt_trace.records import PHASE_CALL
 from trt_trace.standin import model
+from trt_trace.trace_format import Phase
 
 pytestmark = pytest.mark.usefixtures("runtime_version")
 
 
 def call_records():
     recs = drain_all()
-    return recs[recs["phase"] == PHASE_CALL]
+    return recs[recs["phase"] == Phase.CALL]
 
 
 def test_eager():

@@ -8,7 +8,7 @@ import torch
 from conftest import drain_all
 
 from trt_trace import ops, standin
-from trt_trace.records import PHASE_CALL
+from trt_trace.trace_format import Phase
 
 
 def test_name_parsing():
@@ -45,7 +45,7 @@ def test_same_engine_same_id_across_calls_and_threads():
     ops.set_profile_execution(False)
     recs = drain_all()
     assert len(set(recs["engine_id"].tolist())) == 1
-    assert (recs["phase"] == PHASE_CALL).sum() == 5
+    assert (recs["phase"] == Phase.CALL).sum() == 5
 
 
 def test_engines_created_and_destroyed_in_a_loop_get_distinct_ids_and_right_names():
@@ -62,7 +62,7 @@ def test_engines_created_and_destroyed_in_a_loop_get_distinct_ids_and_right_name
     finally:
         ops.set_profile_execution(False)
     recs = drain_all()
-    calls = recs[recs["phase"] == PHASE_CALL]
+    calls = recs[recs["phase"] == Phase.CALL]
     ids = calls["engine_id"].tolist()
     assert len(ids) == 40 and len(set(ids)) == 40
     names = ops.engine_names()

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from trt_trace import records
+from trt_trace.trace_format import Flag
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -43,5 +43,5 @@ def test_slot_check_covers_every_declared_slot() -> None:
 def test_engine_stream_flag_matches_the_record_header() -> None:
     text = (ROOT / "csrc" / "common" / "record.h").read_text()
     m = re.search(r"kFlagEngineStream = 1 << (\d+)", text)
-    assert m and records.FLAG_ENGINE_STREAM == 1 << int(m.group(1))
-    assert records.FLAG_ENGINE_STREAM not in (records.FLAG_ERROR, records.FLAG_NESTED, records.FLAG_CAPTURED)
+    assert m and Flag.ENGINE_STREAM == 1 << int(m.group(1))
+    assert Flag.ENGINE_STREAM not in (Flag.ERROR, Flag.NESTED, Flag.CAPTURED)

@@ -9,6 +9,7 @@ from trace_checks import check_trace, load_strict
 
 from trt_trace import ops
 from trt_trace.records import RECORD_DTYPE
+from trt_trace.trace_format import Phase
 from trt_trace.trace_summary import aggregate, summary_text
 from trt_trace.writers import ChromeJsonWriter
 
@@ -32,8 +33,8 @@ def test_gpu_tracks_flows_and_table(tmp_path):
     out = tmp_path / "gpu.json"
     writer = ChromeJsonWriter(str(out), lambda: ["", "engine_a", "engine_b"])
     writer.begin("test", {})
-    writer.write(records[records["phase"] != 5])  # host records first, GPU spans resolve later
-    writer.write(records[records["phase"] == 5])
+    writer.write(records[records["phase"] != Phase.GPU])  # host records first, GPU spans resolve later
+    writer.write(records[records["phase"] == Phase.GPU])
     writer.finish({"dropped_events": 0, "threads": []})
     events = load_strict(out)
     tracks = check_trace(events)

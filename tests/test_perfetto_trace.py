@@ -19,6 +19,7 @@ from trace_checks import check_trace, load_strict, to_ns
 import trt_trace
 from trt_trace import ops, pftrace_reader, standin
 from trt_trace.records import RECORD_DTYPE
+from trt_trace.trace_format import Phase
 from trt_trace.trace_summary import aggregate, load_events, summary_text
 from trt_trace.writers import ChromeJsonWriter, PerfettoTraceWriter
 
@@ -210,7 +211,7 @@ def test_gpu_tracks_flows_and_agreement_with_json(tmp_path):
     rows += call_records(4, 2, 3_000_000, 3_040_000, 3_090_000, flags=4)  # graph-captured: no launch
     records = np.array(rows, dtype=RECORD_DTYPE)
     # Host records first, the GPU spans resolve in a later batch (as the drainer hands them over).
-    batches = [records[records["phase"] != 5], records[records["phase"] == 5]]
+    batches = [records[records["phase"] != Phase.GPU], records[records["phase"] == Phase.GPU]]
     events, c = write_both(tmp_path, batches, ["", "engine_a", "engine_b"])
     assert json_slices(events) == pftrace_slices(c)  # the same slices, to the ns
     paths = {tuple(c.path(s[0])) for s in c.slices if s[1] == "gpu"}

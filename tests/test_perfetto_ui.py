@@ -33,6 +33,7 @@ from trt_trace import standin
 from trt_trace.demo import SERVE_SCRIPT
 from trt_trace.merge import merge
 from trt_trace.records import RECORD_DTYPE
+from trt_trace.trace_format import Phase
 from trt_trace.trace_summary import load_events
 from trt_trace.writers import ChromeJsonWriter, PerfettoTraceWriter
 
@@ -245,7 +246,8 @@ def test_gpu_spans_with_launch_flows(perfetto_ui, tmp_path, fmt):
     records = np.array(rows, dtype=RECORD_DTYPE)
     path = tmp_path / f"gpu{suffix(fmt)}"
     # Host records first, GPU spans a batch later (they resolve later).
-    write_records(path, [records[records["phase"] != 5], records[records["phase"] == 5]], ["", "engine_a", "engine_b"])
+    gpu = records["phase"] == Phase.GPU
+    write_records(path, [records[~gpu], records[gpu]], ["", "engine_a", "engine_b"])
     trace = check_in_ui(perfetto_ui, path, Expected({"engine_a": 2, "engine_b": 1}, gpu_spans=3, threads=1,
                                                     engine_ids={"engine_a": 1, "engine_b": 2}), fmt)
     found = engine_tracks(trace.tracks(), fmt)
@@ -267,7 +269,7 @@ def test_gpu_spans_that_begin_with_their_enqueue_keep_their_flows(perfetto_ui, t
         end = begin + (31_000 if span == "short" else 400_000)
         rows += call_records(call, 1 + call % 2, begin, begin + 30_000, end)
     records = np.array(rows, dtype=RECORD_DTYPE)
-    gpu = records["phase"] == 5
+    gpu = records["phase"] == Phase.GPU
     path = tmp_path / f"short{suffix(fmt)}"
     write_records(path, [records] if batches == "one batch" else [records[~gpu], records[gpu]],
                   ["", "engine_a", "engine_b"])
@@ -392,7 +394,8 @@ def test_engine_names_with_quotes_unicode_and_newlines(perfetto_ui, tmp_path, fm
     path = tmp_path / f"names{suffix(fmt)}"
     rows = call_records(1, 1, 1_000_000, 1_030_000, 1_200_000) + call_records(2, 2, 1_500_000, 1_530_000, 1_700_000)
     records = np.array(rows, dtype=RECORD_DTYPE)
-    write_records(path, [records[records["phase"] != 5], records[records["phase"] == 5]], ["", WEIRD_NAME, "plain"])
+    gpu = records["phase"] == Phase.GPU
+    write_records(path, [records[~gpu], records[gpu]], ["", WEIRD_NAME, "plain"])
     trace = check_in_ui(perfetto_ui, path, Expected({WEIRD_NAME: 1, "plain": 1}, gpu_spans=2, threads=1,
                                                     engine_ids={WEIRD_NAME: 1, "plain": 2}), fmt)
     found = Counter((t.engine, t.gpu) for t in engine_tracks(trace.tracks(), fmt))

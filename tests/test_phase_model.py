@@ -9,7 +9,7 @@ import torch
 from conftest import drain_all
 
 from trt_trace import ops, standin
-from trt_trace.records import FLAG_ERROR, PHASE_CALL
+from trt_trace.trace_format import Flag, Phase
 
 pytestmark = pytest.mark.usefixtures("runtime_version")
 
@@ -36,7 +36,7 @@ def calls_of(recs):
 
 def check_partition(phases):
     """Phases lie inside the call, never overlap, and add up to it exactly."""
-    b, e, _ = phases[PHASE_CALL]
+    b, e, _ = phases[Phase.CALL]
     cursor = b
     for p in (WS, IN, OUT, ENQ):
         if p in phases:
@@ -52,7 +52,7 @@ def test_phases_partition_every_call_and_enqueue_holds_the_launch_cost():
     calls = traced_calls(engine, [torch.randn(16, 16)], n=4)
     assert len(calls) == 4
     for phases in calls.values():
-        assert set(phases) == {PHASE_CALL, WS, IN, OUT, ENQ}
+        assert set(phases) == {Phase.CALL, WS, IN, OUT, ENQ}
         check_partition(phases)
         enqueue = phases[ENQ][1] - phases[ENQ][0]
         assert enqueue >= 3_000_000  # the stand-in's 3 ms launch cost lands in enqueue
@@ -99,8 +99,8 @@ def test_engine_that_throws_is_flagged_and_tracing_goes_on():
     assert all("Failed to execute TRT engine faulty_engine" in e for e in errors)  # unchanged message
     recs = drain_all()
     calls = calls_of(recs)
-    flagged = [c for c in calls.values() if c[PHASE_CALL][2] & FLAG_ERROR]
-    clean = [c for c in calls.values() if not c[PHASE_CALL][2] & FLAG_ERROR]
+    flagged = [c for c in calls.values() if c[Phase.CALL][2] & Flag.ERROR]
+    clean = [c for c in calls.values() if not c[Phase.CALL][2] & Flag.ERROR]
     assert len(flagged) == 2 and len(clean) == 2
     for c in calls.values():
         check_partition(c)
@@ -120,7 +120,7 @@ def test_wrong_input_count_raises_the_runtime_error_unchanged():
         ops.set_profile_execution(False)
     calls = calls_of(drain_all())
     (only,) = calls.values()
-    assert only[PHASE_CALL][2] & FLAG_ERROR
+    assert only[Phase.CALL][2] & Flag.ERROR
     check_partition(only)
 
 

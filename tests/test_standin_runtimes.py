@@ -19,7 +19,7 @@ import torch
 from conftest import drain_all, run_python
 
 from trt_trace import ops, standin
-from trt_trace.records import PHASE_NAMES
+from trt_trace.trace_format import PHASE_NAMES
 
 LAYOUT = {"2.11": ("8", 11), "2.13": ("9", 12)}
 # __obj_flatten__'s keys in the real runtime's order.

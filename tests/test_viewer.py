@@ -21,6 +21,7 @@ import trt_trace
 from trt_trace import standin
 from trt_trace.merge import merge
 from trt_trace.records import RECORD_DTYPE
+from trt_trace.trace_format import Phase
 
 
 def trt_trace_cmd() -> list[str]:
@@ -51,7 +52,8 @@ class View:
 def synthetic_trace(path: Path) -> None:
     rows = call_records(1, 1, 1_000_000, 1_030_000, 1_200_000) + call_records(2, 2, 1_500_000, 1_530_000, 1_700_000)
     records = np.array(rows, dtype=RECORD_DTYPE)
-    write_records(path, [records[records["phase"] != 5], records[records["phase"] == 5]], ["", "view_a", "view_b"])
+    gpu = records["phase"] == Phase.GPU
+    write_records(path, [records[~gpu], records[gpu]], ["", "view_a", "view_b"])
 
 
 def cut_short(path: Path) -> None:

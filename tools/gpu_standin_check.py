@@ -16,8 +16,9 @@ import torch
 
 import trt_trace
 from trt_trace import ops, standin
-from trt_trace.records import PHASE_CALL, from_bytes
+from trt_trace.records import from_bytes
 from trt_trace.standin import model
+from trt_trace.trace_format import Phase
 
 failures = 0
 
@@ -62,7 +63,7 @@ def main() -> int:
         err = max(float((o.double() - r.double()).abs().max()) for o, r in zip(outs, ref, strict=True))
         check(f"eager CUDA engine, caller on {label}: outputs equal the reference", err < 1e-4, f"max err {err:.2e}")
     recs = drain()
-    calls = recs[recs["phase"] == PHASE_CALL]
+    calls = recs[recs["phase"] == Phase.CALL]
     check("eager CUDA calls traced with device 0", len(calls) == 3 and set(calls["device"].tolist()) == {0},
           f"{len(calls)} calls, devices {set(calls['device'].tolist())}")
 

@@ -10,11 +10,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from .records import PHASE_NAMES
-from .writers.chrome_json import CATEGORY
+from .trace_format import CATEGORY, HOST_PHASES, PHASE_NAMES, Phase
 
-_CALL = PHASE_NAMES[0]
-_HOST_PHASES = frozenset(PHASE_NAMES[1:5])
+_CALL = PHASE_NAMES[Phase.CALL]
+_HOST_PHASES = frozenset(HOST_PHASES)
 
 
 def _ns(us: Any) -> int:

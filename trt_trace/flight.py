@@ -18,7 +18,8 @@ from typing import Any, Protocol
 import numpy as np
 
 from . import ops
-from .records import PHASE_CALL, RECORD_DTYPE
+from .records import RECORD_DTYPE
+from .trace_format import Phase
 from .writers.trace_file import before_suffix
 
 
@@ -115,7 +116,7 @@ class FlightWindow:
             self._trim(now_ns)
             records = np.concatenate(list(self._chunks)) if self._chunks else np.zeros(0, dtype=RECORD_DTYPE)
         cutoff = now_ns - int(self.seconds * 1e9)
-        calls = records[(records["phase"] == PHASE_CALL) & (records["begin_ns"] >= cutoff)]
+        calls = records[(records["phase"] == Phase.CALL) & (records["begin_ns"] >= cutoff)]
         # Whole calls only: a call whose own record went (past the cap) leaves its phases out too.
         return records[np.isin(records["call_id"], calls["call_id"])]
 
@@ -129,7 +130,7 @@ class FlightWindow:
         writer = self._make_writer(path)
         writer.gpu_flows = self.gpu_flows
         flight = {"window_s": self.seconds, "dump": number, "trigger": trigger, "calls": int(
-            np.count_nonzero(records["phase"] == PHASE_CALL)), "records_let_go": self.records_let_go,
+            np.count_nonzero(records["phase"] == Phase.CALL)), "records_let_go": self.records_let_go,
             "max_records": self.max_records}
         writer.begin(self._process_name, dict(self._metadata, flight=flight))
         writer.write(records)

@@ -39,8 +39,8 @@ import orjson
 
 from . import __version__
 from .complete_calls import drop_partial_calls
+from .trace_format import METADATA_EVENT
 from .trace_summary import TraceFileError, load_events
-from .writers.chrome_json import METADATA_EVENT
 
 FLOW_ID_STRIDE = 1 << 40  # process k's flow ids: id + k * stride (call ids never come near 2**40)
 PID_STRIDE = 1 << 22  # Linux pids are below 2**22: pid + k * stride never clashes with a real one

@@ -11,9 +11,10 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from .perfetto_protos import protos
+from .trace_format import CATEGORY, ENGINE_UUID_BASE, FLOW_NAME, METADATA_EVENT, PERFETTO_SUFFIXES
 from .trace_summary import TraceFileError, read_trace_bytes
-from .writers.chrome_json import CATEGORY, FLOW_NAME, METADATA_EVENT, track_id
-from .writers.perfetto_trace import ENGINE_UUID_BASE, SUFFIXES, protos
+from .tracks import track_id
 
 
 def looks_like_perfetto(path: str) -> bool:
@@ -24,7 +25,7 @@ def looks_like_perfetto(path: str) -> bool:
             first = f.read(1)
     except OSError:
         first = b""
-    return first == b"\x0a" if first else path.endswith(SUFFIXES)
+    return first == b"\x0a" if first else path.endswith(PERFETTO_SUFFIXES)
 
 
 def _complete_length(data: bytes) -> int:

@@ -18,7 +18,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .records import HOST_PHASES, STATS_COLUMNS
+from .records import STATS_COLUMNS
+from .trace_format import HOST_PHASES
 from .trace_summary import TraceSummary
 
 _COL = {name: i for i, name in enumerate(STATS_COLUMNS)}

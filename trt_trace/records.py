@@ -1,4 +1,4 @@
-"""The record layout shared with C++ (csrc/common/record.h) and the names of its fields' values."""
+"""The record layout shared with C++ (csrc/common/record.h) and the engine table's columns."""
 
 from __future__ import annotations
 
@@ -20,17 +20,7 @@ RECORD_DTYPE = np.dtype(
 )
 assert RECORD_DTYPE.itemsize == 40
 
-PHASE_CALL = 0
-PHASE_GPU = 5
-# Index = Record.phase. Host phases 1..4 partition the call.
-PHASE_NAMES = ("execute_engine", "workspace", "inputs", "outputs", "enqueue", "gpu")
-HOST_PHASES = PHASE_NAMES[1:5]
-
-FLAG_ERROR = 1
-FLAG_NESTED = 2
-FLAG_CAPTURED = 4
-FLAG_ENGINE_STREAM = 8  # GPU records: the span is on the engine's own stream, not the caller's
-NO_DEVICE = 0xFFFF
+# What a record's phase and flags mean: trace_format.Phase and Flag.
 
 # Columns of torch.ops.trt_trace.engine_stats() (csrc/hook/engine_stats.h StatColumn).
 STATS_COLUMNS = (

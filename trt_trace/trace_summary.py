@@ -9,8 +9,8 @@ import numpy as np
 import orjson
 
 from .complete_calls import cut_short_note, partial_calls
-from .records import PHASE_NAMES, STATS_COLUMNS
-from .writers.chrome_json import CATEGORY, METADATA_EVENT
+from .records import STATS_COLUMNS
+from .trace_format import CATEGORY, METADATA_EVENT, PHASE_NAMES, Phase
 
 _COL = {name: i for i, name in enumerate(STATS_COLUMNS)}
 _PHASE_COLUMN = {
@@ -133,7 +133,7 @@ def _by_process(events: list[dict[str, Any]]) -> list[_Process]:
             proc.names[eid] = str(args.get("engine", f"engine_{eid}"))
         dur_ns = round(float(ev.get("dur", 0.0)) * 1000.0)
         name = ev.get("name")
-        if name == PHASE_NAMES[0]:
+        if name == PHASE_NAMES[Phase.CALL]:
             row[_COL["calls"]] += 1
             row[_COL["total_ns"]] += dur_ns
             if args.get("error"):

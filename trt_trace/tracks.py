@@ -12,7 +12,7 @@ from collections import OrderedDict
 
 import numpy as np
 
-from .records import PHASE_CALL, PHASE_GPU
+from .trace_format import Phase
 
 # Calls whose phase records may still arrive in the next drained batch.
 _REMEMBERED_CALLS = 8192
@@ -26,7 +26,7 @@ class LaneAssigner:
     def assign(self, records: np.ndarray) -> np.ndarray:
         """Lane (0, 1, ...) for each record of a drained batch (calls and their phases)."""
         lanes = np.zeros(len(records), dtype=np.int64)
-        call_idx = np.flatnonzero(records["phase"] == PHASE_CALL)
+        call_idx = np.flatnonzero(records["phase"] == Phase.CALL)
         if len(call_idx) == 0:
             return self._phase_lanes(records, lanes)
         engines_all = records["engine_id"][call_idx]
@@ -62,7 +62,7 @@ class LaneAssigner:
 
     def _phase_lanes(self, records: np.ndarray, lanes: np.ndarray) -> np.ndarray:
         if self._call_lane:  # phases follow their call's lane (also a call drained in an earlier batch)
-            others = np.flatnonzero(records["phase"] != PHASE_CALL)
+            others = np.flatnonzero(records["phase"] != Phase.CALL)
             moved = others[np.isin(records["call_id"][others], np.fromiter(self._call_lane, dtype=np.uint64))]
             for i in moved.tolist():
                 lanes[i] = self._call_lane[int(records["call_id"][i])]
@@ -95,7 +95,7 @@ class LaneAssigner:
 def place_on_lanes(records: np.ndarray, host: LaneAssigner, gpu: LaneAssigner) -> tuple[np.ndarray, np.ndarray]:
     """(lane, is_gpu) of each record of a drained batch: host records follow their call, GPU spans of
     one engine get lanes of their own (they overlap when its calls run on several streams)."""
-    is_gpu = records["phase"] == PHASE_GPU
+    is_gpu = records["phase"] == Phase.GPU
     if not is_gpu.any():  # host records only: no masked copy of the batch
         return host.assign(records), is_gpu
     lanes = np.empty(len(records), dtype=np.int64)
@@ -126,3 +126,24 @@ def decode_track(code: int, stride: int) -> tuple[int, int, bool]:
     """(engine id, lane, GPU track) of a track_codes() code."""
     lane_gpu, engine = divmod(code, stride)
     return engine, lane_gpu // 2, bool(lane_gpu % 2)
+
+
+# Chrome JSON track ids (tids), which the JSON writer writes and the Perfetto reader rebuilds: see
+# writers/chrome_json.py for why they look like this.
+ENGINE_TRACKS = 1000  # track ids of one engine: engine id * 1000 + ...
+GPU_LANES = 500  # ... + lane (host) or + 500 + lane (GPU)
+OVERFLOW_TRACKS = 1 << 31  # lanes past 500: OVERFLOW_TRACKS + (engine id * 2 + gpu) * 2**16 + lane
+
+
+def track_id(engine_id: int, lane: int, gpu: bool = False) -> int:
+    return int(track_ids(np.array([engine_id]), np.array([lane]), np.array([gpu]))[0])
+
+
+def track_ids(engine_ids: np.ndarray, lanes: np.ndarray, is_gpu: np.ndarray) -> np.ndarray:
+    """The tid of each record's track (writers/chrome_json.py says why these numbers), vectorised."""
+    engines = engine_ids.astype(np.int64)
+    tids = engines * ENGINE_TRACKS + is_gpu * GPU_LANES + lanes
+    past = lanes >= GPU_LANES
+    if past.any():  # hundreds of simultaneous calls of one engine: still a track of their own
+        tids[past] = OVERFLOW_TRACKS + ((engines[past] * 2 + is_gpu[past]) << 16) + lanes[past] - GPU_LANES
+    return tids

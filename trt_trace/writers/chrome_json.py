@@ -31,29 +31,9 @@ import numpy as np
 import orjson
 
 from .. import ops
-from ..tracks import LaneAssigner, decode_track, place_on_lanes, present_codes, track_codes
+from ..trace_format import METADATA_EVENT
+from ..tracks import LaneAssigner, decode_track, place_on_lanes, present_codes, track_codes, track_id, track_ids
 from .trace_file import StreamedTrace, TraceFile
-
-CATEGORY = "trt_trace"
-ENGINE_TRACKS = 1000  # track ids of one engine: engine id * 1000 + ...
-GPU_LANES = 500  # ... + lane (host) or + 500 + lane (GPU)
-OVERFLOW_TRACKS = 1 << 31  # lanes past 500: OVERFLOW_TRACKS + (engine id * 2 + gpu) * 2**16 + lane
-METADATA_EVENT = "trt_trace_metadata"
-FLOW_NAME = "launch"  # enqueue slice -> the call's GPU slice
-
-
-def track_id(engine_id: int, lane: int, gpu: bool = False) -> int:
-    return int(track_ids(np.array([engine_id]), np.array([lane]), np.array([gpu]))[0])
-
-
-def track_ids(engine_ids: np.ndarray, lanes: np.ndarray, is_gpu: np.ndarray) -> np.ndarray:
-    """The tid of each record's track (see the module docstring), vectorised."""
-    engines = engine_ids.astype(np.int64)
-    tids = engines * ENGINE_TRACKS + is_gpu * GPU_LANES + lanes
-    past = lanes >= GPU_LANES
-    if past.any():  # hundreds of simultaneous calls of one engine: still a track of their own
-        tids[past] = OVERFLOW_TRACKS + ((engines[past] * 2 + is_gpu[past]) << 16) + lanes[past] - GPU_LANES
-    return tids
 
 
 class ChromeJsonWriter(StreamedTrace):

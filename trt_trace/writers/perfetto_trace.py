@@ -51,39 +51,28 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Callable
-from functools import cache
-from types import ModuleType
 from typing import Any
 
 import numpy as np
 
 from .. import ops
-from ..records import PHASE_NAMES
+from ..perfetto_protos import protos
+from ..trace_format import ENGINE_UUID_BASE, METADATA_EVENT, PERFETTO_SUFFIXES, PHASE_NAMES
 from ..tracks import LaneAssigner, decode_track, place_on_lanes, present_codes, track_codes
-from .chrome_json import METADATA_EVENT
 from .trace_file import StreamedTrace, TraceFile
 
-SUFFIXES = (".pftrace", ".perfetto-trace", ".pb")
+SUFFIXES = PERFETTO_SUFFIXES
 SEQUENCE_ID = 1
 PROCESS_UUID = 1
 METADATA_UUID = 2
 ENGINES_UUID = 3
 ENGINES_TRACK = "engines"
 FIRST_LANE_UUID = 16
-ENGINE_UUID_BASE = 1 << 32
 METADATA_TRACK = "trt_trace metadata"
 # Slice annotation names, interned in this order (iid = index + 1): csrc/ops/perfetto_format.cpp's Annotation.
 ANNOTATIONS = ("engine", "call_id", "thread", "device", "stream", "error", "nested", "captured")
 METADATA_NAME_IID = len(PHASE_NAMES) + 1  # event names: phase + 1, then the metadata instant
 GPU_RANK = 1 << 20  # GPU lanes sort after the host lanes under their engine
-
-
-@cache
-def protos() -> ModuleType:
-    """The `perfetto` package's generated protos (imported on first use: it takes a while)."""
-    from perfetto.protos.perfetto.trace import perfetto_trace_pb2
-
-    return perfetto_trace_pb2
 
 
 def _varint(v: int) -> bytes:

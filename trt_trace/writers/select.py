@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-from .perfetto_trace import SUFFIXES as PERFETTO_SUFFIXES
-
-FORMATS = ("json", "perfetto")
+from ..trace_format import FORMATS, JSON_SUFFIX, PERFETTO_SUFFIXES
 
 
 def resolve_format(path: str, requested: str | None = None) -> str:
@@ -19,4 +17,4 @@ def resolve_format(path: str, requested: str | None = None) -> str:
 
 
 def suffix_matches(path: str, fmt: str) -> bool:
-    return path.endswith(PERFETTO_SUFFIXES) if fmt == "perfetto" else path.endswith(".json")
+    return path.endswith(PERFETTO_SUFFIXES) if fmt == "perfetto" else path.endswith(JSON_SUFFIX)

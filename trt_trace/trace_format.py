@@ -1,0 +1,53 @@
+"""The names every part of trt_trace agrees on: what a record's phase and flags mean (mirroring
+csrc/common/record.h), and the words both trace formats use, so that writers, readers, merge, the
+CLI and the tests share one definition and no reader has to import a writer.
+
+The file layouts themselves (tracks, metadata, parts) are in docs/trace-formats.md.
+"""
+
+from __future__ import annotations
+
+from enum import IntEnum, IntFlag
+
+
+class Phase(IntEnum):
+    """Record.phase (csrc/common/record.h). The four host phases partition each call."""
+
+    CALL = 0
+    WORKSPACE = 1
+    INPUTS = 2
+    OUTPUTS = 3
+    ENQUEUE = 4
+    GPU = 5
+
+    @property
+    def slice_name(self) -> str:
+        return PHASE_NAMES[self]
+
+
+# A record's slice name in both formats, by Phase.
+PHASE_NAMES = ("execute_engine", "workspace", "inputs", "outputs", "enqueue", "gpu")
+HOST_PHASES = PHASE_NAMES[Phase.WORKSPACE : Phase.ENQUEUE + 1]
+
+
+class Flag(IntFlag):
+    """Record.flags bits (csrc/common/record.h RecordFlags)."""
+
+    ERROR = 1 << 0  # the engine call threw; its slices were closed at the throw
+    NESTED = 1 << 1  # an execute_engine call made from inside another traced call
+    CAPTURED = 1 << 2  # issued while its stream was capturing a CUDA graph
+    ENGINE_STREAM = 1 << 3  # GPU records: the span is on the engine's own stream, not the caller's
+
+
+NO_DEVICE = 0xFFFF  # Record.device of a call on the CPU
+
+CATEGORY = "trt_trace"  # every slice's category (JSON `cat`)
+METADATA_EVENT = "trt_trace_metadata"  # the start and end metadata (JSON M events, Perfetto instants)
+FLOW_NAME = "launch"  # the flow from a call's enqueue slice to its GPU slice (flow id = call id)
+
+FORMATS = ("json", "perfetto")
+JSON_SUFFIX = ".json"
+PERFETTO_SUFFIXES = (".pftrace", ".perfetto-trace", ".pb")
+
+# Native traces: an engine's track uuid (the reader gets the engine id back from it).
+ENGINE_UUID_BASE = 1 << 32
