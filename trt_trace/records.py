@@ -25,6 +25,8 @@ PHASE_GPU = 5
 # Index = Record.phase. Host phases 1..4 partition the call.
 PHASE_NAMES = ("execute_engine", "workspace", "inputs", "outputs", "enqueue", "gpu")
 HOST_PHASES = PHASE_NAMES[1:5]
+# The durations of a call that tables and diffs report: its host time, its host phases, its GPU span.
+DURATIONS = ("total", *HOST_PHASES, "gpu")
 
 FLAG_ERROR = 1
 FLAG_NESTED = 2
