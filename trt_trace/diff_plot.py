@@ -36,8 +36,10 @@ def plot_diff(diff: TraceDiff, path: str, title: str) -> int:
         left.barh(i, e.total_change_ns / 1e6, color=color, hatch=hatch, edgecolor="black" if hatch else color)
         if call.p50_change_pct is not None:
             right.barh(i, call.p50_change_pct, color=color)
-            right.annotate(f"{call.p50_change_pct:+.1f}%", (call.p50_change_pct, i), xytext=(3, 0),
-                           textcoords="offset points", va="center", fontsize=8)
+            outward = 3 if call.p50_change_pct >= 0 else -3  # beside the bar's end, outside it
+            right.annotate(f"{call.p50_change_pct:+.1f}%", (call.p50_change_pct, i), xytext=(outward, 0),
+                           textcoords="offset points", va="center", ha="left" if outward > 0 else "right",
+                           fontsize=8)
         else:
             right.annotate(f"only in {e.only_in}", (0, i), xytext=(3, 0), textcoords="offset points",
                            va="center", fontsize=8)
