@@ -80,8 +80,11 @@ def _cmd_diff(args: argparse.Namespace) -> int:
     if not (args.threshold >= 0):  # also NaN
         print(f"trt-trace diff: --threshold {args.threshold}: give a percentage >= 0, e.g. 5", file=sys.stderr)
         return 2
+    if not (args.min_change_us >= 0):
+        print(f"trt-trace diff: --min-change-us {args.min_change_us}: give microseconds >= 0, e.g. 1", file=sys.stderr)
+        return 2
     try:
-        diff = diff_files(args.base, args.new, args.threshold)
+        diff = diff_files(args.base, args.new, args.threshold, min_change_ns=round(args.min_change_us * 1000))
     except TraceFileError as exc:
         print(f"trt-trace diff: {exc}", file=sys.stderr)
         return 2
@@ -166,6 +169,8 @@ def build_parser() -> argparse.ArgumentParser:
     diff.add_argument("new", help="the trace of the build under test")
     diff.add_argument("--threshold", type=float, default=5.0, metavar="PCT",
                       help="a significant change of the per-call p50 beyond PCT %% is a regression (default 5)")
+    diff.add_argument("--min-change-us", type=float, default=1.0, metavar="US",
+                      help="... and by at least US microseconds (default 1: below, clock and hook resolution)")
     diff.add_argument("--plot", metavar="PNG", help="also draw the change per engine into this image")
     diff.add_argument("--json", action="store_true", help="print the diff as JSON")
     diff.set_defaults(func=_cmd_diff)

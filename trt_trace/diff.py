@@ -10,10 +10,11 @@ durations are skewed and have long tails (a lock wait, a page fault), so a t-tes
 would let one slow call decide. Its effect measure is the shift of the median, so a change is
 the relative change of the per-call p50.
 
-A change is **slower** (a regression) or **faster** when both hold: the test's p-value is below
+A change is **slower** (a regression) or **faster** when all hold: the test's p-value is below
 ALPHA divided by the number of tests made (Bonferroni: with 40 engines and their phases some
-would pass a plain 1% test by chance alone), and the p50 moved by more than the threshold (default 5%: a
-significant 0.3% change is real but not worth failing a build for). The gated durations are the
+would pass a plain 1% test by chance alone), the p50 moved by more than the threshold (default 5%: a
+significant 0.3% change is real but not worth failing a build for) and by at least MIN_CHANGE_NS
+(a sub-microsecond phase that moves by 15 ns is at the clock's and the hook's resolution). The gated durations are the
 call's total and its GPU span; a phase's verdict is shown but only explains the call's.
 """
 
@@ -28,6 +29,7 @@ from .per_call import DURATIONS, durations_of, percentiles
 from .trace_summary import TraceSummary, aggregate, load_events
 
 ALPHA = 0.01
+MIN_CHANGE_NS = 1000
 GATED = ("total", "gpu")
 SLOWER, FASTER, SAME = "SLOWER", "faster", "same"
 
@@ -71,6 +73,7 @@ class TraceDiff:
     new: str
     threshold_pct: float
     alpha: float  # per test, after the Bonferroni correction
+    min_change_ns: int
     engines: list[EngineChange]
 
     @property
@@ -103,7 +106,7 @@ def _figures(values: np.ndarray) -> Figures:
 
 
 def compare(base: TraceSummary, new: TraceSummary, threshold_pct: float = 5.0, alpha: float = ALPHA,
-            base_name: str = "BASE", new_name: str = "NEW") -> TraceDiff:
+            base_name: str = "BASE", new_name: str = "NEW", min_change_ns: int = MIN_CHANGE_NS) -> TraceDiff:
     """The change of every engine and duration from `base` to `new`, most changed total first."""
     from scipy.stats import mannwhitneyu
 
@@ -129,16 +132,18 @@ def compare(base: TraceSummary, new: TraceSummary, threshold_pct: float = 5.0, a
     per_test = alpha / max(tests, 1)
     for e in engines:
         for d in e.durations:
-            if d.p_value is not None and d.p_value < per_test and d.p50_change_pct is not None:
+            big_enough = d.base and d.new and abs(d.new.p50_ns - d.base.p50_ns) >= min_change_ns
+            if d.p_value is not None and d.p_value < per_test and d.p50_change_pct is not None and big_enough:
                 if d.p50_change_pct > threshold_pct:
                     d.verdict = SLOWER
                 elif d.p50_change_pct < -threshold_pct:
                     d.verdict = FASTER
     engines.sort(key=lambda e: -abs(e.total_change_ns))
-    return TraceDiff(base_name, new_name, threshold_pct, per_test, engines)
+    return TraceDiff(base_name, new_name, threshold_pct, per_test, min_change_ns, engines)
 
 
-def diff_files(base_path: str, new_path: str, threshold_pct: float = 5.0, alpha: float = ALPHA) -> TraceDiff:
+def diff_files(base_path: str, new_path: str, threshold_pct: float = 5.0, alpha: float = ALPHA,
+               min_change_ns: int = MIN_CHANGE_NS) -> TraceDiff:
     """compare() of two trace files (JSON, Perfetto, merged); TraceFileError for one that cannot be read
     or holds no engine call."""
     from .trace_summary import TraceFileError
@@ -149,7 +154,7 @@ def diff_files(base_path: str, new_path: str, threshold_pct: float = 5.0, alpha:
         if not s.names:
             raise TraceFileError(f"{path} has no engine calls to compare")
         summaries.append(s)
-    return compare(summaries[0], summaries[1], threshold_pct, alpha, base_path, new_path)
+    return compare(summaries[0], summaries[1], threshold_pct, alpha, base_path, new_path, min_change_ns)
 
 
 def _ms(ns: float | None) -> str:
@@ -186,7 +191,8 @@ def format_diff(diff: TraceDiff) -> str:
     out = [fmt(header), *(fmt(r) for r in lines)]
     regressions = diff.regressions
     out.append(f"base/new: {diff.base} / {diff.new}; times in ms; a change is SLOWER or faster when the p50 "
-               f"moved by more than {diff.threshold_pct:g}% and Mann-Whitney p < {diff.alpha:.2g}")
+               f"moved by more than {diff.threshold_pct:g}% (and {diff.min_change_ns / 1000:g} µs) and "
+               f"Mann-Whitney p < {diff.alpha:.2g}")
     out.append(f"{len(regressions)} regression(s): " + ", ".join(f"{n} ({'call' if d == 'total' else d})"
                                                                   for n, d in regressions)
                if regressions else "no regression")
