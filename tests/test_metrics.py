@@ -166,3 +166,19 @@ def test_a_process_that_runs_no_engine_does_not_take_the_port():
     assert proc.returncode == 0 and proc.stdout == "done\n" and proc.stderr == ""
     with socket.socket() as s:
         s.bind(("127.0.0.1", port))  # still free: a torchrun launcher leaves it to its workers
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="GPU spans need CUDA (run by tools/device_check.sh)")
+def test_gpu_metrics_count_every_gpu_span(served, tmp_path):
+    e = standin.make_engine("m_gpu", device=0, repeat=4)
+    out = tmp_path / "gpu.json"
+    with trt_trace.tracing(str(out)):
+        for _ in range(12):
+            torch.ops.tensorrt.execute_engine([torch.ones(1 << 18, device="cuda")], e)
+        torch.cuda.synchronize()
+    spans = np.asarray([to_ns(ev["dur"]) for ev in load_strict(out) if ev.get("name") == "gpu" and ev.get("ph") == "X"])
+    fams = _scrape(*served)
+    hist = [s for s in fams["trt_trace_engine_gpu_call_seconds"] if s.labels.get("engine") == "m_gpu"]
+    assert _value(hist, "trt_trace_engine_gpu_call_seconds_count") == len(spans) == 12
+    assert _value(fams["trt_trace_engine_gpu_seconds"], "trt_trace_engine_gpu_seconds_total", engine="m_gpu") == \
+        pytest.approx(spans.sum() / 1e9, rel=1e-6)

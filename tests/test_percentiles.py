@@ -177,3 +177,31 @@ def test_cli_summary_json_phase_and_bad_input(tmp_path):
     assert bad.returncode != 0 and "invalid choice" in bad.stderr and "Traceback" not in bad.stderr
     missing = subprocess.run([*cli, "summary", str(tmp_path / "none.json"), "--json"], capture_output=True, text=True)
     assert missing.returncode == 1 and missing.stderr.count("\n") == 1 and "Traceback" not in missing.stderr
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="GPU spans need CUDA (run by tools/device_check.sh)")
+def test_gpu_histograms_hold_every_gpu_span_and_give_gpu_percentiles(tmp_path):
+    engines = [standin.make_engine(f"gpu_pct_{i}", device=0, repeat=r) for i, r in enumerate((2, 40))]
+    x = [torch.ones(1 << 20, device="cuda")]
+    out = tmp_path / "gpu.json"
+    with trt_trace.tracing(str(out)):
+        for _ in range(30):
+            for e in engines:
+                torch.ops.tensorrt.execute_engine(x, e)
+        torch.cuda.synchronize()
+    events = load_strict(out)
+    bounds = np.asarray(ops.histogram_bounds(), dtype=np.int64)
+    hist = ops.engine_histograms(1).numpy()
+    names = ops.engine_names()
+    live = {r["engine"]: r for r in json.loads(trt_trace.summary(phase="gpu", json=True))["engines"]}
+    from_file = {r["engine"]: r for r in json.loads(summary_text(str(out), phase="gpu", json=True))["engines"]}
+    for i in range(2):
+        name = f"gpu_pct_{i}"
+        spans = _call_durations(events, name, "gpu")
+        assert len(spans) == 30
+        expected = np.bincount(np.searchsorted(bounds, spans, side="right") - 1, minlength=hist.shape[1])
+        assert (hist[names.index(name)] == expected).all()
+        for q in (50, 99):
+            exact_ms = _exact(spans, q) / 1e6
+            assert from_file[name][f"p{q}_ms"] == pytest.approx(exact_ms, abs=1e-9)
+            assert abs(live[name][f"p{q}_ms"] - exact_ms) <= STATED_ERROR * exact_ms
