@@ -2,7 +2,7 @@
 // (EngineStats::Table::add_call: the counters and, where the tree has them, the
 // duration histogram), in instructions (callgrind) and ns per call.
 //
-//   T=.venv/lib/python3.11/site-packages/torch/include
+//   T=$(.venv/bin/python -c 'import torch.utils.cpp_extension as c; print(c.include_paths()[0])')
 //   g++ -O2 -std=c++17 -pthread -Icsrc -I$T tools/bench/stats_add.cpp csrc/hook/engine_stats.cpp -o /tmp/stats_add
 //   /tmp/stats_add                                   # ns per call
 //   valgrind --tool=callgrind --callgrind-out-file=/tmp/cg.out /tmp/stats_add 1000000 && \
