@@ -5,6 +5,7 @@
 //   T=$(.venv/bin/python -c 'import torch.utils.cpp_extension as c; print(c.include_paths()[0])')
 //   g++ -O2 -std=c++17 -pthread -Icsrc -I$T tools/bench/stats_add.cpp csrc/hook/engine_stats.cpp -o /tmp/stats_add
 //   /tmp/stats_add                                   # ns per call
+//   /tmp/stats_add 0 1000                            # RSS of counting one call of each of 1000 engines
 //   valgrind --tool=callgrind --callgrind-out-file=/tmp/cg.out /tmp/stats_add 1000000 && \
 //     callgrind_annotate --inclusive=yes /tmp/cg.out | grep -E 'count_(call|duration)'
 //
@@ -15,6 +16,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <fstream>
 
 #include "hook/engine_stats.h"
 
@@ -34,9 +36,24 @@ __attribute__((noinline)) void count_duration(EngineStats::Table* t, uint32_t id
 }
 #endif
 
+long rss_kib() {
+  std::ifstream statm("/proc/self/statm");
+  long size = 0, resident = 0;
+  statm >> size >> resident;
+  return resident * 4;
+}
+
 int main(int argc, char** argv) {
   const long n = argc > 1 ? std::atol(argv[1]) : 20'000'000;
   EngineStats::Table* t = EngineStats::instance().this_thread();
+  if (argc > 2) {  // memory: one call each of `engines` engines, durations in one bucket per engine
+    const long engines = std::atol(argv[2]);
+    const long before = rss_kib();
+    for (long id = 1; id <= engines; ++id) count_call(t, static_cast<uint32_t>(id), {1000, 2000, 3000, 40000});
+    std::printf("%ld engines: RSS +%ld KiB (%.2f KiB per engine)\n", engines, rss_kib() - before,
+                static_cast<double>(rss_kib() - before) / static_cast<double>(engines));
+    return 0;
+  }
   const uint32_t engines = 8;
   for (uint32_t id = 1; id <= engines; ++id) count_call(t, id, {1, 1, 1, 1});  // rows exist: no growth below
   // Durations spread over many buckets (a few µs to ~1 ms), as a busy engine's calls are.
