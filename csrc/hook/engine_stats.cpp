@@ -108,10 +108,11 @@ std::vector<int64_t> EngineStats::sum_histograms_locked(uint32_t num_engines, in
       const Table::HistChunk* chunk = t->hist_chunks_[c].load(std::memory_order_acquire);
       if (chunk == nullptr) continue;
       const uint32_t end = std::min(num_engines, (c + 1) * Table::kChunk);
-      for (uint32_t id = c * Table::kChunk; id < end; ++id) {
-        const auto& counts = chunk->counts[id % Table::kChunk][series];
-        int64_t* dst = out.data() + static_cast<size_t>(id) * kB;
-        for (int b = 0; b < kB; ++b) dst[b] += counts[b].load(std::memory_order_relaxed);
+      for (int b = 0; b < kB; ++b) {
+        const auto& counts = chunk->counts[series][b];
+        for (uint32_t id = c * Table::kChunk; id < end; ++id) {
+          out[static_cast<size_t>(id) * kB + b] += counts[id % Table::kChunk].load(std::memory_order_relaxed);
+        }
       }
     }
   }

@@ -82,7 +82,7 @@ class EngineStats {
       const uint32_t c = engine_id / kChunk;
       HistChunk* h = C10_LIKELY(c < kMaxChunks) ? hist_chunks_[c].load(std::memory_order_relaxed) : nullptr;
       if (C10_UNLIKELY(h == nullptr)) return;  // out of memory when the chunk was made: no histograms
-      add(h->counts[engine_id % kChunk][series][histogram::bucket_of(ns)], 1);
+      add(h->counts[series][histogram::bucket_of(ns)][engine_id % kChunk], 1);
     }
 
    private:
@@ -94,9 +94,11 @@ class EngineStats {
       std::array<Row, kChunk> rows{};
     };
     // 2.4 MiB of address space per 256 engines, from calloc: zero pages that the OS commits only
-    // where buckets are counted (std::atomic<int64_t> needs no construction in C++17).
+    // where buckets are counted (std::atomic<int64_t> needs no construction in C++17). Bucket-major:
+    // a bucket's counts of the 256 engines lie together, so engines whose calls take similar times
+    // share pages instead of committing one page each.
     struct HistChunk {
-      std::array<std::array<std::array<std::atomic<int64_t>, histogram::kBuckets>, kNumHistSeries>, kChunk> counts;
+      std::array<std::array<std::array<std::atomic<int64_t>, kChunk>, histogram::kBuckets>, kNumHistSeries> counts;
     };
     // The owner's add: readers may load concurrently, nobody else stores.
     static void add(std::atomic<int64_t>& v, int64_t d) noexcept {

@@ -5,7 +5,7 @@
 //   T=$(.venv/bin/python -c 'import torch.utils.cpp_extension as c; print(c.include_paths()[0])')
 //   g++ -O2 -std=c++17 -pthread -Icsrc -I$T tools/bench/stats_add.cpp csrc/hook/engine_stats.cpp -o /tmp/stats_add
 //   /tmp/stats_add                                   # ns per call
-//   /tmp/stats_add 0 1000                            # RSS of counting one call of each of 1000 engines
+//   /tmp/stats_add 0 1000 [spread]                   # RSS of counting one call of each of 1000 engines
 //   valgrind --tool=callgrind --callgrind-out-file=/tmp/cg.out /tmp/stats_add 1000000 && \
 //     callgrind_annotate --inclusive=yes /tmp/cg.out | grep -E 'count_(call|duration)'
 //
@@ -49,8 +49,14 @@ int main(int argc, char** argv) {
   if (argc > 2) {  // memory: one call each of `engines` engines, durations in one bucket per engine
     const long engines = std::atol(argv[2]);
     const long before = rss_kib();
-    for (long id = 1; id <= engines; ++id) count_call(t, static_cast<uint32_t>(id), {1000, 2000, 3000, 40000});
-    std::printf("%ld engines: RSS +%ld KiB (%.2f KiB per engine)\n", engines, rss_kib() - before,
+    // argv[3] "spread": engine i's call takes 2^(i % 20) µs, so the engines use 20 octaves of buckets.
+    const bool spread = argc > 3;
+    for (long id = 1; id <= engines; ++id) {
+      const int64_t enqueue = spread ? (int64_t{1000} << (id % 20)) : 40000;
+      count_call(t, static_cast<uint32_t>(id), {1000, 2000, 3000, enqueue});
+    }
+    std::printf("%ld engines%s: RSS +%ld KiB (%.2f KiB per engine)\n", engines, spread ? " (spread)" : "",
+                rss_kib() - before,
                 static_cast<double>(rss_kib() - before) / static_cast<double>(engines));
     return 0;
   }
