@@ -35,15 +35,29 @@ def tracing(path: str, buffer_events: int | None = None, nvtx: bool = False, gpu
         stop()
 
 
-def summary(path: str | None = None) -> str:
-    """The per-engine timing table: of this process so far (no argument), or of a trace file."""
+def summary(path: str | None = None, phase: str = "total", json: bool = False) -> str:
+    """The per-engine timing table: of this process so far (no argument), or of a trace file.
+
+    Its p50/p99 columns are per call, of the call's total or of `phase`: exact from a file (any of
+    total, workspace, inputs, outputs, enqueue, gpu), from the live histograms within 3.1% (total
+    or gpu). json=True returns the same table as JSON text."""
     if path is None:
         from .ops import timing_table
 
-        return timing_table()
+        return timing_table(phase, json)
     from .trace_summary import summary_text
 
-    return summary_text(path)
+    return summary_text(path, phase=phase, json=json)
+
+
+def serve_metrics(port: int, addr: str = "127.0.0.1") -> tuple[str, int]:
+    """Serves Prometheus metrics of the live counters at http://addr:port/metrics from now on (port 0:
+    any free port) and turns counting on; returns the (host, port) served. Raises OSError for a busy
+    port or an address that cannot be bound (TRT_TRACE_METRICS_PORT warns instead)."""
+    from .config import MetricsSettings
+    from .metrics import serve
+
+    return serve(MetricsSettings(port=int(port), addr=addr))
 
 
 __all__ = [
@@ -56,6 +70,7 @@ __all__ = [
     "get_nvtx",
     "get_profile_execution",
     "reset",
+    "serve_metrics",
     "set_nvtx",
     "set_profile_execution",
     "start",

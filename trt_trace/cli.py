@@ -1,7 +1,8 @@
 """The trt-trace command line.
 
     trt-trace run -o trace.json -- python serve.py --port 8000
-    trt-trace summary trace.json [--by-rank] [--plot engines.png]
+    trt-trace summary trace.json [--by-rank] [--plot engines.png] [--phase enqueue] [--json]
+    trt-trace diff base.json new.json [--threshold 5] [--plot diff.png] [--json]
     trt-trace merge trace_0.json trace_1.json -o all.json
     trt-trace view trace.json [--port 10000] [--no-browser]
     trt-trace demo
@@ -13,6 +14,8 @@ import argparse
 import os
 import subprocess
 import sys
+
+from .records import DURATIONS
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
@@ -50,7 +53,7 @@ def _cmd_summary(args: argparse.Namespace) -> int:
     from .trace_summary import TraceFileError, aggregate, load_events, summary_text
 
     try:
-        print(summary_text(args.trace, by_process=args.by_rank), end="")
+        print(summary_text(args.trace, by_process=args.by_rank, phase=args.phase, json=args.json), end="")
         summary = aggregate(load_events(args.trace)) if args.plot else None
     except TraceFileError as exc:
         print(f"trt-trace summary: {exc}", file=sys.stderr)
@@ -72,6 +75,46 @@ def _cmd_summary(args: argparse.Namespace) -> int:
         return 1
     print(f"plot: {args.plot}")
     return 0
+
+
+def _cmd_diff(args: argparse.Namespace) -> int:
+    """Exit code: 1 when an engine regressed significantly beyond the threshold, 2 on bad input."""
+    import orjson
+
+    from .diff import diff_files, format_diff, to_json
+    from .trace_summary import TraceFileError
+
+    if not (args.threshold >= 0):  # also NaN
+        print(f"trt-trace diff: --threshold {args.threshold}: give a percentage >= 0, e.g. 5", file=sys.stderr)
+        return 2
+    if not (args.min_change_us >= 0):
+        print(f"trt-trace diff: --min-change-us {args.min_change_us}: give microseconds >= 0, e.g. 1", file=sys.stderr)
+        return 2
+    try:
+        diff = diff_files(args.base, args.new, args.threshold, min_change_ns=round(args.min_change_us * 1000))
+    except TraceFileError as exc:
+        print(f"trt-trace diff: {exc}", file=sys.stderr)
+        return 2
+    except (ValueError, TypeError, KeyError, AttributeError) as exc:  # events of the wrong shape
+        print(f"trt-trace diff: {args.base} or {args.new} is not a trace written by trt_trace ({exc})",
+              file=sys.stderr)
+        return 2
+    if args.json:
+        print(orjson.dumps(to_json(diff)).decode())
+    else:
+        print(format_diff(diff), end="")
+    if args.plot:
+        from .diff_plot import plot_diff
+
+        try:
+            plot_diff(diff, args.plot, f"{os.path.basename(args.base)} → {os.path.basename(args.new)}")
+        except (OSError, ValueError) as exc:
+            print(f"trt-trace diff: cannot write {args.plot}: {getattr(exc, 'strerror', None) or exc}",
+                  file=sys.stderr)
+            return 2
+        if not args.json:
+            print(f"plot: {args.plot}")
+    return 1 if diff.regressions else 0
 
 
 def _cmd_merge(args: argparse.Namespace) -> int:
@@ -154,7 +197,22 @@ def build_parser() -> argparse.ArgumentParser:
     summary.add_argument("--by-rank", action="store_true",
                          help="one table per process (rank) of a merged trace, then all of them")
     summary.add_argument("--plot", metavar="PNG", help="also draw per-engine bars by phase into this image")
+    summary.add_argument("--phase", default="total", choices=DURATIONS,
+                         help="the p50/p99 columns are of this duration (default: the call's total)")
+    summary.add_argument("--json", action="store_true", help="print the table as JSON (for dashboards, scripts)")
     summary.set_defaults(func=_cmd_summary)
+
+    diff = sub.add_parser("diff", help="per-engine change between two traces, with a significance test; "
+                                       "exit code 1 on a regression")
+    diff.add_argument("base", help="the trace to compare against (JSON, .pftrace or merged)")
+    diff.add_argument("new", help="the trace of the build under test")
+    diff.add_argument("--threshold", type=float, default=5.0, metavar="PCT",
+                      help="a significant change of the per-call p50 beyond PCT %% is a regression (default 5)")
+    diff.add_argument("--min-change-us", type=float, default=1.0, metavar="US",
+                      help="... and by at least US microseconds (default 1: below, clock and hook resolution)")
+    diff.add_argument("--plot", metavar="PNG", help="also draw the change per engine into this image")
+    diff.add_argument("--json", action="store_true", help="print the diff as JSON")
+    diff.set_defaults(func=_cmd_diff)
 
     merge = sub.add_parser("merge", help="merge per-process (per-rank) traces into one, clocks aligned")
     merge.add_argument("traces", nargs="+", help="trace files written by trt_trace, e.g. trace_*.json")

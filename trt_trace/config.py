@@ -221,3 +221,30 @@ def from_env() -> Settings:
         quiet=quiet(),
         engine_stream_spans=engine_stream_spans(),
     )
+
+
+DEFAULT_METRICS_ADDR = "127.0.0.1"  # local only: exposing a process's metrics is the operator's choice
+
+
+@dataclass(frozen=True)
+class MetricsSettings:
+    """Where the live metrics are served (process-wide, independent of any tracing session)."""
+
+    port: int  # 0: any free port (the start-up line says which)
+    addr: str = DEFAULT_METRICS_ADDR
+
+
+def metrics_from_env() -> MetricsSettings | None:
+    """TRT_TRACE_METRICS_PORT (and TRT_TRACE_METRICS_ADDR): None when unset or not a port."""
+    raw = os.environ.get("TRT_TRACE_METRICS_PORT")
+    if raw is None or raw.strip() == "":
+        return None
+    try:
+        port = int(raw.strip())
+        if not 0 <= port <= 65535:
+            raise ValueError
+    except ValueError:
+        warn(f"TRT_TRACE_METRICS_PORT={raw!r} is not a TCP port; use e.g. 9400 (running without metrics)")
+        return None
+    addr = os.environ.get("TRT_TRACE_METRICS_ADDR", "").strip() or DEFAULT_METRICS_ADDR
+    return MetricsSettings(port=port, addr=addr)

@@ -40,8 +40,27 @@ def dump_engine_timing() -> str:
     return str(_op("dump_engine_timing")())
 
 
-def timing_table() -> str:
-    return str(_op("timing_table")())
+LIVE_PERCENTILES = ("total", "gpu")  # the durations the hot path keeps histograms of
+
+
+def timing_table(percentiles_of: str = "total", json: bool = False) -> str:
+    """The live table; its p50/p99 are of the call's total or of its GPU span (LIVE_PERCENTILES),
+    from the histograms (within 3.1%); json=True: the same table as one JSON object."""
+    if percentiles_of not in LIVE_PERCENTILES:
+        raise ValueError(f"live percentiles are kept of the call's total and of its GPU span, not of "
+                         f"{percentiles_of!r}: give 'total' or 'gpu', or summarise a trace file for a host phase")
+    return str(_op("timing_table")(percentiles_of, bool(json)))
+
+
+def engine_histograms(series: int) -> torch.Tensor:
+    """int64 [engine ids, buckets]: the live duration histograms, series 0 of the call's total, 1 of
+    its GPU span (csrc/hook/duration_histogram.h), counted since the last reset()."""
+    return _op("engine_histograms")(int(series))
+
+
+def histogram_bounds() -> list[int]:
+    """The histogram buckets' lower bounds in ns, then the last bucket's upper bound."""
+    return list(_op("histogram_bounds")())
 
 
 def set_nvtx(enable: bool) -> bool:
@@ -130,8 +149,14 @@ def engine_stats() -> torch.Tensor:
     return _op("engine_stats")()
 
 
-def format_timing_table(names: list[str], stats: torch.Tensor, dropped: int = 0, threads_with_drops: int = 0) -> str:
-    return str(_op("format_timing_table")(names, stats, int(dropped), int(threads_with_drops)))
+def format_timing_table(names: list[str], stats: torch.Tensor, dropped: int = 0, threads_with_drops: int = 0,
+                        percentiles: torch.Tensor | None = None, all_percentiles: tuple[int, int] = (-1, -1),
+                        percentiles_of: str = "total", json: bool = False) -> str:
+    """The table of numbers aggregated elsewhere (a trace file); percentiles: int64 [len(names), 2]
+    p50 and p99 in ns (-1: none), all_percentiles over every call."""
+    return str(_op("format_timing_table")(names, stats, int(dropped), int(threads_with_drops), percentiles,
+                                          int(all_percentiles[0]), int(all_percentiles[1]), percentiles_of,
+                                          bool(json)))
 
 
 class FormatBuffer:

@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from . import __version__, config, ops
+from . import __version__, config, metrics, ops
 from .config import DEFAULT_BUFFER_EVENTS, DEFAULT_MAX_MB, Settings, expand_path, host_name, rank_info, warn
 from .drainer import Drainer
 from .flight import FlightWindow, dump_path
@@ -188,7 +188,7 @@ class Session:
 
     def stop(self) -> None:
         ops.set_recording(False)
-        ops.set_profile_execution(self._switch_before)
+        ops.set_profile_execution(self._switch_before or metrics.serving())  # served metrics keep counting
         if self.nvtx:
             ops.set_nvtx(False)
         self.drainer.stop()

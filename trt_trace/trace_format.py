@@ -28,6 +28,8 @@ class Phase(IntEnum):
 # A record's slice name in both formats, by Phase.
 PHASE_NAMES = ("execute_engine", "workspace", "inputs", "outputs", "enqueue", "gpu")
 HOST_PHASES = PHASE_NAMES[Phase.WORKSPACE : Phase.ENQUEUE + 1]
+# The durations of a call that tables and diffs report: its host time, its host phases, its GPU span.
+DURATIONS = ("total", *HOST_PHASES, "gpu")
 
 
 class Flag(IntFlag):

@@ -8,9 +8,10 @@ from typing import Any
 import numpy as np
 import orjson
 
-from .complete_calls import cut_short_note, partial_calls
+from .complete_calls import cut_short_note
+from .per_call import DURATIONS, GPU, NO_SPAN, CallTable, durations_of, extract, percentiles
 from .records import STATS_COLUMNS
-from .trace_format import CATEGORY, METADATA_EVENT, PHASE_NAMES, Phase
+from .trace_format import METADATA_EVENT
 
 _COL = {name: i for i, name in enumerate(STATS_COLUMNS)}
 _PHASE_COLUMN = {
@@ -74,6 +75,30 @@ class TraceSummary:
     metadata: dict[str, Any] = field(default_factory=dict)
     label: str = ""  # the process's name (process_name event); "" for several processes together
     partial_calls: int = 0  # calls left out: the file was cut inside them (complete_calls.py)
+    call_ns: np.ndarray = field(default_factory=lambda: np.zeros((0, len(DURATIONS)), dtype=np.int64))
+    call_row: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))  # row of each call
+
+    def percentiles(self, duration: str = "total") -> tuple[np.ndarray, np.ndarray]:
+        """Exact p50 and p99 in ns of one of per_call.DURATIONS: int64 [rows, 2] and [2] over every
+        call (-1 where no call has it)."""
+        mask, values = durations_of(self.call_ns, duration)
+        per_row = percentiles(values[mask], self.call_row[mask], len(self.names))
+        overall = percentiles(values[mask], np.zeros(int(mask.sum()), dtype=np.int64), 1)[0]
+        return per_row, overall
+
+
+def _row_stats(calls: CallTable, rows: np.ndarray, n_rows: int) -> np.ndarray:
+    """The table's columns (records.STATS_COLUMNS) summed per row over the calls."""
+    stats = np.zeros((n_rows, len(STATS_COLUMNS)), dtype=np.int64)
+    ns = calls.ns
+    has_gpu = ns[:, GPU] != NO_SPAN
+    stats[:, _COL["calls"]] = np.bincount(rows, minlength=n_rows)
+    stats[:, _COL["errors"]] = np.bincount(rows, weights=calls.error, minlength=n_rows).astype(np.int64)
+    for duration, column in (("total", "total_ns"), *((p, f"{p}_ns") for p in _PHASE_COLUMN)):
+        np.add.at(stats[:, _COL[column]], rows, ns[:, DURATIONS.index(duration)])
+    np.add.at(stats[:, _COL["gpu_ns"]], rows[has_gpu], ns[has_gpu, GPU])
+    stats[:, _COL["gpu_calls"]] = np.bincount(rows[has_gpu], minlength=n_rows)
+    return stats
 
 
 @dataclass
@@ -81,70 +106,63 @@ class _Process:
     """What one pid of the trace contributes (a merged trace holds one per rank)."""
 
     pid: int
-    rows: dict[int, np.ndarray] = field(default_factory=dict)  # engine id -> stats row
-    names: dict[int, str] = field(default_factory=dict)
     meta: dict[str, Any] = field(default_factory=dict)
     label: str = ""
     sort_index: int | None = None
     partial_calls: int = 0
+    engine_ids: list[int] = field(default_factory=list)  # sorted: the rows of its table
+    names: list[str] = field(default_factory=list)
+    stats: np.ndarray = field(default_factory=lambda: np.zeros((0, len(STATS_COLUMNS)), dtype=np.int64))
+    call_ns: np.ndarray = field(default_factory=lambda: np.zeros((0, len(DURATIONS)), dtype=np.int64))
+    call_row: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
 
     def summary(self) -> TraceSummary:
-        ids = sorted(self.rows)
         threads = self.meta.get("threads", [])
         return TraceSummary(
-            names=[self.names[i] for i in ids],
-            stats=np.stack([self.rows[i] for i in ids]) if ids else np.zeros((0, len(STATS_COLUMNS)), dtype=np.int64),
+            names=list(self.names),
+            stats=self.stats,
             dropped=int(self.meta.get("dropped_events", 0)),
             threads_with_drops=sum(1 for t in threads if t.get("dropped")),
             metadata=self.meta,
             label=self.label or f"pid {self.pid}",
             partial_calls=self.partial_calls,
+            call_ns=self.call_ns,
+            call_row=self.call_row,
         )
 
 
 def _by_process(events: list[dict[str, Any]]) -> list[_Process]:
     procs: dict[int, _Process] = {}
-    partial = partial_calls(events)
-    for pid, _ in partial:
+    calls = extract(events)
+    for pid, _ in calls.partial:
         procs.setdefault(pid, _Process(pid)).partial_calls += 1
     for ev in events:
-        ph = ev.get("ph")
-        if ph != "M" and (ph != "X" or ev.get("cat") != CATEGORY):
+        if ev.get("ph") != "M":
             continue
         pid = int(ev.get("pid", 0))
         proc = procs.get(pid)
         if proc is None:
             proc = procs[pid] = _Process(pid)
         args = ev.get("args", {})
-        if ph == "X" and partial and (pid, int(args.get("call_id", -1))) in partial:
-            continue
-        if ph == "M":
-            if ev.get("name") == METADATA_EVENT:
-                proc.meta.update(args)
-            elif ev.get("name") == "process_name":
-                proc.label = str(args.get("name", ""))
-            elif ev.get("name") == "process_sort_index":
-                proc.sort_index = int(args.get("sort_index", 0))
-            continue
-        eid = int(args.get("engine_id", 0))
-        row = proc.rows.get(eid)
-        if row is None:
-            row = proc.rows[eid] = np.zeros(len(STATS_COLUMNS), dtype=np.int64)
-            proc.names[eid] = str(args.get("engine", f"engine_{eid}"))
-        dur_ns = round(float(ev.get("dur", 0.0)) * 1000.0)
-        name = ev.get("name")
-        if name == PHASE_NAMES[Phase.CALL]:
-            row[_COL["calls"]] += 1
-            row[_COL["total_ns"]] += dur_ns
-            if args.get("error"):
-                row[_COL["errors"]] += 1
-        elif name in _PHASE_COLUMN:
-            row[_PHASE_COLUMN[name]] += dur_ns
-        elif name == "gpu":
-            row[_COL["gpu_ns"]] += dur_ns
-            row[_COL["gpu_calls"]] += 1
+        if ev.get("name") == METADATA_EVENT:
+            proc.meta.update(args)
+        elif ev.get("name") == "process_name":
+            proc.label = str(args.get("name", ""))
+        elif ev.get("name") == "process_sort_index":
+            proc.sort_index = int(args.get("sort_index", 0))
+    for pid in dict.fromkeys(calls.pid.tolist()):  # in the order of their first call
+        proc = procs.setdefault(pid, _Process(pid))
+        mine = np.flatnonzero(calls.pid == pid)
+        ids = calls.engine_id[mine]
+        proc.engine_ids = np.unique(ids).tolist()
+        proc.names = [calls.names[(pid, i)] for i in proc.engine_ids]
+        proc.call_row = np.searchsorted(np.asarray(proc.engine_ids, dtype=np.int64), ids)
+        proc.call_ns = calls.ns[mine]
+        sub = CallTable(pid=calls.pid[mine], engine_id=ids, error=calls.error[mine], ns=proc.call_ns, names={},
+                        partial=set())
+        proc.stats = _row_stats(sub, proc.call_row, len(proc.engine_ids))
     # Processes with no engine call and no metadata of ours (another tool's events) are not ours.
-    out = [p for p in procs.values() if p.rows or p.meta or p.partial_calls]
+    out = [p for p in procs.values() if p.engine_ids or p.meta or p.partial_calls]
     order = {id(p): i for i, p in enumerate(out)}
     out.sort(key=lambda p: (p.sort_index is None, p.sort_index or 0, order[id(p)]))
     return out
@@ -161,48 +179,72 @@ def aggregate(events: list[dict[str, Any]]) -> TraceSummary:
     parts = aggregate_by_process(events)
     if len(parts) == 1:
         return parts[0]
-    rows: dict[tuple[str, int], np.ndarray] = {}
+    if not parts:
+        return TraceSummary()
+    keys: dict[tuple[str, int], int] = {}  # (name, k) -> row
     meta: dict[str, Any] = {}
+    call_rows = []
+    row_ofs = []
     for part in parts:
         meta.update(part.metadata)
         # Engine ids are per process; two engines of one process may share a name, so the k-th
         # engine called `n` in each process goes into row (n, k).
         seen: dict[str, int] = {}
-        for name, row in zip(part.names, part.stats, strict=True):
+        row_of = np.zeros(len(part.names), dtype=np.int64)
+        for i, name in enumerate(part.names):
             k = seen.get(name, 0)
             seen[name] = k + 1
-            if (name, k) in rows:
-                rows[(name, k)] = rows[(name, k)] + row
-            else:
-                rows[(name, k)] = row.copy()
-    keys = list(rows)
+            row_of[i] = keys.setdefault((name, k), len(keys))
+        row_ofs.append(row_of)
+        call_rows.append(row_of[part.call_row])
+    stats = np.zeros((len(keys), len(STATS_COLUMNS)), dtype=np.int64)
+    for part, row_of in zip(parts, row_ofs, strict=True):
+        np.add.at(stats, row_of, part.stats)
     return TraceSummary(
         names=[name for name, _ in keys],
-        stats=np.stack([rows[k] for k in keys]) if keys else np.zeros((0, len(STATS_COLUMNS)), dtype=np.int64),
+        stats=stats,
         dropped=sum(p.dropped for p in parts),
         threads_with_drops=sum(p.threads_with_drops for p in parts),
         metadata=meta,
         partial_calls=sum(p.partial_calls for p in parts),
+        call_ns=np.concatenate([p.call_ns for p in parts]),
+        call_row=np.concatenate(call_rows),
     )
 
 
-def _table(s: TraceSummary) -> str:
+def _table(s: TraceSummary, phase: str = "total", json: bool = False) -> str:
     import torch
 
     from . import ops
 
-    table = ops.format_timing_table(s.names, torch.from_numpy(s.stats), s.dropped, s.threads_with_drops)
+    per_row, overall = s.percentiles(phase)
+    table = ops.format_timing_table(s.names, torch.from_numpy(s.stats), s.dropped, s.threads_with_drops,
+                                    percentiles=torch.from_numpy(per_row), all_percentiles=tuple(overall.tolist()),
+                                    percentiles_of=phase, json=json)
+    if json:
+        doc = orjson.loads(table)
+        doc["partial_calls"] = s.partial_calls
+        if s.label:
+            doc["process"] = s.label
+        return orjson.dumps(doc).decode()
     return table + (cut_short_note(s.partial_calls) + "\n" if s.partial_calls else "")
 
 
-def summary_text(path: str, by_process: bool = False) -> str:
+def summary_text(path: str, by_process: bool = False, phase: str = "total", json: bool = False) -> str:
     """The per-engine table of a trace file; by_process=True puts one table per process (rank)
-    before the table of all of them."""
+    before the table of all of them. phase: the p50/p99 columns are of the call's total (default)
+    or of one phase (per_call.DURATIONS), exact over the file's calls. json=True: the table as
+    JSON (one object; with by_process, a list of them, the last for all processes)."""
+    if phase not in DURATIONS:
+        raise TraceFileError(f"unknown phase {phase!r}; use one of {', '.join(DURATIONS)}")
     events = load_events(path)
     if not by_process:
-        return _table(aggregate(events))
+        return _table(aggregate(events), phase, json) + ("\n" if json else "")
     parts = aggregate_by_process(events)
-    out = [f"== {p.label} ==\n{_table(p)}" for p in parts]
+    tables = [_table(p, phase, json) for p in parts]
     if len(parts) > 1:
-        out.append(f"== all {len(parts)} processes ==\n{_table(aggregate(events))}")
-    return "\n".join(out)
+        tables.append(_table(aggregate(events), phase, json))
+    if json:
+        return "[" + ",".join(tables) + "]\n"
+    labels = [f"== {p.label} ==" for p in parts] + ([f"== all {len(parts)} processes =="] if len(parts) > 1 else [])
+    return "\n".join(f"{label}\n{table}" for label, table in zip(labels, tables, strict=True))

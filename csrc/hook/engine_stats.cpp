@@ -3,6 +3,7 @@
 #include <pthread.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <new>
 
 namespace trt_trace {
@@ -74,6 +75,9 @@ void EngineStats::release(Table* table) noexcept {
 EngineStats::Table::Row* EngineStats::Table::grow(uint32_t engine_id) noexcept {
   const uint32_t c = engine_id / kChunk;
   if (c >= kMaxChunks) return nullptr;
+  if (void* mem = std::calloc(1, sizeof(HistChunk))) {
+    hist_chunks_[c].store(new (mem) HistChunk, std::memory_order_release);  // default-init: stays zero
+  }
   auto* chunk = new (std::nothrow) Chunk();
   if (chunk == nullptr) return nullptr;
   chunks_[c].store(chunk, std::memory_order_release);  // readers see the zeroed rows first
@@ -93,6 +97,33 @@ std::vector<std::array<int64_t, kNumStatColumns>> EngineStats::sum_locked(uint32
       }
     }
   }
+  return out;
+}
+
+std::vector<int64_t> EngineStats::sum_histograms_locked(uint32_t num_engines, int series) const {
+  constexpr int kB = histogram::kBuckets;
+  std::vector<int64_t> out(static_cast<size_t>(num_engines) * kB);
+  for (const auto& t : tables_) {
+    for (uint32_t c = 0; c * Table::kChunk < num_engines && c < Table::kMaxChunks; ++c) {
+      const Table::HistChunk* chunk = t->hist_chunks_[c].load(std::memory_order_acquire);
+      if (chunk == nullptr) continue;
+      const uint32_t end = std::min(num_engines, (c + 1) * Table::kChunk);
+      for (int b = 0; b < kB; ++b) {
+        const auto& counts = chunk->counts[series][b];
+        for (uint32_t id = c * Table::kChunk; id < end; ++id) {
+          out[static_cast<size_t>(id) * kB + b] += counts[id % Table::kChunk].load(std::memory_order_relaxed);
+        }
+      }
+    }
+  }
+  return out;
+}
+
+std::vector<int64_t> EngineStats::histograms(uint32_t num_engines, int series) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto out = sum_histograms_locked(num_engines, series);
+  const auto& base = hist_baseline_[series];
+  for (size_t i = 0; i < std::min(out.size(), base.size()); ++i) out[i] -= base[i];
   return out;
 }
 
@@ -118,6 +149,7 @@ void EngineStats::reset() {
     }
   }
   baseline_ = sum_locked(rows);
+  for (int s = 0; s < kNumHistSeries; ++s) hist_baseline_[s] = sum_histograms_locked(rows, s);
 }
 
 }  // namespace trt_trace

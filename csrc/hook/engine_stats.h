@@ -11,6 +11,10 @@
 // goes to the next new thread with its counts kept: memory is bounded by the
 // peak number of counting threads. Rows live in chunks that are never moved or
 // freed; only the owner adds one.
+//
+// Beside its counters each engine row has two duration histograms (the call's
+// host total and its GPU span; duration_histogram.h) for live percentiles,
+// updated the same way: one bucket index and one relaxed load and store.
 #pragma once
 
 #include <array>
@@ -23,6 +27,7 @@
 #include <c10/macros/Macros.h>
 
 #include "common/record.h"
+#include "hook/duration_histogram.h"
 
 namespace trt_trace {
 
@@ -40,6 +45,13 @@ enum StatColumn : int {
   kNumStatColumns,
 };
 
+// The duration histograms of an engine row.
+enum HistogramSeries : int {
+  kHistTotal = 0,  // the call's host time (the sum of its phases)
+  kHistGpu,        // its GPU span
+  kNumHistSeries,
+};
+
 class EngineStats {
  public:
   // One thread's counters. Written by its owner only.
@@ -55,12 +67,22 @@ class EngineStats {
       add((*r)[kStatInputsNs], phase_ns[1]);
       add((*r)[kStatOutputsNs], phase_ns[2]);
       add((*r)[kStatEnqueueNs], phase_ns[3]);
+      add_duration(engine_id, kHistTotal, phase_ns[0] + phase_ns[1] + phase_ns[2] + phase_ns[3]);
     }
     void add_gpu(uint32_t engine_id, int64_t gpu_ns) noexcept {
       Row* r = row(engine_id);
       if (r == nullptr) return;
       add((*r)[kStatGpuNs], gpu_ns);
       add((*r)[kStatGpuCalls], 1);
+      add_duration(engine_id, kHistGpu, gpu_ns);
+    }
+    // One duration into the engine's histogram: a bucket index and the owner's add, no lock, no
+    // allocation (the histograms come with the row's chunk).
+    void add_duration(uint32_t engine_id, int series, int64_t ns) noexcept {
+      const uint32_t c = engine_id / kChunk;
+      HistChunk* h = C10_LIKELY(c < kMaxChunks) ? hist_chunks_[c].load(std::memory_order_relaxed) : nullptr;
+      if (C10_UNLIKELY(h == nullptr)) return;  // out of memory when the chunk was made: no histograms
+      add(h->counts[series][histogram::bucket_of(ns)][engine_id % kChunk], 1);
     }
 
    private:
@@ -70,6 +92,13 @@ class EngineStats {
     using Row = std::array<std::atomic<int64_t>, kNumStatColumns>;
     struct Chunk {
       std::array<Row, kChunk> rows{};
+    };
+    // 2.4 MiB of address space per 256 engines, from calloc: zero pages that the OS commits only
+    // where buckets are counted (std::atomic<int64_t> needs no construction in C++17). Bucket-major:
+    // a bucket's counts of the 256 engines lie together, so engines whose calls take similar times
+    // share pages instead of committing one page each.
+    struct HistChunk {
+      std::array<std::array<std::array<std::atomic<int64_t>, kChunk>, histogram::kBuckets>, kNumHistSeries> counts;
     };
     // The owner's add: readers may load concurrently, nobody else stores.
     static void add(std::atomic<int64_t>& v, int64_t d) noexcept {
@@ -84,6 +113,7 @@ class EngineStats {
     Row* grow(uint32_t engine_id) noexcept;  // adds the chunk for engine_id (out of line, rare)
 
     std::array<std::atomic<Chunk*>, kMaxChunks> chunks_{};
+    std::array<std::atomic<HistChunk*>, kMaxChunks> hist_chunks_{};
     bool owned_ = false;  // guarded by EngineStats::mutex_
   };
 
@@ -99,11 +129,15 @@ class EngineStats {
   // Row i = engine id i (row 0 unused), kNumStatColumns int64 columns, counted
   // since the last reset().
   std::vector<std::array<int64_t, kNumStatColumns>> snapshot(uint32_t num_engines) const;
+  // Histogram `series` of engine ids 0..num_engines-1, kBuckets counts each (row-major), counted
+  // since the last reset().
+  std::vector<int64_t> histograms(uint32_t num_engines, int series) const;
   void reset();
 
  private:
   static EngineStats* create();
   std::vector<std::array<int64_t, kNumStatColumns>> sum_locked(uint32_t num_engines) const;
+  std::vector<int64_t> sum_histograms_locked(uint32_t num_engines, int series) const;
   Table* acquire() noexcept;
   void release(Table* table) noexcept;
   friend struct StatsTableOwner;
@@ -111,6 +145,7 @@ class EngineStats {
   mutable std::mutex mutex_;  // guards tables_ (the list and owned_ flags) and baseline_
   std::vector<std::unique_ptr<Table>> tables_;
   std::vector<std::array<int64_t, kNumStatColumns>> baseline_;
+  std::array<std::vector<int64_t>, kNumHistSeries> hist_baseline_;
 };
 
 }  // namespace trt_trace

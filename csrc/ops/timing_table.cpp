@@ -13,6 +13,12 @@ std::string ms(int64_t ns) {
   return buf;
 }
 
+std::string pct(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "%.1f", v);
+  return buf;
+}
+
 std::string pad_left(const std::string& s, size_t w) {
   return s.size() >= w ? s : std::string(w - s.size(), ' ') + s;
 }
@@ -21,45 +27,128 @@ std::string pad_right(const std::string& s, size_t w) {
   return s.size() >= w ? s : s + std::string(w - s.size(), ' ');
 }
 
+int64_t time_ns(const TimingRow& r) { return std::max(r.stats[kStatTotalNs], r.stats[kStatGpuNs]); }
+
+std::string json_string(const std::string& s) {
+  std::string out = "\"";
+  for (unsigned char c : s) {
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += static_cast<char>(c);
+    } else if (c < 0x20) {
+      char buf[8];
+      std::snprintf(buf, sizeof(buf), "\\u%04x", c);
+      out += buf;
+    } else {
+      out += static_cast<char>(c);
+    }
+  }
+  return out + "\"";
+}
+
+std::string json_ms(int64_t ns) {
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "%.6f", static_cast<double>(ns) / 1e6);
+  return buf;
+}
+
+std::string json_pct(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "%.4f", v);
+  return buf;
+}
+
 }  // namespace
 
-std::string format_timing_table(std::vector<TimingRow> rows, uint64_t dropped_events, uint64_t threads_with_drops) {
+TimingTable build_timing_table(std::vector<TimingRow> rows, int64_t all_p50_ns, int64_t all_p99_ns,
+                               std::string percentiles_of, uint64_t dropped_events, uint64_t threads_with_drops) {
+  TimingTable t;
   rows.erase(std::remove_if(rows.begin(), rows.end(), [](const TimingRow& r) { return r.stats[kStatCalls] == 0; }),
              rows.end());
   std::stable_sort(rows.begin(), rows.end(), [](const TimingRow& a, const TimingRow& b) {
-    return a.stats[kStatTotalNs] > b.stats[kStatTotalNs];
+    return time_ns(a) > time_ns(b);
   });
-  TimingRow all{"ALL", {}};
-  bool any_gpu = false;
+  t.all = TimingRow{"ALL", {}, all_p50_ns, all_p99_ns};
+  int64_t all_time = 0;
   for (const auto& r : rows) {
-    for (int c = 0; c < kNumStatColumns; ++c) all.stats[c] += r.stats[c];
-    any_gpu = any_gpu || r.stats[kStatGpuCalls] > 0;
+    for (int c = 0; c < kNumStatColumns; ++c) t.all.stats[c] += r.stats[c];
+    t.any_gpu = t.any_gpu || r.stats[kStatGpuCalls] > 0;
+    all_time += time_ns(r);
   }
+  double cum = 0;
+  for (const auto& r : rows) {
+    const double s = all_time > 0 ? 100.0 * static_cast<double>(time_ns(r)) / static_cast<double>(all_time) : 0.0;
+    cum += s;
+    t.share.push_back(s);
+    t.cumulative.push_back(std::min(cum, 100.0));
+  }
+  t.rows = std::move(rows);
+  t.percentiles_of = std::move(percentiles_of);
+  t.dropped_events = dropped_events;
+  t.threads_with_drops = threads_with_drops;
+  return t;
+}
 
+std::string format_timing_table(const TimingTable& t) {
   size_t name_w = 6;
-  for (const auto& r : rows) name_w = std::max(name_w, r.engine.size());
-  const size_t w = 11;
+  for (const auto& r : t.rows) name_w = std::max(name_w, r.engine.size());
+  const size_t w = 11, wp = 8;
+  // "p50 ms" for the call's total, "<phase> p50" for a phase.
+  const bool of_call = t.percentiles_of == "total";
+  const std::string p50 = of_call ? "p50 ms" : t.percentiles_of + " p50";
+  const std::string p99 = of_call ? "p99 ms" : t.percentiles_of + " p99";
+  const size_t wq = std::max<size_t>(9, p50.size() + 2);
   std::string out = pad_right("engine", name_w) + pad_left("calls", 8) + pad_left("total ms", w) +
+                    pad_left("share %", wp + 1) + pad_left("cum %", wp) + pad_left(p50, wq) + pad_left(p99, wq) +
                     pad_left("workspace", w) + pad_left("inputs", w) + pad_left("outputs", w) +
-                    pad_left("enqueue", w) + (any_gpu ? pad_left("gpu ms", w) : "") + "\n";
-  auto line = [&](const TimingRow& r) {
+                    pad_left("enqueue", w) + (t.any_gpu ? pad_left("gpu ms", w) : "") + "\n";
+  auto percentile = [](int64_t ns) { return ns >= 0 ? ms(ns) : std::string("-"); };
+  auto line = [&](const TimingRow& r, const std::string& share, const std::string& cum) {
     out += pad_right(r.engine, name_w) + pad_left(std::to_string(r.stats[kStatCalls]), 8) +
-           pad_left(ms(r.stats[kStatTotalNs]), w) + pad_left(ms(r.stats[kStatWorkspaceNs]), w) +
-           pad_left(ms(r.stats[kStatInputsNs]), w) + pad_left(ms(r.stats[kStatOutputsNs]), w) +
-           pad_left(ms(r.stats[kStatEnqueueNs]), w);
-    if (any_gpu) out += pad_left(r.stats[kStatGpuCalls] > 0 ? ms(r.stats[kStatGpuNs]) : "-", w);
+           pad_left(ms(r.stats[kStatTotalNs]), w) + pad_left(share, wp + 1) + pad_left(cum, wp) +
+           pad_left(percentile(r.p50_ns), wq) + pad_left(percentile(r.p99_ns), wq) +
+           pad_left(ms(r.stats[kStatWorkspaceNs]), w) + pad_left(ms(r.stats[kStatInputsNs]), w) +
+           pad_left(ms(r.stats[kStatOutputsNs]), w) + pad_left(ms(r.stats[kStatEnqueueNs]), w);
+    if (t.any_gpu) out += pad_left(r.stats[kStatGpuCalls] > 0 ? ms(r.stats[kStatGpuNs]) : "-", w);
     out += "\n";
   };
-  for (const auto& r : rows) line(r);
-  line(all);
-  if (all.stats[kStatErrors] > 0) {
-    out += std::to_string(all.stats[kStatErrors]) + " call(s) raised an exception (flagged in the trace)\n";
+  for (size_t i = 0; i < t.rows.size(); ++i) line(t.rows[i], pct(t.share[i]), pct(t.cumulative[i]));
+  const bool any_time = !t.rows.empty() && time_ns(t.all) > 0;
+  line(t.all, any_time ? "100.0" : "-", any_time ? "100.0" : "-");
+  if (t.all.stats[kStatErrors] > 0) {
+    out += std::to_string(t.all.stats[kStatErrors]) + " call(s) raised an exception (flagged in the trace)\n";
   }
-  if (dropped_events > 0) {
-    out += "WARNING: " + std::to_string(dropped_events) + " event(s) dropped in " +
-           std::to_string(threads_with_drops) +
+  if (t.dropped_events > 0) {
+    out += "WARNING: " + std::to_string(t.dropped_events) + " event(s) dropped in " +
+           std::to_string(t.threads_with_drops) +
            " thread(s): a trace buffer was full (raise TRT_TRACE_BUFFER)\n";
   }
+  return out;
+}
+
+std::string timing_table_json(const TimingTable& t) {
+  auto row = [&](const TimingRow& r, const std::string& share, const std::string& cum) {
+    const auto& s = r.stats;
+    std::string o = "{\"engine\":" + json_string(r.engine) + ",\"calls\":" + std::to_string(s[kStatCalls]) +
+                    ",\"errors\":" + std::to_string(s[kStatErrors]) + ",\"total_ms\":" + json_ms(s[kStatTotalNs]) +
+                    ",\"share_pct\":" + share + ",\"cum_pct\":" + cum +
+                    ",\"p50_ms\":" + (r.p50_ns >= 0 ? json_ms(r.p50_ns) : "null") +
+                    ",\"p99_ms\":" + (r.p99_ns >= 0 ? json_ms(r.p99_ns) : "null") +
+                    ",\"workspace_ms\":" + json_ms(s[kStatWorkspaceNs]) + ",\"inputs_ms\":" + json_ms(s[kStatInputsNs]) +
+                    ",\"outputs_ms\":" + json_ms(s[kStatOutputsNs]) + ",\"enqueue_ms\":" + json_ms(s[kStatEnqueueNs]) +
+                    ",\"gpu_ms\":" + (s[kStatGpuCalls] > 0 ? json_ms(s[kStatGpuNs]) : "null") +
+                    ",\"gpu_calls\":" + std::to_string(s[kStatGpuCalls]) + "}";
+    return o;
+  };
+  std::string out = "{\"percentiles_of\":" + json_string(t.percentiles_of) + ",\"engines\":[";
+  for (size_t i = 0; i < t.rows.size(); ++i) {
+    if (i) out += ",";
+    out += row(t.rows[i], json_pct(t.share[i]), json_pct(t.cumulative[i]));
+  }
+  const bool any_time = !t.rows.empty() && time_ns(t.all) > 0;
+  out += "],\"all\":" + row(t.all, any_time ? "100" : "null", any_time ? "100" : "null");
+  out += ",\"dropped_events\":" + std::to_string(t.dropped_events) +
+         ",\"threads_with_drops\":" + std::to_string(t.threads_with_drops) + "}";
   return out;
 }
 

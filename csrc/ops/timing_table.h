@@ -1,6 +1,7 @@
-// The per-engine timing table, as text. One formatter serves both
-// dump_engine_timing() (live C++ counters) and `trt-trace summary` (numbers
-// aggregated from a trace file by the Python side).
+// The per-engine timing table, as text and as JSON. One model (rows sorted by
+// time, shares, cumulative shares) serves dump_engine_timing() (live C++
+// counters and histograms) and `trt-trace summary` (numbers aggregated from a
+// trace file by the Python side, its percentiles exact).
 #pragma once
 
 #include <array>
@@ -15,11 +16,33 @@ namespace trt_trace {
 struct TimingRow {
   std::string engine;
   std::array<int64_t, kNumStatColumns> stats;
+  int64_t p50_ns = -1;  // per-call percentiles of the table's duration (see TimingTable); -1: none
+  int64_t p99_ns = -1;
 };
 
-// Rows with no calls are left out; the rest are sorted by total time, largest
-// first, followed by an ALL row. The gpu column appears when any row has GPU
-// spans. dropped_events > 0 adds a line saying how much was lost and the fix.
-std::string format_timing_table(std::vector<TimingRow> rows, uint64_t dropped_events, uint64_t threads_with_drops);
+struct TimingTable {
+  std::vector<TimingRow> rows;  // engines with calls, sorted by time, most first
+  TimingRow all;                // every engine added up
+  std::vector<double> share;    // each row's time in % of all engines' time
+  std::vector<double> cumulative;
+  std::string percentiles_of;   // "total" (the call) or a phase ("enqueue", "gpu", ...)
+  bool any_gpu = false;
+  uint64_t dropped_events = 0;
+  uint64_t threads_with_drops = 0;
+};
+
+// An engine's time is the longer of its host and GPU totals (a synchronous call contains its GPU
+// work, an asynchronous one's GPU work outlasts its launch): rows are sorted by it and their shares
+// are of it. Rows with no calls are left out. all_p50_ns/all_p99_ns: the percentiles over every call.
+TimingTable build_timing_table(std::vector<TimingRow> rows, int64_t all_p50_ns, int64_t all_p99_ns,
+                               std::string percentiles_of, uint64_t dropped_events, uint64_t threads_with_drops);
+
+// The gpu column appears when any row has GPU spans. dropped_events > 0 adds a line saying how much
+// was lost and the fix.
+std::string format_timing_table(const TimingTable& table);
+
+// The same table as one JSON object (for dashboards and scripts): times in ms, null where a
+// figure does not exist (no GPU spans, no calls).
+std::string timing_table_json(const TimingTable& table);
 
 }  // namespace trt_trace

@@ -10,10 +10,12 @@
 #include <cstdio>
 #include <cstring>
 #include <mutex>
+#include <optional>
 
 #include "buffer/thread_rings.h"
 #include "common/clock.h"
 #include "hook/engine_registry.h"
+#include "hook/duration_histogram.h"
 #include "hook/engine_stats.h"
 #include "hook/engine_stream_trace.h"
 #include "hook/gpu_events.h"
@@ -40,14 +42,31 @@ std::pair<uint64_t, uint64_t> drop_totals() {
   return {dropped, threads};
 }
 
-std::string timing_table_text() {
+// The live table: counters and the duration histograms; percentiles_of "total" (the call's host
+// time) or "gpu" (its GPU span), the two durations the hot path keeps histograms of.
+std::string live_timing_table(const std::string& percentiles_of, bool json) {
+  const int series = percentiles_of == "total" ? kHistTotal : percentiles_of == "gpu" ? kHistGpu : -1;
+  TORCH_CHECK(series >= 0, "live percentiles are kept of the call's total and of its GPU span, not of '",
+              percentiles_of, "': give \"total\" or \"gpu\", or summarise a trace file for a host phase");
   const auto names = EngineRegistry::instance().names();
-  const auto stats = EngineStats::instance().snapshot(static_cast<uint32_t>(names.size()));
+  const auto n = static_cast<uint32_t>(names.size());
+  const auto stats = EngineStats::instance().snapshot(n);
+  const auto hist = EngineStats::instance().histograms(n, series);
+  constexpr int kB = histogram::kBuckets;
+  std::vector<int64_t> all(kB, 0);
   std::vector<TimingRow> rows;
-  for (size_t id = 1; id < names.size(); ++id) rows.push_back({names[id], stats[id]});
+  for (uint32_t id = 1; id < n; ++id) {
+    const int64_t* h = hist.data() + static_cast<size_t>(id) * kB;
+    for (int b = 0; b < kB; ++b) all[b] += h[b];
+    rows.push_back({names[id], stats[id], histogram::percentile(h, 50), histogram::percentile(h, 99)});
+  }
   const auto [dropped, threads] = drop_totals();
-  return format_timing_table(std::move(rows), dropped, threads);
+  TimingTable table = build_timing_table(std::move(rows), histogram::percentile(all.data(), 50),
+                                         histogram::percentile(all.data(), 99), percentiles_of, dropped, threads);
+  return json ? timing_table_json(table) : format_timing_table(table);
 }
+
+std::string timing_table_text() { return live_timing_table("total", false); }
 
 std::string dump_engine_timing() {
   std::string text = timing_table_text();
@@ -156,19 +175,51 @@ at::Tensor engine_stats() {
   return out;
 }
 
+// A table of numbers aggregated elsewhere (a trace file): percentiles [len(names), 2] int64 ns
+// (p50, p99; -1 where none), all_p50/all_p99 over every call.
 std::string format_table(const std::vector<std::string>& names, const at::Tensor& stats, int64_t dropped,
-                         int64_t threads_with_drops) {
+                         int64_t threads_with_drops, const std::optional<at::Tensor>& percentiles,
+                         int64_t all_p50, int64_t all_p99, const std::string& percentiles_of, bool json) {
   TORCH_CHECK(stats.dim() == 2 && stats.size(1) == kNumStatColumns && stats.size(0) == (int64_t)names.size(),
               "trt_trace::format_timing_table: stats must be [len(names), ", kNumStatColumns, "] int64");
   const at::Tensor s = stats.to(at::kLong).contiguous();
   auto a = s.accessor<int64_t, 2>();
+  at::Tensor p;
+  if (percentiles.has_value()) {
+    TORCH_CHECK(percentiles->dim() == 2 && percentiles->size(0) == (int64_t)names.size() && percentiles->size(1) == 2,
+                "trt_trace::format_timing_table: percentiles must be [len(names), 2] int64");
+    p = percentiles->to(at::kLong).contiguous();
+  }
   std::vector<TimingRow> rows;
   for (size_t i = 0; i < names.size(); ++i) {
     TimingRow r{names[i], {}};
     for (int c = 0; c < kNumStatColumns; ++c) r.stats[c] = a[i][c];
+    if (p.defined()) {
+      r.p50_ns = p.data_ptr<int64_t>()[2 * i];
+      r.p99_ns = p.data_ptr<int64_t>()[2 * i + 1];
+    }
     rows.push_back(std::move(r));
   }
-  return format_timing_table(std::move(rows), static_cast<uint64_t>(dropped), static_cast<uint64_t>(threads_with_drops));
+  TimingTable table = build_timing_table(std::move(rows), all_p50, all_p99, percentiles_of,
+                                         static_cast<uint64_t>(dropped), static_cast<uint64_t>(threads_with_drops));
+  return json ? timing_table_json(table) : format_timing_table(table);
+}
+
+// Histogram `series` (0: the call's total, 1: its GPU span) of every engine id: int64 [ids, buckets].
+at::Tensor engine_histograms(int64_t series) {
+  TORCH_CHECK(series >= 0 && series < kNumHistSeries, "trt_trace::engine_histograms: series must be 0 or 1");
+  const auto n = static_cast<uint32_t>(EngineRegistry::instance().names().size());
+  const auto counts = EngineStats::instance().histograms(n, static_cast<int>(series));
+  at::Tensor out = at::empty({static_cast<int64_t>(n), histogram::kBuckets}, at::kLong);
+  std::copy(counts.begin(), counts.end(), out.data_ptr<int64_t>());
+  return out;
+}
+
+// The buckets' lower bounds in ns and, last, the upper bound of the last one.
+std::vector<int64_t> histogram_bounds() {
+  std::vector<int64_t> out;
+  for (int b = 0; b <= histogram::kBuckets; ++b) out.push_back(histogram::lower_bound(b));
+  return out;
 }
 
 void set_buffer_capacity(int64_t records) {
@@ -221,7 +272,9 @@ TORCH_LIBRARY(trt_trace, m) {
   m.def("_set_recording(bool enable) -> ()", &set_session_recording);
   m.def("_get_recording() -> bool", &get_session_recording);
   m.def("dump_engine_timing() -> str", &dump_engine_timing);
-  m.def("timing_table() -> str", &timing_table_text);
+  m.def("timing_table(str percentiles_of=\"total\", bool json=False) -> str", &live_timing_table);
+  m.def("engine_histograms(int series) -> Tensor", &engine_histograms);
+  m.def("histogram_bounds() -> int[]", &histogram_bounds);
   m.def("reset() -> ()", &reset);
   m.def("set_nvtx(bool enable) -> bool", &set_nvtx);
   m.def("get_nvtx() -> bool", &get_nvtx);
@@ -239,7 +292,9 @@ TORCH_LIBRARY(trt_trace, m) {
   m.def("reset_thread_counts() -> ()", &reset_thread_counts);
   m.def("engine_names() -> str[]", &engine_names);
   m.def("engine_stats() -> Tensor", &engine_stats);
-  m.def("format_timing_table(str[] names, Tensor stats, int dropped, int threads_with_drops) -> str", &format_table);
+  m.def("format_timing_table(str[] names, Tensor stats, int dropped, int threads_with_drops, Tensor? percentiles=None, "
+        "int all_p50=-1, int all_p99=-1, str percentiles_of=\"total\", bool json=False) -> str",
+        &format_table);
   m.def("set_buffer_capacity(int records) -> ()", &set_buffer_capacity);
   m.def("buffer_capacity() -> int", &buffer_capacity);
   m.def("sweep_engines() -> int", &sweep_engines);

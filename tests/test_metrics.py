@@ -1,0 +1,184 @@
+"""Live Prometheus metrics: scraped over HTTP on 127.0.0.1 and parsed with prometheus_client's own
+parser, checked against the counters and against a trace of the same calls."""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+
+import numpy as np
+import pytest
+import torch
+from conftest import run_python
+from prometheus_client.parser import text_string_to_metric_families
+from trace_checks import load_strict, to_ns
+
+import trt_trace
+from trt_trace import metrics, standin
+
+
+def _scrape(host: str, port: int) -> dict[str, list]:
+    with urllib.request.urlopen(f"http://{host}:{port}/metrics", timeout=10) as resp:
+        assert resp.status == 200 and resp.headers["Content-Type"].startswith("text/plain")
+        text = resp.read().decode()
+    return {f.name: f.samples for f in text_string_to_metric_families(text)}
+
+
+def _value(samples, name: str, **labels) -> float:
+    found = [s.value for s in samples if s.name == name and all(s.labels.get(k) == v for k, v in labels.items())]
+    assert len(found) == 1, (name, labels, found)
+    return found[0]
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture
+def served():
+    host, port = trt_trace.serve_metrics(0)
+    yield host, port
+    metrics.stop()
+
+
+def test_metrics_match_the_counters_and_the_trace(served, tmp_path):
+    engines = {name: standin.make_engine(name, host_us=us) for name, us in (("m_fast", 20), ("m_slow", 1500))}
+    out = tmp_path / "t.json"
+    with trt_trace.tracing(str(out)):
+        for k in range(30):
+            for name, e in engines.items():
+                if name == "m_fast" or k % 3 == 0:
+                    torch.ops.tensorrt.execute_engine([torch.ones(8)], e)
+    fams = _scrape(*served)
+    events = load_strict(out)
+    for name, calls in (("m_fast", 30), ("m_slow", 10)):
+        assert _value(fams["trt_trace_engine_calls"], "trt_trace_engine_calls_total", engine=name) == calls
+        durations = np.asarray([to_ns(e["dur"]) for e in events if e.get("ph") == "X"
+                                and e["name"] == "execute_engine" and e["args"]["engine"] == name])
+        hist = [s for s in fams["trt_trace_engine_call_seconds"] if s.labels.get("engine") == name]
+        buckets = [(float(s.labels["le"]), s.value) for s in hist if s.name.endswith("_bucket")]
+        assert buckets[-1] == (float("inf"), calls)
+        for le, count in buckets[:-1]:
+            # Every bound is a bound of the live histogram's buckets too: the counts are exact.
+            assert count == (durations < round(le * 1e9)).sum(), le
+        total_s = _value(hist, "trt_trace_engine_call_seconds_sum")
+        assert total_s == pytest.approx(durations.sum() / 1e9, rel=1e-6)
+        assert _value(hist, "trt_trace_engine_call_seconds_count") == calls
+        phases = sum(_value(fams["trt_trace_engine_phase_seconds"], "trt_trace_engine_phase_seconds_total",
+                            engine=name, phase=p) for p in ("workspace", "inputs", "outputs", "enqueue"))
+        assert phases == pytest.approx(total_s, rel=1e-6)
+    assert _value(fams["trt_trace_dropped_events"], "trt_trace_dropped_events_total") == 0
+
+
+def test_serving_counts_and_a_stopped_session_keeps_counting(served, tmp_path):
+    torch.ops.trt_trace.set_profile_execution(False)
+    metrics.stop()
+    trt_trace.serve_metrics(served[1])
+    assert trt_trace.get_profile_execution()  # serving turned counting on
+    e = standin.make_engine("m_after_session")
+    with trt_trace.tracing(str(tmp_path / "t.json")):
+        torch.ops.tensorrt.execute_engine([torch.ones(8)], e)
+    torch.ops.tensorrt.execute_engine([torch.ones(8)], e)  # after the session: counted still
+    fams = _scrape(*served)
+    assert _value(fams["trt_trace_engine_calls"], "trt_trace_engine_calls_total", engine="m_after_session") == 2
+
+
+SERVE = r"""
+import sys, torch, trt_trace
+from trt_trace import standin
+e = standin.make_engine("env_metrics_engine", host_us=100)
+for _ in range(7):
+    torch.ops.tensorrt.execute_engine([torch.ones(8)], e)
+print("ready", flush=True)
+sys.stdin.readline()
+"""
+
+
+def _serve_in_child(env: dict[str, str]) -> tuple[subprocess.Popen, str]:
+    import os
+
+    full = {k: v for k, v in os.environ.items() if not k.startswith("TRT_TRACE_") or k == "TRT_TRACE_CACHE_DIR"}
+    full.update(env)
+    proc = subprocess.Popen([sys.executable, "-c", SERVE], env=full, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, cwd=tempfile.gettempdir())
+    line = proc.stdout.readline()
+    assert line == "ready\n", proc.stderr.read()
+    return proc, line
+
+
+@pytest.mark.parametrize("with_trace", [False, True])
+def test_env_variable_serves_metrics_with_or_without_a_trace_file(tmp_path, with_trace):
+    port = _free_port()
+    env = {"TRT_TRACE_METRICS_PORT": str(port)}
+    if with_trace:
+        env["TRT_TRACE_OUT"] = str(tmp_path / "t.json")
+    proc, _ = _serve_in_child(env)
+    try:
+        fams = {}
+        for _ in range(50):  # the server starts within 0.1 s of the first engine call
+            try:
+                fams = _scrape("127.0.0.1", port)
+                break
+            except OSError:
+                time.sleep(0.1)
+        assert _value(fams["trt_trace_engine_calls"], "trt_trace_engine_calls_total", engine="env_metrics_engine") == 7
+        assert _value(fams["trt_trace_engine_call_seconds"], "trt_trace_engine_call_seconds_count",
+                      engine="env_metrics_engine") == 7
+    finally:
+        _, err = proc.communicate("\n", timeout=60)
+    assert proc.returncode == 0
+    assert f"metrics at http://127.0.0.1:{port}/metrics" in err
+    if with_trace:
+        calls = [e for e in load_strict(tmp_path / "t.json") if e.get("name") == "execute_engine"]
+        assert len(calls) == 7
+
+
+def test_a_busy_port_is_one_warning_and_the_program_runs_on():
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        code = SERVE.replace('print("ready", flush=True)\nsys.stdin.readline()',
+                             'import time; time.sleep(1.0); print(trt_trace.summary().splitlines()[1].split()[:2])')
+        proc = run_python(code, {"TRT_TRACE_METRICS_PORT": str(port)})
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "['env_metrics_engine', '7']"
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and f"TRT_TRACE_METRICS_PORT={port}: cannot serve metrics" in lines[0], proc.stderr
+
+
+@pytest.mark.parametrize("value", ["nonsense", "70000"])
+def test_a_bad_port_is_one_warning(value):
+    proc = run_python(SERVE.replace("sys.stdin.readline()", ""), {"TRT_TRACE_METRICS_PORT": value})
+    assert proc.returncode == 0 and proc.stdout == "ready\n"
+    assert proc.stderr.count("\n") == 1 and "TRT_TRACE_METRICS_PORT" in proc.stderr
+
+
+def test_a_process_that_runs_no_engine_does_not_take_the_port():
+    port = _free_port()
+    proc = run_python("import time, torch; time.sleep(0.6); print('done')", {"TRT_TRACE_METRICS_PORT": str(port)})
+    assert proc.returncode == 0 and proc.stdout == "done\n" and proc.stderr == ""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", port))  # still free: a torchrun launcher leaves it to its workers
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="GPU spans need CUDA (run by tools/device_check.sh)")
+def test_gpu_metrics_count_every_gpu_span(served, tmp_path):
+    e = standin.make_engine("m_gpu", device=0, repeat=4)
+    out = tmp_path / "gpu.json"
+    with trt_trace.tracing(str(out)):
+        for _ in range(12):
+            torch.ops.tensorrt.execute_engine([torch.ones(1 << 18, device="cuda")], e)
+        torch.cuda.synchronize()
+    spans = np.asarray([to_ns(ev["dur"]) for ev in load_strict(out) if ev.get("name") == "gpu" and ev.get("ph") == "X"])
+    fams = _scrape(*served)
+    hist = [s for s in fams["trt_trace_engine_gpu_call_seconds"] if s.labels.get("engine") == "m_gpu"]
+    assert _value(hist, "trt_trace_engine_gpu_call_seconds_count") == len(spans) == 12
+    assert _value(fams["trt_trace_engine_gpu_seconds"], "trt_trace_engine_gpu_seconds_total", engine="m_gpu") == \
+        pytest.approx(spans.sum() / 1e9, rel=1e-6)
