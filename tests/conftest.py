@@ -92,6 +92,14 @@ def demo_package_now() -> tuple[str, list]:
 _INHERITED_SETTINGS = ("TRT_TRACE_CACHE_DIR", "TRT_TRACE_STANDIN_RUNTIME")
 
 
+def trt_trace_cli() -> list[str]:
+    """The installed `trt-trace` console script (never `python -m trt_trace`: from the repository root
+    that would import the source folder, which has no compiled library)."""
+    exe = Path(sys.executable).parent / "trt-trace"
+    assert exe.exists(), "the trt-trace script must be installed beside the interpreter"
+    return [str(exe)]
+
+
 def run_python(code: str, env_extra: dict[str, str] | None = None, cwd: Path | None = None,
                timeout: float = 300) -> subprocess.CompletedProcess:
     """Runs `python -c code` in a fresh interpreter (the installed package, not the source tree)."""

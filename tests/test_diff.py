@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 
 import numpy as np
 import pytest
 import torch
+from conftest import trt_trace_cli
 from trace_checks import load_strict, to_ns
 
 import trt_trace
@@ -17,7 +17,7 @@ from trt_trace import standin
 from trt_trace.diff import FASTER, SLOWER, diff_files
 from trt_trace.merge import merge
 
-CLI = [sys.executable, "-m", "trt_trace"]
+CLI = trt_trace_cli()
 CALLS = 60
 
 

@@ -11,7 +11,7 @@ import time
 
 import orjson
 import torch
-from conftest import run_python
+from conftest import run_python, trt_trace_cli
 
 import trt_trace
 from trt_trace import ops, standin
@@ -183,11 +183,11 @@ def test_a_file_cut_inside_a_call_adds_up_and_says_what_it_left_out(tmp_path):
     assert row[cols["total_ns"]] == phases
     text = summary_text(str(cut))
     assert "cut short: 1 partial call left out" in text.splitlines()
-    cli = subprocess.run([sys.executable, "-m", "trt_trace", "summary", str(cut)], capture_output=True, text=True,
+    cli = subprocess.run([*trt_trace_cli(), "summary", str(cut)], capture_output=True, text=True,
                          cwd=tmp_path)
     assert cli.returncode == 0 and "cut short: 1 partial call left out" in cli.stdout, cli.stderr
     merged = tmp_path / "merged.json"
-    cli = subprocess.run([sys.executable, "-m", "trt_trace", "merge", str(cut), "-o", str(merged)],
+    cli = subprocess.run([*trt_trace_cli(), "merge", str(cut), "-o", str(merged)],
                          capture_output=True, text=True, cwd=tmp_path)
     assert cli.returncode == 0 and "cut short: 1 partial call left out" in cli.stdout, cli.stderr
     assert len(_calls_in(merged)) == n - 1

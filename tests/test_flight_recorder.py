@@ -9,7 +9,7 @@ import time
 
 import pytest
 import torch
-from conftest import run_python
+from conftest import run_python, trt_trace_cli
 from pftrace_checks import check_pftrace, parse
 from trace_checks import check_trace, load_strict
 
@@ -165,11 +165,11 @@ def test_bad_settings_are_one_line_and_the_cli_flag(tmp_path):
     assert "TRT_TRACE_FLIGHT='soon' is not a number of seconds" in proc.stderr
     assert (tmp_path / "t.json").exists()  # an ordinary trace instead
     script = tmp_path / "serve.py"
-    cli = subprocess.run([sys.executable, "-m", "trt_trace", "run", "--flight", "20", "-o", str(tmp_path / "r.json"),
+    cli = subprocess.run([*trt_trace_cli(), "run", "--flight", "20", "-o", str(tmp_path / "r.json"),
                           "--", sys.executable, str(script), "signal"], capture_output=True, text=True, cwd=tmp_path,
                          timeout=120)
     assert cli.returncode == 0 and "still running" in cli.stdout, cli.stderr
     assert (tmp_path / "r.dump1.json").exists() and not (tmp_path / "r.json").exists()
-    cli = subprocess.run([sys.executable, "-m", "trt_trace", "run", "--flight", "-1", "--", "true"],
+    cli = subprocess.run([*trt_trace_cli(), "run", "--flight", "-1", "--", "true"],
                          capture_output=True, text=True, cwd=tmp_path)
     assert cli.returncode == 2 and "positive number of seconds" in cli.stderr

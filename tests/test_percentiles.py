@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 
 import numpy as np
 import pytest
 import torch
+from conftest import trt_trace_cli
 from trace_checks import load_strict, to_ns
 
 import trt_trace
@@ -168,7 +168,7 @@ def test_merged_and_perfetto_traces_give_exact_percentiles_over_all_calls(tmp_pa
 
 def test_cli_summary_json_phase_and_bad_input(tmp_path):
     out, _ = _traced(tmp_path, {"cli_pct": 200}, rounds=5)
-    cli = [sys.executable, "-m", "trt_trace"]
+    cli = trt_trace_cli()
     proc = subprocess.run([*cli, "summary", str(out), "--json", "--phase", "enqueue"], capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
     doc = json.loads(proc.stdout)

@@ -15,7 +15,7 @@ import os
 import subprocess
 import sys
 
-from .records import DURATIONS
+from .trace_format import DURATIONS
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
