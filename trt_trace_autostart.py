@@ -2,7 +2,7 @@
 TRT_TRACE_METRICS_PORT is, with no code change.
 
 trt_trace_autostart.pth (installed at the top of site-packages) imports this module at interpreter
-start-up, only when one of the two is set. It is a top-level module, not part of the trt_trace
+start-up, only when one of them (or TRT_TRACE_FLIGHT) is set. It is a top-level module, not part of the trt_trace
 package, because `import trt_trace` imports torch and loads the tracer: that would cost every
 Python process (pip, shell helpers, ...) a second. Instead tracing starts right after the process
 imports torch, which any process that can run an engine does before its first call. A problem
@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import importlib.abc
 import importlib.util
-import os
 import sys
 
 
@@ -25,10 +24,8 @@ def _start_from_env() -> None:
         if metrics is not None:
             from trt_trace import metrics as live_metrics
 
-            live_metrics.serve_when_engines_run(metrics, quiet=os.environ.get("TRT_TRACE_QUIET", "") not in ("", "0"))
-        if "TRT_TRACE_OUT" not in os.environ:
-            return
-        settings = config.from_env()
+            live_metrics.serve_when_engines_run(metrics, quiet=config.quiet())
+        settings = config.from_env()  # no output path: metrics alone (TRT_TRACE_FLIGHT names one itself)
         if settings.out is None or session.active() is not None:
             return
         try:
