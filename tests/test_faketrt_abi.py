@@ -1,6 +1,6 @@
 """The fake TensorRT's vtable layout (tests/faketrt) and the engine-stream record flag, checked on the CPU.
 
-The fake itself needs CUDA and runs on the GPU machine (tools/real_runtime_check.py); its slot
+The fake itself needs CUDA and runs on the GPU machine (tools/device/real_runtime_check.py); its slot
 numbers are plain C++ and are checked here too, by compiling and running its slot check.
 """
 

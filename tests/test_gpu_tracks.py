@@ -1,5 +1,5 @@
 """GPU spans in the trace (layout only; the CUDA events themselves are checked on a GPU by
-tools/gpu_timing_check.py): GPU tracks per engine, flow arrows from enqueue, the gpu column."""
+tools/device/gpu_timing_check.py): GPU tracks per engine, flow arrows from enqueue, the gpu column."""
 
 from __future__ import annotations
 
@@ -63,7 +63,7 @@ def test_cpu_build_reports_no_gpu_timing():
 
 
 def test_gpu_event_host_cost_probe():
-    # The benchmark probe behind tools/gpu_timing_check.py's "GPU events alone" figure.
+    # The benchmark probe behind tools/device/gpu_timing_check.py's "GPU events alone" figure.
     ns = ops.gpu_event_host_ns(0, 10)
     if torch.cuda.is_available():  # the GPU machine's CUDA build
         assert ns > 0

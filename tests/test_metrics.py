@@ -168,7 +168,7 @@ def test_a_process_that_runs_no_engine_does_not_take_the_port():
         s.bind(("127.0.0.1", port))  # still free: a torchrun launcher leaves it to its workers
 
 
-@pytest.mark.skipif(not torch.cuda.is_available(), reason="GPU spans need CUDA (run by tools/device_check.sh)")
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="GPU spans need CUDA (run by tools/device/device_check.sh)")
 def test_gpu_metrics_count_every_gpu_span(served, tmp_path):
     e = standin.make_engine("m_gpu", device=0, repeat=4)
     out = tmp_path / "gpu.json"

@@ -179,7 +179,7 @@ def test_cli_summary_json_phase_and_bad_input(tmp_path):
     assert missing.returncode == 1 and missing.stderr.count("\n") == 1 and "Traceback" not in missing.stderr
 
 
-@pytest.mark.skipif(not torch.cuda.is_available(), reason="GPU spans need CUDA (run by tools/device_check.sh)")
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="GPU spans need CUDA (run by tools/device/device_check.sh)")
 def test_gpu_histograms_hold_every_gpu_span_and_give_gpu_percentiles(tmp_path):
     engines = [standin.make_engine(f"gpu_pct_{i}", device=0, repeat=r) for i, r in enumerate((2, 40))]
     x = [torch.ones(1 << 20, device="cuda")]

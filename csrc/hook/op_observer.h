@@ -4,7 +4,7 @@
 // first input view, the output allocations. Observing them with a RecordFunction
 // callback made every op of the call pay for a RecordFunction and every call pay
 // for rebuilding the thread's callback lists (~2.8k instructions per call in
-// all, tools/bench_callgrind.py). Instead, a dispatch key is put into this
+// all, tools/bench/bench_callgrind.py). Instead, a dispatch key is put into this
 // thread's included set for the duration of a traced call (two thread-local
 // bit flips). Kernels at that key run first for every op of the call, note it
 // and hand on; every other op of the process never meets the key. Only a call's

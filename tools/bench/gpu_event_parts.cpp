@@ -1,5 +1,5 @@
 // Where the host time of a traced call's GPU events goes: each CUDA step of gpu::begin_call /
-// end_call timed alone in a loop on an idle stream (built and run by tools/gpu_timing_check.py on a
+// end_call timed alone in a loop on an idle stream (built and run by tools/device/gpu_timing_check.py on a
 // GPU machine). Returns ns per step, in the order of kParts.
 #include <c10/cuda/CUDAGuard.h>
 #include <c10/cuda/CUDAStream.h>

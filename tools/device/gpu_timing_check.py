@@ -1,6 +1,6 @@
 """GPU timing on a real GPU: trt_trace's GPU spans against torch.profiler, streams, CUDA graphs, costs.
 
-    python tools/gpu_timing_check.py          (on a CUDA machine, trt_trace installed; see device_check.sh)
+    python tools/device/gpu_timing_check.py          (on a CUDA machine, trt_trace installed; see device_check.sh)
 
 Uses the stand-in runtime's CUDA path: 4 engines whose device work differs (repeat passes over a
 32 MiB tensor), eager and as an AOTInductor package built here. Prints each check and the figures
@@ -188,7 +188,7 @@ def host_overhead(n: int = 3000) -> None:
           f"{statistics.median(reps):.0f} ns per call, spread {min(reps):.0f}-{max(reps):.0f} ns")
     # ... and its parts, each CUDA step alone (tools/bench/gpu_event_parts.cpp, built here).
     try:
-        src = str(Path(__file__).parent / "bench" / "gpu_event_parts.cpp")
+        src = str(Path(__file__).resolve().parents[1] / "bench" / "gpu_event_parts.cpp")
         parts_ext = cpp_extension.load("trt_trace_gpu_event_parts", [src], extra_cflags=["-O2"], with_cuda=True,
                                        verbose=False)
     except Exception as e:  # a figure, not a check: the checks after it still run

@@ -1,6 +1,6 @@
 """Drain + write throughput: trt_trace's writers (Chrome JSON, native Perfetto) vs torch.profiler's export.
 
-    python tools/bench_export.py [--calls 200000]
+    python tools/bench/bench_export.py [--calls 200000]
 
 trt_trace: `calls` synthetic engine calls (5 records each: the call and its 4 phases) on 6 engines,
 built as the drain hands them over (BATCH_RECORDS-record batches) and written as the drainer does,

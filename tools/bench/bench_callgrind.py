@@ -1,10 +1,10 @@
 """Per engine call cost in instructions (valgrind --tool=callgrind): repeatable to the instruction where
 wall-clock loops on these machines vary by microseconds.
 
-    python tools/bench_callgrind.py [--calls 2000] [--engines 1] [--threads 1] [--io 1] [--modes ...] [--keep DIR]
+    python tools/bench/bench_callgrind.py [--calls 2000] [--engines 1] [--threads 1] [--io 1] [--modes ...] [--keep DIR]
 
 Each mode runs in its own process under callgrind, collecting only inside the calling threads' C++ loops
-of boxed calls (tools/bench_overhead.py's calls_on_this_thread, built on first use). Each mode runs twice,
+of boxed calls (tools/bench/bench_overhead.py's calls_on_this_thread, built on first use). Each mode runs twice,
 N and 2N calls per thread: instructions per call are the difference over N x threads, which cancels
 set-up and warm-up. Modes as in bench_overhead.py. --engines N calls N engines in turn (the registry's
 per-thread cache); --io K gives each engine K inputs and K outputs (an aten op each, as the runtime

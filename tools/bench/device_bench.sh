@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Wall-clock overhead on the GPU machine (16 idle cores: steadier than the 2-core VM), through the
-# device tool: builds trt_trace there, then runs tools/bench_overhead.py (C++ loops of boxed calls,
+# device tool: builds trt_trace there, then runs tools/bench/bench_overhead.py (C++ loops of boxed calls,
 # modes interleaved) on the CPU stand-in with 1 and 4 calling threads, 1 and 1,000 engines, and once
 # with CUDA inputs (+ GPU events). BASELINE=<folder with another revision's source> also builds
 # that revision and runs the same CPU benchmark against it, in the same lease (before/after).
@@ -23,10 +23,10 @@ nproc; lscpu | grep -E "Model name|^CPU\(s\)|MHz" | head -4
 perf stat -e cycles,instructions true 2>&1 | grep -E "cycles|instructions" || echo "perf: not available"
 cd /tmp
 args=(--engines ${ENGINES:-1 1000} --threads ${THREADS:-1 4} --calls "${CALLS:-20000}" --repeats "${REPEATS:-7}")
-python3 "$repo/tools/bench_overhead.py" "${args[@]}" 2>&1 | tee "$OUT/bench_cpu.txt"
+python3 "$repo/tools/bench/bench_overhead.py" "${args[@]}" 2>&1 | tee "$OUT/bench_cpu.txt"
 if [ -n "${BASELINE:-}" ]; then
   PYTHONPATH=/tmp/baseline:/tmp/site python3 -c 'import trt_trace; print("baseline:", trt_trace.__file__)'
-  PYTHONPATH=/tmp/baseline:/tmp/site python3 "$repo/tools/bench_overhead.py" "${args[@]}" 2>&1 | tee "$OUT/bench_cpu_baseline.txt"
+  PYTHONPATH=/tmp/baseline:/tmp/site python3 "$repo/tools/bench/bench_overhead.py" "${args[@]}" 2>&1 | tee "$OUT/bench_cpu_baseline.txt"
 fi
-[ "${CUDA:-1}" = 0 ] || python3 "$repo/tools/bench_overhead.py" --cuda --engines 1 --threads 1 --calls "${CALLS:-20000}" \
+[ "${CUDA:-1}" = 0 ] || python3 "$repo/tools/bench/bench_overhead.py" --cuda --engines 1 --threads 1 --calls "${CALLS:-20000}" \
   --repeats "${REPEATS:-7}" 2>&1 | tee "$OUT/bench_cuda.txt"

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Runs on the GPU machine (torch 2.11 + CUDA 13 there): builds trt_trace with its CUDA paths,
-# runs the test suite against that torch (DEVICE_TESTS=0 skips it; TESTS="tests/a.py tests/b.py" picks files), then tools/gpu_standin_check.py and
-# tools/gpu_timing_check.py (CHECKS= picks; SKIP_BUILD=1 reuses the install on a warm machine) (GPU spans vs torch.profiler, streams, CUDA graphs, costs, clock drift).
-# tools/real_runtime_check.py (the real Torch-TensorRT 2.11 runtime over tests/faketrt, built here first)
-# needs .trt/libtorchtrt_runtime.so (tools/fetch_real_runtime.sh; TORCHTRT_RUNTIME= another path).
+# runs the test suite against that torch (DEVICE_TESTS=0 skips it; TESTS="tests/a.py tests/b.py" picks files), then tools/device/gpu_standin_check.py and
+# tools/device/gpu_timing_check.py (CHECKS= picks; SKIP_BUILD=1 reuses the install on a warm machine) (GPU spans vs torch.profiler, streams, CUDA graphs, costs, clock drift).
+# tools/device/real_runtime_check.py (the real Torch-TensorRT 2.11 runtime over tests/faketrt, built here first)
+# needs .trt/libtorchtrt_runtime.so (tools/device/fetch_real_runtime.sh; TORCHTRT_RUNTIME= another path).
 # Wheels missing there (orjson) travel in .whl/ (see the device tool's README).
 set -uo pipefail
 export CXX=/usr/bin/g++ CC=/usr/bin/gcc   # that machine's default toolchain breaks torch extensions
@@ -29,7 +29,7 @@ for check in ${CHECKS:-gpu_standin_check gpu_timing_check real_runtime_check}; d
   if [ "$check" = real_runtime_check ]; then
     runtime=$(realpath -m "$OLDPWD/${TORCHTRT_RUNTIME:-.trt/libtorchtrt_runtime.so}")
     if [ ! -f "$runtime" ]; then
-      echo "real_runtime_check: $runtime missing (run tools/fetch_real_runtime.sh where pip reaches the index)"
+      echo "real_runtime_check: $runtime missing (run tools/device/fetch_real_runtime.sh where pip reaches the index)"
       status=1
       continue
     fi
@@ -37,6 +37,6 @@ for check in ${CHECKS:-gpu_standin_check gpu_timing_check real_runtime_check}; d
       || { cat "${OUT:-/tmp}/faketrt_build.log"; status=1; continue; }
     args=(--fake /tmp/faketrt --runtime "$runtime")
   fi
-  python3 "$OLDPWD/tools/$check.py" "${args[@]}" 2>&1 | grep -v fake_class_registry || status=1
+  python3 "$OLDPWD/tools/device/$check.py" "${args[@]}" 2>&1 | grep -v fake_class_registry || status=1
 done
 exit $status

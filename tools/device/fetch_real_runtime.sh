@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Fetches the real Torch-TensorRT 2.11.0 runtime library for tools/real_runtime_check.py (run here,
+# Fetches the real Torch-TensorRT 2.11.0 runtime library for tools/device/real_runtime_check.py (run here,
 # where the package index is reachable; the GPU machine reaches nothing): the cp312 wheel, and from
 # it only torch_tensorrt/lib/libtorchtrt_runtime.so (1.2 MB) into DIR (default .trt, carried to the
 # GPU machine beside .whl).

@@ -1,4 +1,4 @@
-"""Checks the stand-in runtime's CUDA path and the tracer on a GPU machine (run by tools/device_check.sh).
+"""Checks the stand-in runtime's CUDA path and the tracer on a GPU machine (run by tools/device/device_check.sh).
 
 Prints one line per check and exits non-zero if any fails:
 * eager CUDA engines called from the default stream (the runtime switches to its pool stream) and

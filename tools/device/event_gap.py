@@ -1,7 +1,7 @@
 """How far apart back-to-back CUDA event records land on one stream (GPU side), with the stream
 queued behind another stream's work (as an engine's stream is behind its caller's) and not.
 
-    python tools/event_gap.py        # on a GPU machine; prints median gaps and a tiny kernel's span
+    python tools/device/event_gap.py        # on a GPU machine; prints median gaps and a tiny kernel's span
 
 It explains the constant part of "GPU span - truth" in BENCHMARKS.md: every event record on the
 engine's stream between the work and a span's ends adds one such gap.

@@ -1,6 +1,6 @@
 """Long run with a fixed buffer: RSS must stay flat and no event may be dropped while the drainer keeps up.
 
-    python tools/soak.py [--seconds 600] [--rate 10000] [--buffer 65536] [--off]
+    python tools/bench/soak.py [--seconds 600] [--rate 10000] [--buffer 65536] [--off]
 
 Calls a stand-in engine at `rate` calls/s (paced) for `seconds`, traced into a temporary file with
 TRT_TRACE_BUFFER-sized rings; samples RSS and the C heap (glibc mallinfo2: bytes in use, bytes held

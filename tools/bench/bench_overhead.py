@@ -1,7 +1,7 @@
 """Per engine call host overhead of trt_trace, from C++ loops of boxed calls (as the AOTInductor proxy
 executor and TorchScript make them), side by side in one run.
 
-    python tools/bench_overhead.py [--calls 20000] [--repeats 15] [--engines 1 10 100 1000] [--threads 1 2 4] [--cuda]
+    python tools/bench/bench_overhead.py [--calls 20000] [--repeats 15] [--engines 1 10 1000] [--threads 1 2 4] [--cuda]
 
 Modes, interleaved in one process (so allocator and CPU state are shared), repeated:
   not installed   the hook's kernel deregistered (torch.ops.trt_trace._install_hook(False))
@@ -30,7 +30,7 @@ LOOP_SRC = r"""
 #include <thread>
 
 // One calling thread's calls, round-robin over the engines, boxed through the dispatcher. A named
-// function that every calling thread runs: tools/bench_callgrind.py collects instructions only
+// function that every calling thread runs: tools/bench/bench_callgrind.py collects instructions only
 // inside it (--toggle-collect), in all threads. Returns ns per call.
 __attribute__((noinline)) double calls_on_this_thread(const c10::OperatorHandle& op, const c10::IValue& inputs,
                                                       const c10::List<c10::IValue>& engines, int64_t calls,

@@ -1,6 +1,6 @@
 """trt_trace against the REAL Torch-TensorRT 2.11 runtime over a fake TensorRT, on a GPU machine.
 
-    python tools/real_runtime_check.py --fake DIR --runtime libtorchtrt_runtime.so   (see device_check.sh)
+    python tools/device/real_runtime_check.py --fake DIR --runtime libtorchtrt_runtime.so   (see device_check.sh)
 
 DIR holds libnvinfer.so.10 / libnvinfer_plugin.so.10 built by tests/faketrt/build.sh; the runtime
 library is torch_tensorrt/lib/libtorchtrt_runtime.so from the torch-tensorrt 2.11.0 wheel. Load
@@ -22,8 +22,8 @@ import threading
 import traceback
 from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE.parent / "tests" / "faketrt"))
+HERE = Path(__file__).resolve().parent  # tools/device
+sys.path.insert(0, str(HERE.parents[1] / "tests" / "faketrt"))
 import faketrt  # noqa: E402
 
 failures = 0
