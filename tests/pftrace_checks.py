@@ -1,7 +1,7 @@
 """Checks of a native Perfetto trace, parsed with the `perfetto` package's protos (no trace_processor).
 
 Written apart from trt_trace/pftrace_reader.py so that the reader and the file are checked
-against an independent reading of the format rules (../shared/notes/trace-formats.md).
+against an independent reading of the format rules (docs/trace-formats.md).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Checks of a Chrome JSON trace against Perfetto's importer rules (../shared/notes/trace-formats.md)."""
+"""Checks of a Chrome JSON trace against Perfetto's importer rules (docs/trace-formats.md)."""
 
 from __future__ import annotations
 
