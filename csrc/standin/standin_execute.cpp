@@ -133,7 +133,11 @@ std::vector<at::Tensor> execute_engine(std::vector<at::Tensor> inputs, c10::intr
   // 7. Input setup: view(shape).contiguous() per input.
   std::vector<at::Tensor> bound_inputs;
   bound_inputs.reserve(inputs.size());
-  for (const auto& in : inputs) bound_inputs.push_back(in.view(in.sizes()).contiguous());
+  for (const auto& in : inputs) {
+    at::Tensor viewed = in.view(in.sizes());
+    bound_inputs.push_back(p.dispatch_contiguous != 0 ? viewed.__dispatch_contiguous(c10::MemoryFormat::Contiguous)
+                                                      : viewed.contiguous());
+  }
 
   // 8. Output setup: at::empty per output, unless pre-allocated outputs are reused.
   std::vector<at::Tensor> outputs;
