@@ -31,13 +31,16 @@
 
 #include <c10/macros/Macros.h>
 
+#include "buffer/thread_rings.h"
 #include "common/clock.h"
 #include "common/record.h"
 #include "hook/engine_registry.h"
 #include "hook/engine_stats.h"
 #include "hook/gpu_timing.h"
+#include "hook/nvtx_ranges.h"
 #include "hook/op_observer.h"
 #include "hook/profiler_scopes.h"
+#include "hook/tracing_state.h"
 
 namespace trt_trace {
 
@@ -51,6 +54,7 @@ struct HookThread {
   uint64_t next_call_id;                      // this thread's block of call ids, [next, end)
   uint64_t call_id_end;                       //   (see reserve_call_ids in tracing_state.h)
   EngineStats::Table* stats;                  // EngineStats::this_thread(), looked up once
+  ThisThread* rings;                          // ThreadRings::this_thread(), looked up once
   EngineRegistry::LookupCache registry_cache; // engine object -> id
 };
 extern thread_local HookThread t_hook;
@@ -99,7 +103,7 @@ class CallScope {
   uint32_t engine_id_;
   uint16_t device_;
   bool finished_ = false;
-  bool nested_ = false;
+  uint8_t flags_ = 0;           // RecordFlags known at the start (kFlagNested)
   bool record_;
   bool nvtx_ = false;
   bool live_ = false;           // NVTX ranges or profiler scopes are open (live_switch)
@@ -119,6 +123,30 @@ class CallScope {
   CallScope* outer_;
   detail::HookThread* thread_;  // detail::t_hook of the calling thread (looked up once)
 };
+
+// Inline: the hook constructs one per call (the compiler drops the stores it does not need).
+inline CallScope::CallScope(detail::HookThread& me, uint32_t engine_id, uint16_t device, bool record) noexcept
+    : engine_id_(engine_id), device_(device), record_(record) {
+  thread_ = &me;
+  if (C10_UNLIKELY(me.next_call_id == me.call_id_end)) {
+    me.next_call_id = reserve_call_ids();
+    me.call_id_end = me.next_call_id + kCallIdBlock;
+  }
+  call_id_ = me.next_call_id++;
+  outer_ = me.current_call;
+  flags_ = outer_ != nullptr ? kFlagNested : 0;
+  me.current_call = this;
+  // Without the observer (op_observer.h) the call is still timed; its phases all land in workspace.
+  if (C10_LIKELY(op_observer_available())) observe_.emplace();
+  nvtx_ = record_ && nvtx::enabled();
+  if (C10_UNLIKELY(nvtx_)) nvtx::push_call(engine_id_, call_id_);
+  profiler_.begin(engine_id_);
+  live_ = nvtx_ || profiler_.active();
+  live_switch(Phase::kWorkspace);
+  // The start event is tracer overhead, recorded before the call's host time starts.
+  if (record_ && device_ != kNoDevice && gpu::enabled()) gpu_on_ = gpu::begin_call(device_, &gpu_);
+  begin_ = now_ns();
+}
 
 // Inline: called for every op of a traced call.
 inline bool CallScope::on_op_start(OpKind kind) noexcept {
