@@ -55,6 +55,7 @@ struct HookThread {
   uint64_t call_id_end;                       //   (see reserve_call_ids in tracing_state.h)
   EngineStats::Table* stats;                  // EngineStats::this_thread(), looked up once
   ThisThread* rings;                          // ThreadRings::this_thread(), looked up once
+  c10::impl::PODLocalDispatchKeySet* dispatch_keys;  // c10's key sets of this thread, looked up once
   EngineRegistry::LookupCache registry_cache; // engine object -> id
 };
 extern thread_local HookThread t_hook;
@@ -137,7 +138,10 @@ inline CallScope::CallScope(detail::HookThread& me, uint32_t engine_id, uint16_t
   flags_ = outer_ != nullptr ? kFlagNested : 0;
   me.current_call = this;
   // Without the observer (op_observer.h) the call is still timed; its phases all land in workspace.
-  if (C10_LIKELY(op_observer_available())) observe_.emplace();
+  if (C10_LIKELY(op_observer_available())) {
+    if (C10_UNLIKELY(me.dispatch_keys == nullptr)) me.dispatch_keys = &c10::impl::raw_local_dispatch_key_set;
+    observe_.emplace(*me.dispatch_keys);
+  }
   nvtx_ = record_ && nvtx::enabled();
   if (C10_UNLIKELY(nvtx_)) nvtx::push_call(engine_id_, call_id_);
   profiler_.begin(engine_id_);
@@ -149,7 +153,7 @@ inline CallScope::CallScope(detail::HookThread& me, uint32_t engine_id, uint16_t
 }
 
 // Inline: called for every op of a traced call.
-inline bool CallScope::on_op_start(OpKind kind) noexcept {
+C10_ALWAYS_INLINE bool CallScope::on_op_start(OpKind kind) noexcept {
   if (in_op_) return false;
   in_op_ = true;
   switch (stage_) {
@@ -184,7 +188,7 @@ inline bool CallScope::on_op_start(OpKind kind) noexcept {
   return true;
 }
 
-inline void CallScope::on_op_end() noexcept {
+C10_ALWAYS_INLINE void CallScope::on_op_end() noexcept {
   in_op_ = false;
   if (stage_ == kInputs) {
     last_input_op_end_ = now_ns();

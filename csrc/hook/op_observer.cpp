@@ -39,10 +39,10 @@ inline c10::DispatchKeySet below(c10::DispatchKeySet ks) {
 // calls and ops dispatched from inside an observed op.
 class ObservedOp {
  public:
-  explicit ObservedOp(OpKind kind) noexcept : call_(CallScope::current()) {
+  C10_ALWAYS_INLINE explicit ObservedOp(OpKind kind) noexcept : call_(CallScope::current()) {
     if (call_ != nullptr && !call_->on_op_start(kind)) call_ = nullptr;
   }
-  ~ObservedOp() {
+  C10_ALWAYS_INLINE ~ObservedOp() {
     if (call_ != nullptr) call_->on_op_end();
   }
   ObservedOp(const ObservedOp&) = delete;

@@ -55,11 +55,12 @@ inline bool op_observer_available() noexcept { return detail::g_op_observer_avai
 // an outer observed op: a nested traced call sees its own ops).
 class ObserveOps {
  public:
-  // Reads and writes c10's thread-local key sets through one reference (one
-  // thread-local lookup for both ends; Linux/macOS builds of c10 export it).
-  // Only the included set changes: trt_trace never excludes the key (ops without a kernel at it
-  // fall through it instead).
-  ObserveOps() noexcept : tls_(c10::impl::raw_local_dispatch_key_set), saved_(tls_) {
+  // Reads and writes c10's thread-local key sets through one reference: the
+  // calling thread's c10::impl::raw_local_dispatch_key_set (Linux/macOS builds of
+  // c10 export it), whose address the hook looks up once per thread. Only the
+  // included set changes: trt_trace never excludes the key (ops without a kernel
+  // at it fall through it instead).
+  explicit ObserveOps(c10::impl::PODLocalDispatchKeySet& tls) noexcept : tls_(tls), saved_(tls_) {
     tls_.set_included(tls_.included().add(kObserveOpsKey));
   }
   ~ObserveOps() { tls_ = saved_; }
