@@ -25,10 +25,6 @@ void CallScope::switch_live_ranges(Phase phase) noexcept {
   live_phase_ = static_cast<uint8_t>(phase);
 }
 
-CallScope::~CallScope() {
-  if (!finished_) finish(true);
-}
-
 void CallScope::finish(bool error) noexcept {
   if (finished_) return;
   finished_ = true;

@@ -68,7 +68,9 @@ class CallScope {
   // torch.profiler scopes (the hook creates such a scope only while one records).
   // me: detail::t_hook of the calling thread.
   CallScope(detail::HookThread& me, uint32_t engine_id, uint16_t device, bool record = true) noexcept;
-  ~CallScope();
+  ~CallScope() {
+    if (C10_UNLIKELY(!finished_)) finish(true);  // left without finish(): closed and flagged as an error
+  }
   CallScope(const CallScope&) = delete;
   CallScope& operator=(const CallScope&) = delete;
 
@@ -93,7 +95,7 @@ class CallScope {
   // switch in real time, so between two output allocations a short `enqueue`
   // range may appear, and with pre-allocated outputs the `inputs` range runs to
   // the end of the call.
-  void live_switch(Phase phase) noexcept {
+  C10_ALWAYS_INLINE void live_switch(Phase phase) noexcept {
     if (C10_LIKELY(!live_)) return;  // neither NVTX nor a profiler: nothing to switch
     switch_live_ranges(phase);
   }
