@@ -58,8 +58,6 @@ class Drainer:
                     self.failed = True
                     warn(f"could not write the trace ({exc}); tracing continues in the table only")
                     break
-                if n < BATCH_RECORDS:
-                    break
         return total
 
     def discard_pending(self) -> int:

@@ -6,8 +6,10 @@
 // could not store and returns. head and tail are monotonically increasing
 // 64-bit counters (never wrap in practice); slot = counter & mask.
 //
-// Invariant, exact at every quiescent point:
-//   produced() == pushed (head) + dropped
+// Counts are in events, the records the drainer hands out (a call's slots expand
+// into more records, see buffer/call_layout.h). Invariant, exact at every
+// quiescent point:
+//   produced() == events of the slots stored + dropped()
 #pragma once
 
 #include <atomic>
@@ -28,15 +30,17 @@ class RecordRing {
   RecordRing(const RecordRing&) = delete;
   RecordRing& operator=(const RecordRing&) = delete;
 
-  // Producer, writing in place: claim room for n records (all or none: false
-  // counts n drops), write record i at slot(start + i), then publish(start + n)
-  // makes them visible to the consumer. A call is never split.
-  bool claim(size_t n, uint64_t* start) noexcept {
+  // Producer, writing in place: claim room for n slots that stand for `events`
+  // events (all or none: false counts the events as dropped), write slot i at
+  // slot(start + i), then publish(start + n) makes them visible to the consumer.
+  // A call is never split.
+  bool claim(size_t n, uint64_t events, uint64_t* start) noexcept {
+    produced_.store(produced_.load(std::memory_order_relaxed) + events, std::memory_order_relaxed);
     const uint64_t head = head_.load(std::memory_order_relaxed);
     if (head + n - tail_cache_ > capacity_) {
       tail_cache_ = tail_.load(std::memory_order_acquire);
       if (head + n - tail_cache_ > capacity_) {
-        dropped_.store(dropped_.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
+        dropped_.store(dropped_.load(std::memory_order_relaxed) + events, std::memory_order_relaxed);
         return false;
       }
     }
@@ -46,12 +50,17 @@ class RecordRing {
   Record& slot(uint64_t index) noexcept { return slots_[index & mask_]; }
   void publish(uint64_t end) noexcept { head_.store(end, std::memory_order_release); }
 
-  // Consumer: copy up to max records, oldest first, into out. Returns the count.
+  // Consumer: copy up to max slots, oldest first, into out. Returns the count.
+  // Never stops between a call's slot and its phase-bounds slot (the pair
+  // expands only together), so it may return one less than max.
   size_t pop(Record* out, size_t max) noexcept {
     const uint64_t tail = tail_.load(std::memory_order_relaxed);
     const uint64_t head = head_.load(std::memory_order_acquire);
     size_t n = static_cast<size_t>(head - tail);
-    if (n > max) n = max;
+    if (n > max) {
+      n = max;
+      if (n > 0 && slots_[(tail + n) & mask_].phase == static_cast<uint8_t>(Phase::kPhaseBounds)) --n;
+    }
     // Copy in at most two contiguous pieces (the ring may wrap).
     const size_t first = tail & mask_;
     const size_t until_end = capacity_ - first;
@@ -66,7 +75,7 @@ class RecordRing {
   void discard() noexcept { tail_.store(head_.load(std::memory_order_acquire), std::memory_order_release); }
 
   size_t capacity() const noexcept { return capacity_; }
-  uint64_t pushed() const noexcept { return head_.load(std::memory_order_acquire); }
+  uint64_t produced() const noexcept { return produced_.load(std::memory_order_relaxed); }
   uint64_t dropped() const noexcept { return dropped_.load(std::memory_order_relaxed); }
   uint64_t pending() const noexcept {
     return head_.load(std::memory_order_acquire) - tail_.load(std::memory_order_acquire);
@@ -76,9 +85,10 @@ class RecordRing {
   const size_t capacity_;
   const uint64_t mask_;
   std::unique_ptr<Record[]> slots_;
-  // Producer-owned line: head, the cached tail and the drop counter.
+  // Producer-owned line: head, the cached tail and the event counters.
   alignas(64) std::atomic<uint64_t> head_{0};
   uint64_t tail_cache_ = 0;
+  std::atomic<uint64_t> produced_{0};
   std::atomic<uint64_t> dropped_{0};
   // Consumer-owned line.
   alignas(64) std::atomic<uint64_t> tail_{0};

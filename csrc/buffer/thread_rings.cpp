@@ -4,6 +4,8 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "buffer/call_layout.h"
+
 namespace trt_trace {
 
 namespace detail {
@@ -71,7 +73,7 @@ void ThreadRings::after_fork_child() noexcept {
     Slot& s = *slots_[i];
     s.ring->discard();
     s.owned = t_this.ring != nullptr && t_local.index == i;  // only the forking thread lives on
-    s.base_pushed = s.ring->pushed();
+    s.base_produced = s.ring->produced();
     s.base_dropped = s.ring->dropped();
   }
   mutex_.unlock();
@@ -85,7 +87,7 @@ std::pair<size_t, RecordRing*> ThreadRings::acquire(uint32_t thread_id) {
     if (!s.owned && s.ring->capacity() == capacity_) {
       s.owned = true;
       s.owner_tid = thread_id;
-      s.base_pushed = s.ring->pushed();
+      s.base_produced = s.ring->produced();
       s.base_dropped = s.ring->dropped();
       return {i, s.ring.get()};
     }
@@ -102,11 +104,9 @@ std::pair<size_t, RecordRing*> ThreadRings::acquire(uint32_t thread_id) {
 void ThreadRings::release(size_t ring_index, uint32_t thread_id) noexcept {
   std::lock_guard<std::mutex> lock(mutex_);
   Slot& s = *slots_[ring_index];
-  const uint64_t pushed = s.ring->pushed() - s.base_pushed;
+  const uint64_t produced = s.ring->produced() - s.base_produced;
   const uint64_t dropped = s.ring->dropped() - s.base_dropped;
-  if (pushed + dropped > 0) {
-    retired_.push_back({thread_id, pushed + dropped, dropped, s.ring->capacity(), false});
-  }
+  if (produced > 0) retired_.push_back({thread_id, produced, dropped, s.ring->capacity(), false});
   s.owned = false;
 }
 
@@ -125,7 +125,7 @@ ThreadRings::Writer ThreadRings::first_writer(ThisThread& me) noexcept {
 bool ThreadRings::push(const Record* records, size_t n) noexcept {
   const Writer w = writer();
   uint64_t start;
-  if (w.ring == nullptr || !w.ring->claim(n, &start)) return false;
+  if (w.ring == nullptr || !w.ring->claim(n, n, &start)) return false;
   for (size_t i = 0; i < n; ++i) {
     Record& r = w.ring->slot(start + i);
     r = records[i];
@@ -143,15 +143,18 @@ size_t ThreadRings::drain(Record* out, size_t max) {
     rings.reserve(slots_.size());
     for (auto& s : slots_) rings.push_back(s->ring.get());
   }
-  size_t total = 0;
   if (rings.empty()) return 0;
+  // Slots go to the end of `out` and expand from its start (buffer/call_layout.h).
+  const size_t room = slots_for_records(max);
+  Record* slots = out + (max - room);
+  size_t total = 0;
   // Round-robin so that a busy thread cannot starve the others when max is small.
-  for (size_t k = 0; k < rings.size() && total < max; ++k) {
+  for (size_t k = 0; k < rings.size() && total < room; ++k) {
     RecordRing* r = rings[(drain_cursor_ + k) % rings.size()];
-    total += r->pop(out + total, max - total);
+    total += r->pop(slots + total, room - total);
   }
   drain_cursor_ = (drain_cursor_ + 1) % rings.size();
-  return total;
+  return expand_calls(out, max - room, total);
 }
 
 uint64_t ThreadRings::pending() const {
@@ -175,7 +178,7 @@ void ThreadRings::reset_counts() {
   std::lock_guard<std::mutex> lock(mutex_);
   retired_.clear();
   for (auto& s : slots_) {
-    s->base_pushed = s->ring->pushed();
+    s->base_produced = s->ring->produced();
     s->base_dropped = s->ring->dropped();
   }
 }
@@ -185,9 +188,9 @@ std::vector<ThreadCounts> ThreadRings::thread_counts() const {
   std::vector<ThreadCounts> out = retired_;
   for (auto& s : slots_) {
     if (!s->owned) continue;
-    const uint64_t pushed = s->ring->pushed() - s->base_pushed;
+    const uint64_t produced = s->ring->produced() - s->base_produced;
     const uint64_t dropped = s->ring->dropped() - s->base_dropped;
-    out.push_back({s->owner_tid, pushed + dropped, dropped, s->ring->capacity(), true});
+    out.push_back({s->owner_tid, produced, dropped, s->ring->capacity(), true});
   }
   return out;
 }

@@ -55,6 +55,9 @@ class ThreadRings {
     RecordRing* ring;
     uint32_t thread_id;
   };
+  // The calling thread's ring state itself (a thread-local: the address stays valid for the
+  // thread's life, also across fork in the forking thread), for callers that cache it.
+  static detail::ThisThread* this_thread() noexcept { return &detail::t_this; }
   Writer writer() noexcept {
     detail::ThisThread& me = detail::t_this;
     if (__builtin_expect(me.ring != nullptr, 1)) return {me.ring, me.tid};
@@ -65,7 +68,9 @@ class ThreadRings {
   // all n, or none (then counted as n drops, and false is returned).
   bool push(const Record* records, size_t n) noexcept;
 
-  // Moves up to max records (oldest first per thread) into out. Drainer only.
+  // Moves records (oldest first per thread) into out, at most max, with each
+  // call's ring slots expanded (buffer/call_layout.h); max >= 10 for progress.
+  // Drainer only.
   size_t drain(Record* out, size_t max);
   uint64_t pending() const;
 
@@ -93,7 +98,7 @@ class ThreadRings {
     std::unique_ptr<RecordRing> ring;
     uint32_t owner_tid = 0;
     bool owned = false;
-    uint64_t base_pushed = 0;   // ring counters when the current owner took it
+    uint64_t base_produced = 0;  // ring counters when the current owner took it
     uint64_t base_dropped = 0;
   };
   static ThreadRings* create();

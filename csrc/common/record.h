@@ -24,6 +24,10 @@ enum class Phase : uint8_t {
   // the cudaEvent_t handles) waiting in the ring until the drainer resolves
   // them into a kGpu record.
   kGpuPending = 6,
+  // Internal, never leaves C++: the slot after a call's kCall record in the
+  // ring, holding its inner phase boundaries; the drainer expands the pair
+  // into the call and its phase records (buffer/call_layout.h).
+  kPhaseBounds = 7,
 };
 constexpr int kNumHostPhases = 4;  // workspace, inputs, outputs, enqueue
 

@@ -3,6 +3,7 @@
 #include <array>
 #include <cstring>
 
+#include "buffer/call_layout.h"
 #include "buffer/thread_rings.h"
 #include "common/clock.h"
 #include "hook/nvtx_ranges.h"
@@ -14,36 +15,6 @@ namespace detail {
 thread_local HookThread t_hook;
 }  // namespace detail
 
-namespace {
-uint64_t take_call_id(detail::HookThread& me) noexcept {
-  if (C10_UNLIKELY(me.next_call_id == me.call_id_end)) {
-    me.next_call_id = reserve_call_ids();
-    me.call_id_end = me.next_call_id + kCallIdBlock;
-  }
-  return me.next_call_id++;
-}
-}  // namespace
-
-CallScope::CallScope(detail::HookThread& me, uint32_t engine_id, uint16_t device, bool record) noexcept
-    : engine_id_(engine_id), device_(device), record_(record) {
-  thread_ = &me;
-  call_id_ = take_call_id(*thread_);
-  outer_ = thread_->current_call;
-  nested_ = outer_ != nullptr;
-  thread_->current_call = this;
-  // Without the observer (op_observer.h) the call is still timed; its phases all land in workspace.
-  if (op_observer_available()) observe_.emplace();
-  nvtx_ = record_ && nvtx::enabled();
-  if (nvtx_) nvtx::push_call(engine_id_, call_id_);
-  profiler_.begin(engine_id_);
-  live_ = nvtx_ || profiler_.active();
-  live_switch(Phase::kWorkspace);
-  if (record_) epoch_ = recording_epoch();
-  // The start event is tracer overhead, recorded before the call's host time starts.
-  if (epoch_ != 0 && device_ != kNoDevice && gpu::enabled()) gpu_on_ = gpu::begin_call(device_, &gpu_);
-  begin_ = now_ns();
-}
-
 void CallScope::switch_live_ranges(Phase phase) noexcept {
   if (live_phase_ == static_cast<uint8_t>(phase)) return;
   if (nvtx_) {
@@ -52,10 +23,6 @@ void CallScope::switch_live_ranges(Phase phase) noexcept {
   }
   profiler_.switch_phase(phase);
   live_phase_ = static_cast<uint8_t>(phase);
-}
-
-CallScope::~CallScope() {
-  if (!finished_) finish(true);
 }
 
 void CallScope::finish(bool error) noexcept {
@@ -71,23 +38,20 @@ void CallScope::finish(bool error) noexcept {
   profiler_.end();
   if (!record_) return;
 
-  // Boundaries of the four phases: [b[p], b[p+1]).
-  std::array<int64_t, kNumHostPhases + 1> b;
-  b[0] = begin_;
-  b[4] = end;
+  // Boundaries of the inner phases: workspace [begin_, b1), inputs [b1, b2), outputs [b2, b3), enqueue [b3, end).
+  int64_t b1, b2, b3;
   switch (stage_) {
     case kBeforeInputs:
-      b[1] = b[2] = b[3] = end;
+      b1 = b2 = b3 = end;
       break;
     case kInputs:  // no output allocation observed (pre-allocated outputs)
-      b[1] = inputs_begin_;
-      b[2] = b[3] = last_input_op_end_;
+      b1 = inputs_begin_;
+      b2 = b3 = last_input_op_end_;
       break;
-    case kOutputs:
-    case kAfterOutputs:
-      b[1] = inputs_begin_;
-      b[2] = outputs_begin_;
-      b[3] = enqueue_begin_;
+    default:  // kOutputs, kAfterOutputs
+      b1 = inputs_begin_;
+      b2 = outputs_begin_;
+      b3 = enqueue_begin_;
       break;
   }
 
@@ -100,34 +64,36 @@ void CallScope::finish(bool error) noexcept {
     }
   }
 
-  const uint8_t flags = (error ? kFlagError : 0) | (nested_ ? kFlagNested : 0) | (gpu_.captured ? kFlagCaptured : 0);
-  const std::array<int64_t, kNumHostPhases> phase_ns{b[1] - b[0], b[2] - b[1], b[3] - b[2], b[4] - b[3]};
-  // The call, its phases that took time, its GPU events.
-  const size_t n = 1 + (phase_ns[0] > 0) + (phase_ns[1] > 0) + (phase_ns[2] > 0) + (phase_ns[3] > 0) + gpu_on_;
-  // Written straight into this thread's ring: all of the call's records, or none (drops counted).
+  const uint8_t flags = flags_ | (error ? kFlagError : 0) | (gpu_.captured ? kFlagCaptured : 0);
+  const std::array<int64_t, kNumHostPhases> phase_ns{b1 - begin_, b2 - b1, b3 - b2, end - b3};
+  // The events the trace will show: the call, its phases that took time (the drainer expands the
+  // call's two slots into them, buffer/call_layout.h), its GPU span.
+  const uint32_t phases = (phase_ns[0] > 0) + (phase_ns[1] > 0) + (phase_ns[2] > 0) + (phase_ns[3] > 0);
+  const size_t slots = kCallSlots + gpu_on_;
+  // Written straight into this thread's ring: all of the call's slots, or none (drops counted).
   // Only for the session the call began in (a session that ended meanwhile has written its file).
-  const bool recording = epoch_ != 0 && epoch_ == recording_epoch();
-  const ThreadRings::Writer out = recording ? ThreadRings::instance().writer() : ThreadRings::Writer{nullptr, 0};
+  RecordRing* ring = nullptr;
+  detail::ThisThread* rt = thread_->rings;
+  if (C10_LIKELY(epoch_ != 0 && epoch_ == recording_epoch())) {
+    if (C10_UNLIKELY(rt == nullptr)) rt = thread_->rings = ThreadRings::this_thread();
+    ring = C10_LIKELY(rt->ring != nullptr) ? rt->ring : ThreadRings::instance().writer().ring;
+  }
   uint64_t at;
-  if (out.ring != nullptr && out.ring->claim(n, &at)) {
-    auto put = [&](int64_t from, int64_t to, Phase phase, uint32_t stream) {
-      out.ring->slot(at++) = Record{from, to, call_id_, engine_id_, out.thread_id, static_cast<uint8_t>(phase),
-                                    flags, device_, stream};
-    };
-    put(begin_, end, Phase::kCall, 0);
-#pragma GCC unroll 4
-    for (int p = 0; p < kNumHostPhases; ++p) {
-      if (phase_ns[p] > 0) put(b[p], b[p + 1], static_cast<Phase>(p + 1), 0);
-    }
+  if (ring != nullptr && ring->claim(slots, 1 + phases + gpu_on_, &at)) {
+    const uint32_t tid = rt->tid;
+    ring->slot(at) = Record{begin_, end, call_id_, engine_id_, tid, static_cast<uint8_t>(Phase::kCall), flags,
+                            device_, 0};
+    ring->slot(at + 1) = Record{b1, b2, static_cast<uint64_t>(b3), engine_id_, tid,
+                                static_cast<uint8_t>(Phase::kPhaseBounds), flags, device_, 0};
     if (gpu_on_) {
       // The event handles ride in the ring to the drainer, which resolves them.
-      out.ring->slot(at++) = Record{static_cast<int64_t>(reinterpret_cast<uintptr_t>(gpu_.start)),
-                                    static_cast<int64_t>(reinterpret_cast<uintptr_t>(gpu_.end)), call_id_, engine_id_,
-                                    out.thread_id, static_cast<uint8_t>(Phase::kGpuPending),
-                                    static_cast<uint8_t>(flags | (gpu_.on_engine_stream ? kFlagEngineStream : 0)),
-                                    device_, gpu_.stream};
+      ring->slot(at + 2) = Record{static_cast<int64_t>(reinterpret_cast<uintptr_t>(gpu_.start)),
+                                  static_cast<int64_t>(reinterpret_cast<uintptr_t>(gpu_.end)), call_id_, engine_id_,
+                                  tid, static_cast<uint8_t>(Phase::kGpuPending),
+                                  static_cast<uint8_t>(flags | (gpu_.on_engine_stream ? kFlagEngineStream : 0)),
+                                  device_, gpu_.stream};
     }
-    out.ring->publish(at);
+    ring->publish(at + slots);
   } else if (gpu_on_) {
     gpu::release(device_, &gpu_);
   }

@@ -1,12 +1,12 @@
 // Times one traced execute_engine call and splits it into host phases.
 //
-// Phase model (the real runtime's order, ../shared/notes): the runtime's own
+// Phase model (the real runtime's call sequence: docs/runtime.md, docs/phase-model.md): the runtime's own
 // steps are invisible, but the aten ops it dispatches are not. While a traced
 // call runs, the op observer (hook/op_observer.h) reports the call's top-level
 // ops (nested ops are not seen) and the scope marks three boundaries:
 //
 //   begin ── workspace ── first aten::view ── inputs ── first aten::empty* ──
-//         outputs ── end of the last consecutive aten::empty* ── enqueue ── end
+//         outputs ── end of the last consecutive aten::empty* / _to_copy ── enqueue ── end
 //
 //  * workspace: everything before input binding: moving CPU inputs to the GPU,
 //    the dynamic workspace allocation (only with the Dynamic strategy), waiting
@@ -14,8 +14,8 @@
 //  * inputs:    from the first input view to the first output allocation:
 //    view/contiguous (and CUDA-graph staging copies), shape and address binding,
 //    shape inference.
-//  * outputs:   the output allocations (aten::empty) and address binding in
-//    between them.
+//  * outputs:   the output allocations (aten::empty; in 2.11 each followed by
+//    its .to(dtype) conversion, aten::_to_copy) and address binding in between.
 //  * enqueue:   from the end of the last output allocation to the end of the
 //    call: the last output binding, enqueueV3 (launch cost only; the GPU runs
 //    asynchronously), the engine-to-caller stream sync and CUDA-graph copies.
@@ -31,13 +31,16 @@
 
 #include <c10/macros/Macros.h>
 
+#include "buffer/thread_rings.h"
 #include "common/clock.h"
 #include "common/record.h"
 #include "hook/engine_registry.h"
 #include "hook/engine_stats.h"
 #include "hook/gpu_events.h"
+#include "hook/nvtx_ranges.h"
 #include "hook/op_observer.h"
 #include "hook/profiler_scopes.h"
+#include "hook/tracing_state.h"
 
 namespace trt_trace {
 
@@ -51,6 +54,8 @@ struct HookThread {
   uint64_t next_call_id;                      // this thread's block of call ids, [next, end)
   uint64_t call_id_end;                       //   (see reserve_call_ids in tracing_state.h)
   EngineStats::Table* stats;                  // EngineStats::this_thread(), looked up once
+  ThisThread* rings;                          // ThreadRings::this_thread(), looked up once
+  c10::impl::PODLocalDispatchKeySet* dispatch_keys;  // c10's key sets of this thread, looked up once
   EngineRegistry::LookupCache registry_cache; // engine object -> id
 };
 extern thread_local HookThread t_hook;
@@ -65,7 +70,9 @@ class CallScope {
   // one records).
   // me: detail::t_hook of the calling thread.
   CallScope(detail::HookThread& me, uint32_t engine_id, uint16_t device, bool record = true) noexcept;
-  ~CallScope();
+  ~CallScope() {
+    if (C10_UNLIKELY(!finished_)) finish(true);  // left without finish(): closed and flagged as an error
+  }
   CallScope(const CallScope&) = delete;
   CallScope& operator=(const CallScope&) = delete;
 
@@ -90,7 +97,7 @@ class CallScope {
   // switch in real time, so between two output allocations a short `enqueue`
   // range may appear, and with pre-allocated outputs the `inputs` range runs to
   // the end of the call.
-  void live_switch(Phase phase) noexcept {
+  C10_ALWAYS_INLINE void live_switch(Phase phase) noexcept {
     if (C10_LIKELY(!live_)) return;  // neither NVTX nor a profiler: nothing to switch
     switch_live_ranges(phase);
   }
@@ -101,7 +108,7 @@ class CallScope {
   uint32_t engine_id_;
   uint16_t device_;
   bool finished_ = false;
-  bool nested_ = false;
+  uint8_t flags_ = 0;           // RecordFlags known at the start (kFlagNested)
   bool record_;
   bool nvtx_ = false;
   bool live_ = false;           // NVTX ranges or profiler scopes are open (live_switch)
@@ -123,8 +130,36 @@ class CallScope {
   detail::HookThread* thread_;  // detail::t_hook of the calling thread (looked up once)
 };
 
+// Inline: the hook constructs one per call (the compiler drops the stores it does not need).
+inline CallScope::CallScope(detail::HookThread& me, uint32_t engine_id, uint16_t device, bool record) noexcept
+    : engine_id_(engine_id), device_(device), record_(record) {
+  thread_ = &me;
+  if (C10_UNLIKELY(me.next_call_id == me.call_id_end)) {
+    me.next_call_id = reserve_call_ids();
+    me.call_id_end = me.next_call_id + kCallIdBlock;
+  }
+  call_id_ = me.next_call_id++;
+  outer_ = me.current_call;
+  flags_ = outer_ != nullptr ? kFlagNested : 0;
+  me.current_call = this;
+  // Without the observer (op_observer.h) the call is still timed; its phases all land in workspace.
+  if (C10_LIKELY(op_observer_available())) {
+    if (C10_UNLIKELY(me.dispatch_keys == nullptr)) me.dispatch_keys = &c10::impl::raw_local_dispatch_key_set;
+    observe_.emplace(*me.dispatch_keys);
+  }
+  nvtx_ = record_ && nvtx::enabled();
+  if (C10_UNLIKELY(nvtx_)) nvtx::push_call(engine_id_, call_id_);
+  profiler_.begin(engine_id_);
+  live_ = nvtx_ || profiler_.active();
+  live_switch(Phase::kWorkspace);
+  if (record_) epoch_ = recording_epoch();
+  // The start event is tracer overhead, recorded before the call's host time starts.
+  if (epoch_ != 0 && device_ != kNoDevice && gpu::enabled()) gpu_on_ = gpu::begin_call(device_, &gpu_);
+  begin_ = now_ns();
+}
+
 // Inline: called for every op of a traced call.
-inline bool CallScope::on_op_start(OpKind kind) noexcept {
+C10_ALWAYS_INLINE bool CallScope::on_op_start(OpKind kind) noexcept {
   if (in_op_) return false;
   in_op_ = true;
   switch (stage_) {
@@ -147,7 +182,9 @@ inline bool CallScope::on_op_start(OpKind kind) noexcept {
       }
       break;
     case kOutputs:
-      if (kind == OpKind::kAllocation) {
+      // An output's allocation, or its conversion right after it (2.11: empty, then .to(dtype)),
+      // keeps output setup open; any other op ends it.
+      if (kind == OpKind::kAllocation || kind == OpKind::kConversion) {
         live_switch(Phase::kOutputs);
       } else {
         stage_ = kAfterOutputs;
@@ -159,7 +196,7 @@ inline bool CallScope::on_op_start(OpKind kind) noexcept {
   return true;
 }
 
-inline void CallScope::on_op_end() noexcept {
+C10_ALWAYS_INLINE void CallScope::on_op_end() noexcept {
   in_op_ = false;
   if (stage_ == kInputs) {
     last_input_op_end_ = now_ns();

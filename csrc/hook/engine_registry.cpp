@@ -12,12 +12,6 @@ namespace trt_trace {
 
 namespace {
 
-size_t cache_slot(const void* p) {
-  // Objects are 16-byte aligned; fold in higher bits.
-  const auto a = reinterpret_cast<uintptr_t>(p);
-  return ((a >> 4) ^ (a >> 12)) % EngineRegistry::kCacheLines;
-}
-
 std::string engine_str(const c10::IValue& engine) {
   try {
     const auto& obj = engine.toObjectRef();
@@ -56,10 +50,8 @@ EngineRegistry* EngineRegistry::create() {
   return r;
 }
 
-uint32_t EngineRegistry::id_for(const c10::IValue& engine, LookupCache& cache) {
-  if (!engine.isObject()) return 0;
-  c10::ivalue::Object* obj = &engine.toObjectRef();
-  const uint64_t epoch = epoch_.load(std::memory_order_acquire);
+uint32_t EngineRegistry::miss(c10::ivalue::Object* obj, const c10::IValue& engine, LookupCache& cache,
+                              uint64_t epoch) {
   if (cache.epoch != epoch) {
     cache.lines = {};
     cache.epoch = epoch;

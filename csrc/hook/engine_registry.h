@@ -13,6 +13,7 @@
 #pragma once
 
 #include <ATen/core/ivalue.h>
+#include <c10/macros/Macros.h>
 
 #include <array>
 #include <atomic>
@@ -47,9 +48,16 @@ class EngineRegistry {
   };
 
   // Id (>= 1) for the engine object in `engine`; registers it on first sight.
-  // Hot path: a cache hit costs one atomic load and a compare. `cache` belongs to
-  // the calling thread (zero-initialised before its first use).
-  uint32_t id_for(const c10::IValue& engine, LookupCache& cache);
+  // Hot path, inline: a cache hit costs one atomic load and a compare. `cache`
+  // belongs to the calling thread (zero-initialised before its first use).
+  uint32_t id_for(const c10::IValue& engine, LookupCache& cache) {
+    if (C10_UNLIKELY(!engine.isObject())) return 0;
+    c10::ivalue::Object* obj = &engine.toObjectRef();
+    const uint64_t epoch = epoch_.load(std::memory_order_acquire);
+    CacheLine& line = cache.lines[cache_slot(obj)];
+    if (C10_LIKELY(cache.epoch == epoch && line.obj == obj)) return line.id;
+    return miss(obj, engine, cache, epoch);
+  }
 
   // Names indexed by id; names()[0] is "" (ids start at 1).
   std::vector<std::string> names() const;
@@ -65,6 +73,13 @@ class EngineRegistry {
 
  private:
   static EngineRegistry* create();
+  static size_t cache_slot(const void* p) {
+    // Objects are 16-byte aligned; fold in higher bits.
+    const auto a = reinterpret_cast<uintptr_t>(p);
+    return ((a >> 4) ^ (a >> 12)) % kCacheLines;
+  }
+  // A cache miss (or a stale cache): looks the object up, registering it on first sight.
+  uint32_t miss(c10::ivalue::Object* obj, const c10::IValue& engine, LookupCache& cache, uint64_t epoch);
   uint32_t register_engine(c10::ivalue::Object* obj, const c10::IValue& engine);
   void sweep_locked();
 

@@ -33,6 +33,15 @@ uint16_t cuda_device_of(const c10::IValue& tensors) {
   return kNoDevice;
 }
 
+// The CUDA device of the first tensor in a tensor-list result (kNoDevice: none, or not on CUDA).
+uint16_t cuda_device_of_first(const c10::IValue& tensors) {
+  if (!tensors.isList()) return kNoDevice;
+  const auto list = tensors.toListRef();
+  if (list.empty() || !list[0].isTensor()) return kNoDevice;
+  const at::Tensor& t = list[0].toTensor();
+  return t.defined() && t.is_cuda() ? static_cast<uint16_t>(t.get_device()) : kNoDevice;
+}
+
 // record = false: tracing is off, a profiler records (scopes only, see profiler_scopes.h).
 void traced_call(const c10::OperatorHandle& op, c10::DispatchKeySet next, torch::jit::Stack* stack, bool record) {
   detail::HookThread& me = detail::t_hook;  // the call's one look-up of the hook's thread-local state
@@ -44,8 +53,8 @@ void traced_call(const c10::OperatorHandle& op, c10::DispatchKeySet next, torch:
     call.finish(/*error=*/true);  // slices closed and flagged; the exception goes on unchanged
     throw;
   }
-  // CPU inputs are moved to the engine's GPU by the runtime: its outputs name the device.
-  if (call.device() == kNoDevice && !stack->empty()) call.set_device(cuda_device_of(stack->back()));
+  // CPU inputs are moved to the engine's GPU by the runtime: its outputs, all on that device, name it.
+  if (call.device() == kNoDevice && !stack->empty()) call.set_device(cuda_device_of_first(stack->back()));
   call.finish(/*error=*/false);
 }
 

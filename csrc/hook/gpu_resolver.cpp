@@ -212,11 +212,13 @@ size_t Resolver::resolve(Record* out, size_t max, bool wait) {
       if (!clock.anchors.empty()) {
         int64_t b = host_time(clock, start);
         int64_t e = host_time(clock, end);
-        // The engine's work cannot start before its launch. An engine-stream start event cannot pass
-        // before the runtime's hand-off right before the launch, so it needs no such bound (and the
-        // enqueue phase can begin after the launch: in the output-allocator mode it starts after an
-        // allocation made from inside enqueueV3).
-        if (!(p.rec.flags & kFlagEngineStream) && b < p.not_before_ns) b = p.not_before_ns;
+        // The engine's work cannot start before its launch (an idle GPU reaches a start event as soon
+        // as it is recorded, before the host has launched anything). Except where the enqueue phase
+        // begins only after the span's end: in the output-allocator mode the phase model sees the
+        // enqueue start after an allocation made from inside enqueueV3, so that bound would squash
+        // an engine-stream span to nothing (seen with the real 2.11 runtime).
+        const bool late_enqueue = (p.rec.flags & kFlagEngineStream) && p.not_before_ns >= e;
+        if (!late_enqueue && b < p.not_before_ns) b = p.not_before_ns;
         if (e < b) e = b;
         Record r = p.rec;
         r.begin_ns = b;

@@ -2,7 +2,11 @@
 
 #include <ATen/ATen.h>
 #include <ATen/core/dispatch/Dispatcher.h>
+#include <ATen/ops/_to_copy_ops.h>
+#include <ATen/ops/clone_ops.h>
+#include <ATen/ops/copy_ops.h>
 #include <ATen/ops/empty_ops.h>
+#include <ATen/ops/empty_strided_ops.h>
 #include <ATen/ops/view_ops.h>
 #include <torch/library.h>
 
@@ -15,6 +19,16 @@
 namespace trt_trace {
 namespace {
 
+// The op's typed handle, found once. Handing on through it inlines the dispatcher's redispatch
+// (table look-up, kernel call) into the observer's kernel, where at::_ops::<op>::redispatch, an
+// exported function, would marshal every argument once more on each observed op.
+template <class Op>
+const c10::TypedOperatorHandle<typename Op::schema>& handle() {
+  static const c10::TypedOperatorHandle<typename Op::schema> h =
+      c10::Dispatcher::singleton().findSchemaOrThrow(Op::name, Op::overload_name).template typed<typename Op::schema>();
+  return h;
+}
+
 // Keys below the observer's: where every observed op goes on.
 inline c10::DispatchKeySet below(c10::DispatchKeySet ks) {
   return ks & c10::DispatchKeySet(c10::DispatchKeySet::FULL_AFTER, kObserveOpsKey);
@@ -25,10 +39,10 @@ inline c10::DispatchKeySet below(c10::DispatchKeySet ks) {
 // calls and ops dispatched from inside an observed op.
 class ObservedOp {
  public:
-  explicit ObservedOp(OpKind kind) noexcept : call_(CallScope::current()) {
+  C10_ALWAYS_INLINE explicit ObservedOp(OpKind kind) noexcept : call_(CallScope::current()) {
     if (call_ != nullptr && !call_->on_op_start(kind)) call_ = nullptr;
   }
-  ~ObservedOp() {
+  C10_ALWAYS_INLINE ~ObservedOp() {
     if (call_ != nullptr) call_->on_op_end();
   }
   ObservedOp(const ObservedOp&) = delete;
@@ -40,49 +54,68 @@ class ObservedOp {
 
 at::Tensor observe_view(c10::DispatchKeySet ks, const at::Tensor& self, c10::SymIntArrayRef size) {
   ObservedOp observed(OpKind::kInputView);
-  return at::_ops::view::redispatch(below(ks), self, size);
+  return handle<at::_ops::view>().redispatch(below(ks), self, size);
 }
 
 at::Tensor observe_empty(c10::DispatchKeySet ks, c10::SymIntArrayRef size, std::optional<at::ScalarType> dtype,
                          std::optional<at::Layout> layout, std::optional<at::Device> device,
                          std::optional<bool> pin_memory, std::optional<at::MemoryFormat> memory_format) {
   ObservedOp observed(OpKind::kAllocation);
-  return at::_ops::empty_memory_format::redispatch(below(ks), size, dtype, layout, device, pin_memory,
+  return handle<at::_ops::empty_memory_format>().redispatch(below(ks), size, dtype, layout, device, pin_memory,
                                                    memory_format);
 }
 
-OpKind kind_of(const c10::OperatorHandle& op) {
-  const std::string& name = op.operator_name().name;
-  if (name == "aten::view") return OpKind::kInputView;
-  if (name.compare(0, 11, "aten::empty") == 0) return OpKind::kAllocation;
-  return OpKind::kOther;
+at::Tensor observe_empty_strided(c10::DispatchKeySet ks, c10::SymIntArrayRef size, c10::SymIntArrayRef stride,
+                                 std::optional<at::ScalarType> dtype, std::optional<at::Layout> layout,
+                                 std::optional<at::Device> device, std::optional<bool> pin_memory) {
+  ObservedOp observed(OpKind::kAllocation);
+  return handle<at::_ops::empty_strided>().redispatch(below(ks), size, stride, dtype, layout, device, pin_memory);
 }
 
-void observe_any(const c10::OperatorHandle& op, c10::DispatchKeySet ks, torch::jit::Stack* stack) {
-  c10::impl::ExcludeDispatchKeyGuard nested_ops_skip_observer(kObserveOpsKey);
-  ObservedOp observed(kind_of(op));
-  op.redispatchBoxed(below(ks), stack);
+at::Tensor observe_clone(c10::DispatchKeySet ks, const at::Tensor& self,
+                         std::optional<at::MemoryFormat> memory_format) {
+  ObservedOp observed(OpKind::kOther);
+  return handle<at::_ops::clone>().redispatch(below(ks), self, memory_format);
+}
+
+at::Tensor observe_to_copy(c10::DispatchKeySet ks, const at::Tensor& self, std::optional<at::ScalarType> dtype,
+                           std::optional<at::Layout> layout, std::optional<at::Device> device,
+                           std::optional<bool> pin_memory, bool non_blocking,
+                           std::optional<at::MemoryFormat> memory_format) {
+  ObservedOp observed(OpKind::kConversion);
+  return handle<at::_ops::_to_copy>().redispatch(below(ks), self, dtype, layout, device, pin_memory, non_blocking,
+                                        memory_format);
+}
+
+at::Tensor& observe_copy_(c10::DispatchKeySet ks, at::Tensor& self, const at::Tensor& src, bool non_blocking) {
+  ObservedOp observed(OpKind::kOther);
+  return handle<at::_ops::copy_>().redispatch(below(ks), self, src, non_blocking);
 }
 
 struct Registration {
-  std::unique_ptr<torch::Library> fallback;
-  std::unique_ptr<torch::Library> fast_path;
+  std::unique_ptr<torch::Library> fallthrough;
+  std::unique_ptr<torch::Library> observed;
 };
 
 bool register_kernels() {
   static Registration* reg = new Registration();  // kept for the life of the process
   try {
-    reg->fallback = std::make_unique<torch::Library>(torch::Library::IMPL, "_", std::make_optional(kObserveOpsKey),
+    // Every op without a kernel below skips the key (the dispatcher drops fallthrough keys).
+    reg->fallthrough = std::make_unique<torch::Library>(torch::Library::IMPL, "_", std::make_optional(kObserveOpsKey),
+                                                        __FILE__, __LINE__);
+    reg->fallthrough->fallback(torch::CppFunction::makeFallthrough());
+    reg->observed = std::make_unique<torch::Library>(torch::Library::IMPL, "aten", std::make_optional(kObserveOpsKey),
                                                      __FILE__, __LINE__);
-    reg->fallback->fallback(torch::CppFunction::makeFromBoxedFunction<&observe_any>());
-    reg->fast_path = std::make_unique<torch::Library>(torch::Library::IMPL, "aten",
-                                                      std::make_optional(kObserveOpsKey), __FILE__, __LINE__);
-    reg->fast_path->impl("view", TORCH_FN(observe_view));
-    reg->fast_path->impl("empty.memory_format", TORCH_FN(observe_empty));
+    reg->observed->impl("view", TORCH_FN(observe_view));
+    reg->observed->impl("empty.memory_format", TORCH_FN(observe_empty));
+    reg->observed->impl("empty_strided", TORCH_FN(observe_empty_strided));
+    reg->observed->impl("clone", TORCH_FN(observe_clone));
+    reg->observed->impl("_to_copy", TORCH_FN(observe_to_copy));
+    reg->observed->impl("copy_", TORCH_FN(observe_copy_));
     return true;
   } catch (const std::exception& e) {
-    reg->fast_path.reset();
-    reg->fallback.reset();
+    reg->observed.reset();
+    reg->fallthrough.reset();
     std::string what = e.what();
     what = what.substr(0, what.find('\n'));
     std::fprintf(stderr,
@@ -93,10 +126,8 @@ bool register_kernels() {
   }
 }
 
-const bool g_available = register_kernels();
-
 }  // namespace
 
-bool op_observer_available() noexcept { return g_available; }
+const bool detail::g_op_observer_available = register_kernels();
 
 }  // namespace trt_trace

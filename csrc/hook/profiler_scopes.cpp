@@ -1,7 +1,5 @@
 #include "hook/profiler_scopes.h"
 
-#include <torch/csrc/profiler/orchestration/observer.h>
-
 #include <deque>
 #include <mutex>
 
@@ -29,16 +27,9 @@ const ScopeNames* names_for(uint32_t engine_id) {
 
 }  // namespace
 
-bool profiler_scopes_wanted() noexcept {
-  // First the profiler's own state, the cheapest test that can say no: torch.profiler (and the
-  // autograd profiler) keeps it in this thread's debug info, or in one process-wide slot when
-  // global. Then, only while one is on, the dispatcher's per-op check: does anything record
-  // USER_SCOPE events on this thread now (a profiler's schedule may be between its active steps)?
-  using torch::profiler::impl::ProfilerStateBase;
-  if (C10_LIKELY(ProfilerStateBase::get(/*global=*/false) == nullptr &&
-                 ProfilerStateBase::get(/*global=*/true) == nullptr)) {
-    return false;
-  }
+bool detail::profiler_records_user_scopes() noexcept {
+  // A profiler is on: does anything record USER_SCOPE events on this thread now (its schedule
+  // may be between its active steps)?
   try {
     return at::getStepCallbacksUnlessEmpty(at::RecordScope::USER_SCOPE).has_value();
   } catch (...) {

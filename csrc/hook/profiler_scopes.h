@@ -16,6 +16,7 @@
 #pragma once
 
 #include <ATen/record_function.h>
+#include <torch/csrc/profiler/orchestration/observer.h>
 
 #include <array>
 #include <cstdint>
@@ -26,8 +27,22 @@
 
 namespace trt_trace {
 
-// Cheap when no profiler is on (a thread-local and a global pointer are null).
-bool profiler_scopes_wanted() noexcept;
+namespace detail {
+bool profiler_records_user_scopes() noexcept;  // the exact check, while a profiler is on
+}  // namespace detail
+
+// Cheap when no profiler is on (a thread-local and a global pointer are null), inline: every
+// engine call asks. First the profiler's own state, the cheapest test that can say no:
+// torch.profiler (and the autograd profiler) keeps it in this thread's debug info, or in one
+// process-wide slot when global. Then, only while one is on, the dispatcher's per-op check.
+inline bool profiler_scopes_wanted() noexcept {
+  using torch::profiler::impl::ProfilerStateBase;
+  if (C10_LIKELY(ProfilerStateBase::get(/*global=*/false) == nullptr &&
+                 ProfilerStateBase::get(/*global=*/true) == nullptr)) {
+    return false;
+  }
+  return detail::profiler_records_user_scopes();
+}
 
 class ProfilerScopes {
  public:

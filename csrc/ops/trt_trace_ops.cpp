@@ -12,6 +12,7 @@
 #include <mutex>
 #include <optional>
 
+#include "buffer/call_layout.h"
 #include "buffer/thread_rings.h"
 #include "common/clock.h"
 #include "hook/engine_registry.h"
@@ -98,8 +99,8 @@ int64_t drain_into(const at::Tensor& out, bool wait_gpu) {
   TORCH_CHECK(out.device().is_cpu() && out.dtype() == at::kByte && out.is_contiguous(),
               "trt_trace::drain_into: out must be a contiguous CPU uint8 tensor");
   const size_t max_records = static_cast<size_t>(out.numel()) / sizeof(Record);
-  TORCH_CHECK(max_records > 0, "trt_trace::drain_into: out must hold at least one record (",
-              sizeof(Record), " bytes)");
+  TORCH_CHECK(max_records >= 10, "trt_trace::drain_into: out must hold at least 10 records (",
+              10 * sizeof(Record), " bytes): a call's ring slots expand into up to ", kMaxRecordsPerCall, " records");
   std::lock_guard<std::mutex> lock(g_drain_mutex);
   auto* records = reinterpret_cast<Record*>(out.data_ptr<uint8_t>());
   size_t n = ThreadRings::instance().drain(records, max_records);
@@ -110,7 +111,7 @@ int64_t drain_into(const at::Tensor& out, bool wait_gpu) {
 
 // The same into a new tensor of at most max_records records (tests, one-off drains).
 at::Tensor drain(int64_t max_records, bool wait_gpu) {
-  TORCH_CHECK(max_records > 0, "trt_trace::drain: max_records must be positive");
+  TORCH_CHECK(max_records >= 10, "trt_trace::drain: max_records must be at least 10");
   at::Tensor out = at::empty({max_records * static_cast<int64_t>(sizeof(Record))}, at::kByte);
   const int64_t n = drain_into(out, wait_gpu);
   return out.narrow(0, 0, n * static_cast<int64_t>(sizeof(Record)));

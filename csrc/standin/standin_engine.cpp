@@ -88,6 +88,7 @@ EngineParams EngineParams::parse(const std::string& text) {
     else if (k == "host_us") p.host_us = std::stoll(v);
     else if (k == "workspace_bytes") p.workspace_bytes = std::stoll(v);
     else if (k == "fail_every") p.fail_every = std::stoll(v);
+    else if (k == "dispatch_contiguous") p.dispatch_contiguous = std::stoll(v);
     else TORCH_CHECK(false, "stand-in engine: unknown parameter '", k, "'");
   }
   TORCH_CHECK(p.activation == "relu" || p.activation == "tanh" || p.activation == "none",
@@ -102,6 +103,7 @@ std::string EngineParams::serialize() const {
   ss << "scale=" << scale << ";bias=" << bias << ";activation=" << activation << ";num_inputs=" << num_inputs
      << ";num_outputs=" << num_outputs << ";repeat=" << repeat << ";host_us=" << host_us
      << ";workspace_bytes=" << workspace_bytes << ";fail_every=" << fail_every;
+  if (dispatch_contiguous != 0) ss << ";dispatch_contiguous=" << dispatch_contiguous;
   return ss.str();
 }
 

@@ -59,6 +59,9 @@ struct EngineParams {
   int64_t host_us = 0;           // extra host cost inside enqueue, in microseconds
   int64_t workspace_bytes = 0;   // dynamic workspace size (Dynamic strategy only)
   int64_t fail_every = 0;        // > 0: every Nth call throws in enqueue (fault tests)
+  // 1: `.contiguous()` of each bound input reaches the dispatcher even when the input is already
+  // contiguous (benchmarks: the runtime's view, contiguous and empty per call as dispatcher calls).
+  int64_t dispatch_contiguous = 0;
 
   static EngineParams parse(const std::string& text);
   std::string serialize() const;

@@ -144,7 +144,9 @@ std::vector<at::Tensor> execute_engine(std::vector<at::Tensor> inputs, c10::intr
   for (const auto& in : inputs) {
     TORCH_CHECK(in.device().type() == device.type(), "Expected input tensors to have device ",
                 c10::DeviceTypeName(device.type(), /*lower_case=*/true), ", found device ", in.device());
-    bound_inputs.push_back(in.view(in.sizes()).contiguous());
+    at::Tensor viewed = in.view(in.sizes());
+    bound_inputs.push_back(p.dispatch_contiguous != 0 ? viewed.__dispatch_contiguous(c10::MemoryFormat::Contiguous)
+                                                      : viewed.contiguous());
   }
 
   // 8. Output setup: an allocation per output, unless pre-allocated outputs are reused. 2.11

@@ -1,14 +1,20 @@
 """Per engine call cost in instructions (valgrind --tool=callgrind): repeatable to the instruction where
 wall-clock loops on these machines vary by microseconds.
 
-    python tools/bench/bench_callgrind.py [--calls 2000] [--engines 1] [--threads 1] [--io 1] [--modes ...] [--keep DIR]
+    python tools/bench/bench_callgrind.py [--calls 2000] [--engines 1] [--threads 1] [--io 1] [--shapes ...]
+                                          [--modes ...] [--keep DIR]
 
 Each mode runs in its own process under callgrind, collecting only inside the calling threads' C++ loops
 of boxed calls (tools/bench/bench_overhead.py's calls_on_this_thread, built on first use). Each mode runs twice,
 N and 2N calls per thread: instructions per call are the difference over N x threads, which cancels
 set-up and warm-up. Modes as in bench_overhead.py. --engines N calls N engines in turn (the registry's
 per-thread cache); --io K gives each engine K inputs and K outputs (an aten op each, as the runtime
-binds them); --threads T runs T calling threads and counts all of them (valgrind runs one thread at a
+binds them); --shapes picks the calls measured, each in the same run:
+  runtime   per input `view` and `contiguous`, per output `empty`, all through the dispatcher: the real
+            runtime's input binding (`.view(shape).contiguous()`) and output allocation
+  minimal   per input `view`, per output `empty` (`.contiguous()` of a contiguous tensor returns it without
+            dispatching, as in the stand-in's default)
+--threads T runs T calling threads and counts all of them (valgrind runs one thread at a
 time, so this is each call's work with T threads about, not contention between cores; a thread that
 waits for a lock sleeps in the kernel, which costs no instructions). --keep DIR keeps each run's
 callgrind output (DIR/<mode>.<calls>.out) for `callgrind_annotate --inclusive=yes`: comparing two
@@ -32,7 +38,7 @@ WORKER = r"""
 import os, sys, tempfile, torch
 from torch.utils import cpp_extension
 mode, calls, src, build = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4]
-engines, threads, io = int(sys.argv[5]), int(sys.argv[6]), int(sys.argv[7])
+engines, threads, io, contiguous = int(sys.argv[5]), int(sys.argv[6]), int(sys.argv[7]), sys.argv[8] == "1"
 warm = max(50, engines)  # every engine called (registered) before the counted calls
 import trt_trace
 from trt_trace import standin
@@ -40,7 +46,8 @@ standin.load()
 trt_trace._library.load()
 cpp_extension.load_inline("trt_trace_bench", [open(src).read()], build_directory=build, is_python_module=False,
                           extra_cflags=["-O2"], verbose=False)
-es = [standin.make_engine(f"bench_engine_{i}", num_inputs=io, num_outputs=io) for i in range(engines)]
+es = [standin.make_engine(f"bench_engine_{i}", num_inputs=io, num_outputs=io, dispatch_contiguous=contiguous)
+      for i in range(engines)]
 x = [torch.ones(4) for _ in range(io)]
 loop = torch.ops.trt_trace_bench.boxed_loop
 d = tempfile.mkdtemp()
@@ -77,6 +84,7 @@ def main() -> int:
     ap.add_argument("--engines", type=int, default=1)
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--io", type=int, default=1, help="inputs and outputs per engine (one aten op each)")
+    ap.add_argument("--shapes", nargs="+", default=["runtime", "minimal"], choices=["runtime", "minimal"])
     ap.add_argument("--modes", nargs="+", default=list(MODES), choices=MODES)
     ap.add_argument("--keep", type=Path, help="keep the callgrind outputs in this folder")
     args = ap.parse_args()
@@ -87,38 +95,40 @@ def main() -> int:
     src = Path(tempfile.mkdtemp()) / "loop.cpp"
     src.write_text(LOOP_SRC)
     # Build the loop extension outside valgrind first.
-    shape = [str(args.engines), str(args.threads), str(args.io)]
-    subprocess.run([sys.executable, "-c", WORKER, "installed, off", "10", str(src), str(build), *shape], check=True,
-                   cwd=tempfile.gettempdir())
+    subprocess.run([sys.executable, "-c", WORKER, "installed, off", "10", str(src), str(build), "1", "1", "1", "0"],
+                   check=True, cwd=tempfile.gettempdir())
     env = {k: v for k, v in os.environ.items() if not k.startswith("TRT_TRACE_")}
     env["TRT_TRACE_QUIET"] = "1"
-    print(f"  {args.engines} engine(s) with {args.io} input(s)/output(s), {args.threads} thread(s), "
-          f"{args.calls} calls per thread", flush=True)
-    per_call = {}
-    for mode in args.modes:
-        counts = []
-        for calls in (args.calls, 2 * args.calls):  # the difference cancels the warm-up calls
-            folder = args.keep or Path(tempfile.mkdtemp())
-            out = folder / f"{mode.replace(' ', '_').replace(',', '')}.{calls}.out"
-            subprocess.run(["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}",
-                            "--toggle-collect=*calls_on_this_thread*", sys.executable, "-c", WORKER, mode,
-                            str(calls), str(src), str(build), *shape],
-                           env=env, check=True, capture_output=True, cwd=tempfile.gettempdir())
-            text = out.read_text(errors="replace")
-            m = re.search(r"^(?:summary|totals):\s+(\d+)", text, re.M)
-            counts.append(int(m.group(1)))
-        per_call[mode] = (counts[1] - counts[0]) / (args.calls * args.threads)
-        print(f"  {mode:15s} {per_call[mode]:9.0f} instructions/call", flush=True)
-    base = per_call.get("not installed")
-    if base is None:
-        return 0
-    for mode in per_call:
-        if mode != "not installed":
-            print(f"  {mode:15s} adds {per_call[mode] - base:7.0f} instructions/call")
-    if "tracing on" in per_call and "torch.profiler" in per_call:
-        on = per_call["tracing on"] - base
-        prof = per_call["torch.profiler"] - base
-        print(f"  tracing on adds {on / prof:.2f} x torch.profiler's added instructions")
+    for shape in args.shapes:
+        argv = [str(args.engines), str(args.threads), str(args.io), "1" if shape == "runtime" else "0"]
+        ops = "view, contiguous, empty" if shape == "runtime" else "view, empty"
+        print(f"  {shape}: {args.engines} engine(s) with {args.io} input(s)/output(s) ({ops}), {args.threads} "
+              f"thread(s), {args.calls} calls per thread", flush=True)
+        per_call = {}
+        for mode in args.modes:
+            counts = []
+            for calls in (args.calls, 2 * args.calls):  # the difference cancels the warm-up calls
+                folder = args.keep or Path(tempfile.mkdtemp())
+                out = folder / f"{shape}.{mode.replace(' ', '_').replace(',', '')}.{calls}.out"
+                subprocess.run(["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}",
+                                "--toggle-collect=*calls_on_this_thread*", sys.executable, "-c", WORKER, mode,
+                                str(calls), str(src), str(build), *argv],
+                               env=env, check=True, capture_output=True, cwd=tempfile.gettempdir())
+                text = out.read_text(errors="replace")
+                m = re.search(r"^(?:summary|totals):\s+(\d+)", text, re.M)
+                counts.append(int(m.group(1)))
+            per_call[mode] = (counts[1] - counts[0]) / (args.calls * args.threads)
+            print(f"  {mode:15s} {per_call[mode]:9.0f} instructions/call", flush=True)
+        base = per_call.get("not installed")
+        if base is None:
+            continue
+        for mode in per_call:
+            if mode != "not installed":
+                print(f"  {mode:15s} adds {per_call[mode] - base:7.0f} instructions/call")
+        if "tracing on" in per_call and "torch.profiler" in per_call:
+            on = per_call["tracing on"] - base
+            prof = per_call["torch.profiler"] - base
+            print(f"  tracing on adds {on / prof:.2f} x torch.profiler's added instructions", flush=True)
     return 0
 
 

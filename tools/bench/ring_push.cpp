@@ -1,6 +1,6 @@
 // Record cost: ns per record pushed into a thread's ring (ThreadRings::push, the hook's path),
 // with 1 and 2 producer threads and a consumer draining concurrently so rings never fill.
-//   g++ -O2 -std=c++17 -pthread -Icsrc tools/bench/ring_push.cpp csrc/buffer/thread_rings.cpp -o ring_push
+//   g++ -O2 -std=c++17 -pthread -Icsrc tools/bench/ring_push.cpp csrc/buffer/thread_rings.cpp csrc/buffer/call_layout.cpp -o ring_push
 #include <algorithm>
 #include <atomic>
 #include <chrono>

@@ -50,6 +50,8 @@ def main() -> int:
     xs = [torch.randn(1024, 1024, device="cuda"), torch.randn(1024, 1024, device="cuda")]
     ref = standin.reference_outputs(spec, xs)
 
+    # The hook's own recording, as the tests do (the switch alone only counts; a session records).
+    ops.set_recording(True)
     ops.set_profile_execution(True)
     outs_default = torch.ops.tensorrt.execute_engine(xs, engine)
     own = torch.cuda.Stream()
@@ -59,6 +61,7 @@ def main() -> int:
     outs_cpu_in = torch.ops.tensorrt.execute_engine([x.cpu() for x in xs], engine)
     torch.cuda.synchronize()
     ops.set_profile_execution(False)
+    ops.set_recording(False)
     for label, outs in (("default stream", outs_default), ("own stream", outs_own), ("cpu inputs", outs_cpu_in)):
         err = max(float((o.double() - r.double()).abs().max()) for o, r in zip(outs, ref, strict=True))
         check(f"eager CUDA engine, caller on {label}: outputs equal the reference", err < 1e-4, f"max err {err:.2e}")

@@ -97,12 +97,16 @@ class EngineSpec:
     dynamic: bool = False  # Dynamic resource allocation: a workspace tensor per call
     fail_every: int = 0
     device: int = -1  # CUDA device index, -1 for CPU
+    # `.contiguous()` of each input through the dispatcher even when contiguous (benchmarks: the runtime's
+    # view, contiguous and empty per call); only written when set, so existing engines serialize as before.
+    dispatch_contiguous: bool = False
 
     def params_text(self) -> str:
         keys = ("scale", "bias", "activation", "num_inputs", "num_outputs", "repeat", "host_us",
                 "workspace_bytes", "fail_every")
-        return ";".join(f"{k}={getattr(self, k)!r}" if isinstance(getattr(self, k), float)
+        text = ";".join(f"{k}={getattr(self, k)!r}" if isinstance(getattr(self, k), float)
                         else f"{k}={getattr(self, k)}" for k in keys)
+        return text + ";dispatch_contiguous=1" if self.dispatch_contiguous else text
 
     def serialized_info(self) -> list[str]:
         """The fields in the layout of the runtime version played now."""
