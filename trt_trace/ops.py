@@ -55,12 +55,12 @@ def timing_table(percentiles_of: str = "total", json: bool = False) -> str:
 def engine_histograms(series: int) -> torch.Tensor:
     """int64 [engine ids, buckets]: the live duration histograms, series 0 of the call's total, 1 of
     its GPU span (csrc/hook/duration_histogram.h), counted since the last reset()."""
-    return _op("engine_histograms")(int(series))
+    return _op("_engine_histograms")(int(series))
 
 
 def histogram_bounds() -> list[int]:
     """The histogram buckets' lower bounds in ns, then the last bucket's upper bound."""
-    return list(_op("histogram_bounds")())
+    return list(_op("_histogram_bounds")())
 
 
 def set_nvtx(enable: bool) -> bool:
@@ -79,17 +79,17 @@ def reset() -> None:
 def drain(max_records: int, wait_gpu: bool = False) -> torch.Tensor:
     """Raw records (uint8 tensor) drained from every ring, GPU spans resolved so far included.
     wait_gpu=True waits for every pending GPU span (the final drain only)."""
-    return _op("drain")(int(max_records), bool(wait_gpu))
+    return _op("_drain")(int(max_records), bool(wait_gpu))
 
 
 def drain_into(out: torch.Tensor, wait_gpu: bool = False) -> int:
     """Like drain(), into `out` (a contiguous CPU uint8 tensor, reused by the drainer); returns the
     number of records written at its start."""
-    return int(_op("drain_into")(out, bool(wait_gpu)))
+    return int(_op("_drain_into")(out, bool(wait_gpu)))
 
 
 def after_fork_in_child() -> None:
-    _op("after_fork_in_child")()
+    _op("_after_fork_in_child")()
 
 
 def set_gpu_timing(enable: bool) -> bool:
@@ -109,14 +109,14 @@ def set_engine_stream_spans(enable: bool) -> None:
 def gpu_stream_trace_installed() -> bool:
     """Whether c10's GPU trace reports event records and waits to trt_trace, so that calls of engines that
     run on a stream of their own get spans of that stream (see README, GPU time)."""
-    return bool(_op("gpu_stream_trace_installed")())
+    return bool(_op("_gpu_stream_trace_installed")())
 
 
 def gpu_event_host_ns(device: int = 0, calls: int = 1000) -> float:
     """Benchmark support: host ns per traced call spent on its GPU events alone (start and end event
     recorded on `device`'s current stream, then handed back), averaged over `calls`; -1.0 where no
     event can be recorded (CPU-only build, no such device)."""
-    return float(_op("gpu_event_host_ns")(int(device), int(calls)))
+    return float(_op("_gpu_event_host_ns")(int(device), int(calls)))
 
 
 def gpu_clock_stats() -> dict[str, float]:
@@ -128,25 +128,25 @@ def gpu_clock_stats() -> dict[str, float]:
 
 
 def pending() -> int:
-    return int(_op("pending")())
+    return int(_op("_pending")())
 
 
 def thread_counts() -> torch.Tensor:
     """int64 [threads, 5]: thread id, produced, dropped, capacity, alive."""
-    return _op("thread_counts")()
+    return _op("_thread_counts")()
 
 
 def reset_thread_counts() -> None:
     """Restarts the per-thread produced/dropped counts (each session reports its own)."""
-    _op("reset_thread_counts")()
+    _op("_reset_thread_counts")()
 
 
 def engine_names() -> list[str]:
-    return list(_op("engine_names")())
+    return list(_op("_engine_names")())
 
 
 def engine_stats() -> torch.Tensor:
-    return _op("engine_stats")()
+    return _op("_engine_stats")()
 
 
 def format_timing_table(names: list[str], stats: torch.Tensor, dropped: int = 0, threads_with_drops: int = 0,
@@ -154,7 +154,7 @@ def format_timing_table(names: list[str], stats: torch.Tensor, dropped: int = 0,
                         percentiles_of: str = "total", json: bool = False) -> str:
     """The table of numbers aggregated elsewhere (a trace file); percentiles: int64 [len(names), 2]
     p50 and p99 in ns (-1: none), all_percentiles over every call."""
-    return str(_op("format_timing_table")(names, stats, int(dropped), int(threads_with_drops), percentiles,
+    return str(_op("_format_timing_table")(names, stats, int(dropped), int(threads_with_drops), percentiles,
                                           int(all_percentiles[0]), int(all_percentiles[1]), percentiles_of,
                                           bool(json)))
 
@@ -181,7 +181,7 @@ def chrome_json_events(records, tids, pid: int, engine_json: list[str], flows: b
 
     raw = torch.from_numpy(np.ascontiguousarray(records).view(np.uint8).reshape(-1))
     buffer = buffer or FormatBuffer()
-    return buffer.take(_op("chrome_json_events")(raw, torch.from_numpy(np.ascontiguousarray(tids, dtype=np.int64)),
+    return buffer.take(_op("_chrome_json_events")(raw, torch.from_numpy(np.ascontiguousarray(tids, dtype=np.int64)),
                                                  int(pid), engine_json, bool(flows), buffer.tensor))
 
 
@@ -196,39 +196,39 @@ def perfetto_slice_packets(records, track_uuids, seq_id: int, annotation_iids: l
     raw = torch.from_numpy(np.ascontiguousarray(records).view(np.uint8).reshape(-1))
     uuids = torch.from_numpy(np.ascontiguousarray(track_uuids, dtype=np.int64))
     buffer = buffer or FormatBuffer()
-    return buffer.take(_op("perfetto_slice_packets")(raw, uuids, int(seq_id), list(annotation_iids), bool(flows),
+    return buffer.take(_op("_perfetto_slice_packets")(raw, uuids, int(seq_id), list(annotation_iids), bool(flows),
                                                      buffer.tensor))
 
 
 def perfetto_field_numbers() -> dict[str, int]:
     """The proto field numbers the C++ encoder uses, by proto name (for the test against the descriptors)."""
-    names, numbers = _op("perfetto_field_numbers")()
+    names, numbers = _op("_perfetto_field_numbers")()
     return dict(zip(names, numbers, strict=True))
 
 
 def set_buffer_capacity(records: int) -> None:
-    _op("set_buffer_capacity")(int(records))
+    _op("_set_buffer_capacity")(int(records))
 
 
 def buffer_capacity() -> int:
-    return int(_op("buffer_capacity")())
+    return int(_op("_buffer_capacity")())
 
 
 def sweep_engines() -> int:
-    return int(_op("sweep_engines")())
+    return int(_op("_sweep_engines")())
 
 
 def clock_now_ns() -> int:
-    return int(_op("clock_now_ns")())
+    return int(_op("_clock_now_ns")())
 
 
 def parse_engine_name(text: str) -> str:
-    return str(_op("parse_engine_name")(text))
+    return str(_op("_parse_engine_name")(text))
 
 
 def push_synthetic(count: int, engine_id: int, first_seq: int) -> None:
-    _op("push_synthetic")(int(count), int(engine_id), int(first_seq))
+    _op("_push_synthetic")(int(count), int(engine_id), int(first_seq))
 
 
 def record_layout() -> list[int]:
-    return list(_op("record_layout")())
+    return list(_op("_record_layout")())

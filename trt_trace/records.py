@@ -22,7 +22,7 @@ assert RECORD_DTYPE.itemsize == 40
 
 # What a record's phase and flags mean: trace_format.Phase and Flag.
 
-# Columns of torch.ops.trt_trace.engine_stats() (csrc/hook/engine_stats.h StatColumn).
+# Columns of torch.ops.trt_trace._engine_stats() (csrc/hook/engine_stats.h StatColumn).
 STATS_COLUMNS = (
     "calls",
     "errors",

@@ -57,4 +57,12 @@ static_assert(sizeof(Record) == 40, "Record layout is shared with trt_trace/reco
 
 constexpr uint16_t kNoDevice = 0xffff;
 
+// The one rule both trace formats draw their launch flows by: an enqueue slice of a CUDA call
+// launched GPU work (drawn to the call's GPU slice), unless the call failed or was captured into a
+// CUDA graph (nothing ran then).
+inline bool launches_gpu(const Record& r) noexcept {
+  return r.phase == static_cast<uint8_t>(Phase::kEnqueue) && r.device != kNoDevice &&
+         !(r.flags & (kFlagCaptured | kFlagError));
+}
+
 }  // namespace trt_trace

@@ -102,6 +102,14 @@ class CallScope {
     switch_live_ranges(phase);
   }
   void switch_live_ranges(Phase phase) noexcept;
+  // A phase boundary now: the clock read once, into the two marks it sets.
+  C10_ALWAYS_INLINE void enter(uint8_t stage, Phase phase, int64_t* mark, int64_t* also) noexcept {
+    const int64_t t = now_ns();
+    *mark = t;
+    *also = t;
+    stage_ = static_cast<Stage>(stage);
+    live_switch(phase);
+  }
 
   enum Stage : uint8_t { kBeforeInputs, kInputs, kOutputs, kAfterOutputs };
 
@@ -163,23 +171,11 @@ C10_ALWAYS_INLINE bool CallScope::on_op_start(OpKind kind) noexcept {
   if (in_op_) return false;
   in_op_ = true;
   switch (stage_) {
-    case kBeforeInputs:
-      if (kind == OpKind::kInputView) {
-        const int64_t t = now_ns();
-        inputs_begin_ = t;
-        last_input_op_end_ = t;
-        stage_ = kInputs;
-        live_switch(Phase::kInputs);
-      }
+    case kBeforeInputs:  // the first input view starts inputs
+      if (kind == OpKind::kInputView) enter(kInputs, Phase::kInputs, &inputs_begin_, &last_input_op_end_);
       break;
-    case kInputs:
-      if (kind == OpKind::kAllocation) {
-        const int64_t t = now_ns();
-        outputs_begin_ = t;
-        enqueue_begin_ = t;
-        stage_ = kOutputs;
-        live_switch(Phase::kOutputs);
-      }
+    case kInputs:  // the first output allocation starts outputs
+      if (kind == OpKind::kAllocation) enter(kOutputs, Phase::kOutputs, &outputs_begin_, &enqueue_begin_);
       break;
     case kOutputs:
       // An output's allocation, or its conversion right after it (2.11: empty, then .to(dtype)),

@@ -55,7 +55,7 @@ struct Out {
 // literal (quotes included, escaped by the caller). flows: emit launch flow events (enqueue ->
 // gpu). Returns (buffer, n): the events comma-separated, without brackets, in the first n bytes of
 // buffer, which is `out` when given and large enough, else a new one (see ops/output_buffer.h).
-std::tuple<at::Tensor, int64_t> format_events(const at::Tensor& records, const at::Tensor& tids, int64_t pid,
+std::tuple<at::Tensor, int64_t> chrome_json_events(const at::Tensor& records, const at::Tensor& tids, int64_t pid,
                                               const std::vector<std::string>& engine_json, bool flows,
                                               const std::optional<at::Tensor>& out_buffer) {
   TORCH_CHECK(records.dtype() == at::kByte && records.is_contiguous() && records.numel() % sizeof(Record) == 0,
@@ -116,8 +116,7 @@ std::tuple<at::Tensor, int64_t> format_events(const at::Tensor& records, const a
     // matches a flow's events in time order, and a GPU span may begin with its enqueue (it is
     // clamped there) and end long before the enqueue does: the slices' middles can come in either
     // order, these two ends do not (for spans of 2 ns or more).
-    const bool launch = r.phase == static_cast<uint8_t>(Phase::kEnqueue) && r.device != kNoDevice &&
-                        !(r.flags & (kFlagCaptured | kFlagError));
+    const bool launch = launches_gpu(r);
     if (flows && (gpu || launch)) {
       if (gpu) {
         out.lit(",\n{\"ph\":\"f\",\"bp\":\"e\",\"cat\":\"trt_trace\",\"name\":\"launch\",\"id\":");
@@ -142,7 +141,7 @@ std::tuple<at::Tensor, int64_t> format_events(const at::Tensor& records, const a
 }  // namespace trt_trace
 
 TORCH_LIBRARY_FRAGMENT(trt_trace, m) {
-  m.def("chrome_json_events(Tensor records, Tensor tids, int pid, str[] engine_json, bool flows, "
+  m.def("_chrome_json_events(Tensor records, Tensor tids, int pid, str[] engine_json, bool flows, "
         "Tensor? out=None) -> (Tensor, int)",
-        &trt_trace::format_events);
+        &trt_trace::chrome_json_events);
 }

@@ -141,7 +141,7 @@ TRT_TRACE_INLINE void close_event(Out& out, std::pair<uint8_t*, uint8_t*> length
 // The event name of a record is interned as phase + 1, its engine's name (a debug annotation
 // string, so that SQL finds a slice's engine in its args as in the JSON) as engine id + 1. Returns (buffer, n): the packets in the first
 // n bytes of buffer, which is `out` when given and large enough, else a new one (ops/output_buffer.h).
-std::tuple<at::Tensor, int64_t> encode_slices(const at::Tensor& records, const at::Tensor& track_uuids,
+std::tuple<at::Tensor, int64_t> perfetto_slice_packets(const at::Tensor& records, const at::Tensor& track_uuids,
                                               int64_t seq_id, const std::vector<int64_t>& annotation_iids,
                                               bool flows, const std::optional<at::Tensor>& out_buffer) {
   TORCH_CHECK(records.dtype() == at::kByte && records.is_contiguous() && records.numel() % sizeof(Record) == 0,
@@ -195,8 +195,7 @@ std::tuple<at::Tensor, int64_t> encode_slices(const at::Tensor& records, const a
     if (r.flags & kFlagCaptured) ev.annotation(iid(kCaptured), kBoolValue, 1);
     // A flow from the enqueue slice to the GPU slice it launched (the call id names it), as
     // the JSON's launch arrows: none for failed or graph-captured calls (nothing ran).
-    const bool launch = r.phase == static_cast<uint8_t>(Phase::kEnqueue) && r.device != kNoDevice &&
-                        !(r.flags & (kFlagCaptured | kFlagError));
+    const bool launch = launches_gpu(r);
     if (flows && launch) ev.fixed64(kFlowIds, r.call_id);
     if (flows && gpu) ev.fixed64(kTerminatingFlowIds, r.call_id);
     close_event(ev, lengths);
@@ -206,7 +205,7 @@ std::tuple<at::Tensor, int64_t> encode_slices(const at::Tensor& records, const a
 }
 
 // The constants above by proto name, for the test that checks them against the descriptors.
-std::tuple<std::vector<std::string>, std::vector<int64_t>> field_numbers() {
+std::tuple<std::vector<std::string>, std::vector<int64_t>> perfetto_field_numbers() {
   std::vector<std::pair<std::string, int64_t>> table = {
       {"Trace.packet", kTracePacket},
       {"TracePacket.timestamp", kTimestamp},
@@ -238,8 +237,8 @@ std::tuple<std::vector<std::string>, std::vector<int64_t>> field_numbers() {
 }  // namespace trt_trace
 
 TORCH_LIBRARY_FRAGMENT(trt_trace, m) {
-  m.def("perfetto_slice_packets(Tensor records, Tensor track_uuids, int seq_id, int[] annotation_iids, "
+  m.def("_perfetto_slice_packets(Tensor records, Tensor track_uuids, int seq_id, int[] annotation_iids, "
         "bool flows, Tensor? out=None) -> (Tensor, int)",
-        &trt_trace::encode_slices);
-  m.def("perfetto_field_numbers() -> (str[], int[])", &trt_trace::field_numbers);
+        &trt_trace::perfetto_slice_packets);
+  m.def("_perfetto_field_numbers() -> (str[], int[])", &trt_trace::perfetto_field_numbers);
 }

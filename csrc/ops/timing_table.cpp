@@ -7,17 +7,15 @@ namespace trt_trace {
 
 namespace {
 
-std::string ms(int64_t ns) {
+// A number with a fixed number of decimals, as the table and its JSON print it.
+std::string fixed(double v, int decimals) {
   char buf[32];
-  std::snprintf(buf, sizeof(buf), "%.3f", static_cast<double>(ns) / 1e6);
+  std::snprintf(buf, sizeof(buf), "%.*f", decimals, v);
   return buf;
 }
 
-std::string pct(double v) {
-  char buf[32];
-  std::snprintf(buf, sizeof(buf), "%.1f", v);
-  return buf;
-}
+std::string ms(int64_t ns) { return fixed(static_cast<double>(ns) / 1e6, 3); }
+std::string pct(double v) { return fixed(v, 1); }
 
 std::string pad_left(const std::string& s, size_t w) {
   return s.size() >= w ? s : std::string(w - s.size(), ' ') + s;
@@ -46,17 +44,8 @@ std::string json_string(const std::string& s) {
   return out + "\"";
 }
 
-std::string json_ms(int64_t ns) {
-  char buf[32];
-  std::snprintf(buf, sizeof(buf), "%.6f", static_cast<double>(ns) / 1e6);
-  return buf;
-}
-
-std::string json_pct(double v) {
-  char buf[32];
-  std::snprintf(buf, sizeof(buf), "%.4f", v);
-  return buf;
-}
+std::string json_ms(int64_t ns) { return fixed(static_cast<double>(ns) / 1e6, 6); }
+std::string json_pct(double v) { return fixed(v, 4); }
 
 }  // namespace
 
@@ -89,7 +78,7 @@ TimingTable build_timing_table(std::vector<TimingRow> rows, int64_t all_p50_ns, 
   return t;
 }
 
-std::string format_timing_table(const TimingTable& t) {
+std::string timing_table_text(const TimingTable& t) {
   size_t name_w = 6;
   for (const auto& r : t.rows) name_w = std::max(name_w, r.engine.size());
   const size_t w = 11, wp = 8;

@@ -39,7 +39,7 @@ TimingTable build_timing_table(std::vector<TimingRow> rows, int64_t all_p50_ns, 
 
 // The gpu column appears when any row has GPU spans. dropped_events > 0 adds a line saying how much
 // was lost and the fix.
-std::string format_timing_table(const TimingTable& table);
+std::string timing_table_text(const TimingTable& table);
 
 // The same table as one JSON object (for dashboards and scripts): times in ms, null where a
 // figure does not exist (no GPU spans, no calls).

@@ -30,9 +30,9 @@ namespace {
 
 void set_profile_execution(bool enable) { set_tracing(enable); }
 bool get_profile_execution() { return tracing_enabled(); }
-// A session's own switch: traced calls also go into the rings (tracing_state.h).
-void set_session_recording(bool enable) { set_recording(enable); }
-bool get_session_recording() { return recording_epoch() != 0; }
+// A session's own switch (_set_recording is trt_trace::set_recording): traced calls also go into the
+// rings (tracing_state.h).
+bool get_recording() { return recording_epoch() != 0; }
 
 std::pair<uint64_t, uint64_t> drop_totals() {
   uint64_t dropped = 0, threads = 0;
@@ -45,7 +45,7 @@ std::pair<uint64_t, uint64_t> drop_totals() {
 
 // The live table: counters and the duration histograms; percentiles_of "total" (the call's host
 // time) or "gpu" (its GPU span), the two durations the hot path keeps histograms of.
-std::string live_timing_table(const std::string& percentiles_of, bool json) {
+std::string timing_table(const std::string& percentiles_of, bool json) {
   const int series = percentiles_of == "total" ? kHistTotal : percentiles_of == "gpu" ? kHistGpu : -1;
   TORCH_CHECK(series >= 0, "live percentiles are kept of the call's total and of its GPU span, not of '",
               percentiles_of, "': give \"total\" or \"gpu\", or summarise a trace file for a host phase");
@@ -64,13 +64,13 @@ std::string live_timing_table(const std::string& percentiles_of, bool json) {
   const auto [dropped, threads] = drop_totals();
   TimingTable table = build_timing_table(std::move(rows), histogram::percentile(all.data(), 50),
                                          histogram::percentile(all.data(), 99), percentiles_of, dropped, threads);
-  return json ? timing_table_json(table) : format_timing_table(table);
+  return json ? timing_table_json(table) : timing_table_text(table);
 }
 
-std::string timing_table_text() { return live_timing_table("total", false); }
+std::string live_table_text() { return timing_table("total", false); }
 
 std::string dump_engine_timing() {
-  std::string text = timing_table_text();
+  std::string text = live_table_text();
   std::fputs(text.c_str(), stdout);
   std::fflush(stdout);
   return text;
@@ -178,7 +178,7 @@ at::Tensor engine_stats() {
 
 // A table of numbers aggregated elsewhere (a trace file): percentiles [len(names), 2] int64 ns
 // (p50, p99; -1 where none), all_p50/all_p99 over every call.
-std::string format_table(const std::vector<std::string>& names, const at::Tensor& stats, int64_t dropped,
+std::string format_timing_table(const std::vector<std::string>& names, const at::Tensor& stats, int64_t dropped,
                          int64_t threads_with_drops, const std::optional<at::Tensor>& percentiles,
                          int64_t all_p50, int64_t all_p99, const std::string& percentiles_of, bool json) {
   TORCH_CHECK(stats.dim() == 2 && stats.size(1) == kNumStatColumns && stats.size(0) == (int64_t)names.size(),
@@ -203,7 +203,7 @@ std::string format_table(const std::vector<std::string>& names, const at::Tensor
   }
   TimingTable table = build_timing_table(std::move(rows), all_p50, all_p99, percentiles_of,
                                          static_cast<uint64_t>(dropped), static_cast<uint64_t>(threads_with_drops));
-  return json ? timing_table_json(table) : format_timing_table(table);
+  return json ? timing_table_json(table) : timing_table_text(table);
 }
 
 // Histogram `series` (0: the call's total, 1: its GPU span) of every engine id: int64 [ids, buckets].
@@ -237,8 +237,6 @@ int64_t sweep_engines() {
 
 int64_t clock_now_ns() { return now_ns(); }
 
-std::string parse_name(const std::string& text) { return parse_engine_name(text); }
-
 // Test and benchmark support: count records pushed from the calling thread, as
 // a traced call would, with begin_ns = first_seq .. first_seq+count-1.
 void push_synthetic(int64_t count, int64_t engine_id, int64_t first_seq) {
@@ -270,37 +268,37 @@ TORCH_LIBRARY(trt_trace, m) {
   using namespace trt_trace;
   m.def("set_profile_execution(bool enable) -> ()", &set_profile_execution);
   m.def("get_profile_execution() -> bool", &get_profile_execution);
-  m.def("_set_recording(bool enable) -> ()", &set_session_recording);
-  m.def("_get_recording() -> bool", &get_session_recording);
+  m.def("_set_recording(bool enable) -> ()", &trt_trace::set_recording);
+  m.def("_get_recording() -> bool", &get_recording);
   m.def("dump_engine_timing() -> str", &dump_engine_timing);
-  m.def("timing_table(str percentiles_of=\"total\", bool json=False) -> str", &live_timing_table);
-  m.def("engine_histograms(int series) -> Tensor", &engine_histograms);
-  m.def("histogram_bounds() -> int[]", &histogram_bounds);
+  m.def("timing_table(str percentiles_of=\"total\", bool json=False) -> str", &timing_table);
+  m.def("_engine_histograms(int series) -> Tensor", &engine_histograms);
+  m.def("_histogram_bounds() -> int[]", &histogram_bounds);
   m.def("reset() -> ()", &reset);
   m.def("set_nvtx(bool enable) -> bool", &set_nvtx);
   m.def("get_nvtx() -> bool", &get_nvtx);
-  m.def("drain(int max_records, bool wait_gpu=False) -> Tensor", &drain);
-  m.def("drain_into(Tensor(a!) out, bool wait_gpu=False) -> int", &drain_into);
+  m.def("_drain(int max_records, bool wait_gpu=False) -> Tensor", &drain);
+  m.def("_drain_into(Tensor(a!) out, bool wait_gpu=False) -> int", &drain_into);
   m.def("set_gpu_timing(bool enable) -> bool", &set_gpu_timing);
-  m.def("after_fork_in_child() -> ()", &after_fork_in_child);
+  m.def("_after_fork_in_child() -> ()", &after_fork_in_child);
   m.def("get_gpu_timing() -> bool", &get_gpu_timing);
   m.def("gpu_clock_stats() -> Dict(str, float)", &gpu_clock_stats);
   m.def("_set_engine_stream_spans(bool enable) -> ()", &set_engine_stream_spans);
-  m.def("gpu_event_host_ns(int device, int calls) -> float", &gpu_event_host_ns);
-  m.def("gpu_stream_trace_installed() -> bool", &gpu_stream_trace_installed);
-  m.def("pending() -> int", &pending);
-  m.def("thread_counts() -> Tensor", &thread_counts);
-  m.def("reset_thread_counts() -> ()", &reset_thread_counts);
-  m.def("engine_names() -> str[]", &engine_names);
-  m.def("engine_stats() -> Tensor", &engine_stats);
-  m.def("format_timing_table(str[] names, Tensor stats, int dropped, int threads_with_drops, Tensor? percentiles=None, "
+  m.def("_gpu_event_host_ns(int device, int calls) -> float", &gpu_event_host_ns);
+  m.def("_gpu_stream_trace_installed() -> bool", &gpu_stream_trace_installed);
+  m.def("_pending() -> int", &pending);
+  m.def("_thread_counts() -> Tensor", &thread_counts);
+  m.def("_reset_thread_counts() -> ()", &reset_thread_counts);
+  m.def("_engine_names() -> str[]", &engine_names);
+  m.def("_engine_stats() -> Tensor", &engine_stats);
+  m.def("_format_timing_table(str[] names, Tensor stats, int dropped, int threads_with_drops, Tensor? percentiles=None, "
         "int all_p50=-1, int all_p99=-1, str percentiles_of=\"total\", bool json=False) -> str",
-        &format_table);
-  m.def("set_buffer_capacity(int records) -> ()", &set_buffer_capacity);
-  m.def("buffer_capacity() -> int", &buffer_capacity);
-  m.def("sweep_engines() -> int", &sweep_engines);
-  m.def("clock_now_ns() -> int", &clock_now_ns);
-  m.def("parse_engine_name(str text) -> str", &parse_name);
-  m.def("push_synthetic(int count, int engine_id, int first_seq) -> ()", &push_synthetic);
-  m.def("record_layout() -> int[]", &record_layout);
+        &format_timing_table);
+  m.def("_set_buffer_capacity(int records) -> ()", &set_buffer_capacity);
+  m.def("_buffer_capacity() -> int", &buffer_capacity);
+  m.def("_sweep_engines() -> int", &sweep_engines);
+  m.def("_clock_now_ns() -> int", &clock_now_ns);
+  m.def("_parse_engine_name(str text) -> str", &trt_trace::parse_engine_name);
+  m.def("_push_synthetic(int count, int engine_id, int first_seq) -> ()", &push_synthetic);
+  m.def("_record_layout() -> int[]", &record_layout);
 }
