@@ -120,6 +120,12 @@ def flight_max_bytes() -> int:
     return int(mib * 1024 * 1024)
 
 
+def cache_dir() -> str:
+    """TRT_TRACE_CACHE_DIR: where the stand-in's compiled AOTInductor packages are kept (by content)."""
+    return os.environ.get("TRT_TRACE_CACHE_DIR") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "trt_trace")
+
+
 def quiet() -> bool:
     """TRT_TRACE_QUIET=1: no "trace written" line at exit (for sessions from the API too)."""
     return parse_bool("TRT_TRACE_QUIET", False)

@@ -22,6 +22,7 @@ from pathlib import Path
 
 import torch
 
+from .. import config
 from .runtime import EngineSpec, load, make_engine, runtime_version
 
 
@@ -71,10 +72,7 @@ def demo_specs(n: int = 6, device: int = -1) -> list[EngineSpec]:
 
 
 def cache_dir() -> Path:
-    root = os.environ.get("TRT_TRACE_CACHE_DIR") or os.path.join(
-        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "trt_trace"
-    )
-    path = Path(root) / "aoti_packages"
+    path = Path(config.cache_dir()) / "aoti_packages"
     path.mkdir(parents=True, exist_ok=True)
     return path
 
