@@ -97,3 +97,14 @@ def test_cli_run_passes_the_exit_code_on_and_summary_reports_bad_files(tmp_path)
     bad.write_text("this is not json")
     proc = subprocess.run(trt_trace_cmd() + ["summary", str(bad)], capture_output=True, text=True, timeout=300)
     assert proc.returncode == 1 and proc.stderr.count("\n") == 1 and "not a trace" in proc.stderr
+
+
+def test_the_demo_runs_from_the_repository_root(tmp_path):
+    # The README's demo command runs `trt-trace demo` in the checkout, whose source folder has no
+    # compiled library: the serving process must import the installed package all the same.
+    repo = Path(__file__).resolve().parents[1]
+    out = tmp_path / "demo.json"
+    proc = subprocess.run(trt_trace_cmd() + ["demo", "--out", str(out), "--calls", "3"], cwd=repo,
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert out.exists() and any(line.startswith("ALL ") for line in proc.stdout.splitlines())

@@ -13,6 +13,7 @@ import argparse
 import os
 import subprocess
 import sys
+import tempfile
 import textwrap
 import time
 
@@ -48,7 +49,10 @@ def main(argv: list[str] | None = None) -> int:
     env = dict(os.environ)
     env["TRT_TRACE_OUT"] = os.path.abspath(args.out)
     print(f"running it {args.calls} times in a fresh process with only TRT_TRACE_OUT={args.out} set ...")
-    rc = subprocess.call([sys.executable, "-c", SERVE_SCRIPT, path, str(args.calls)], env=env)
+    # Not from this directory: `python -c` puts the working directory first on sys.path, and run in a
+    # checkout that would import its source folder (no compiled library) instead of the installed package.
+    rc = subprocess.call([sys.executable, "-c", SERVE_SCRIPT, path, str(args.calls)], env=env,
+                         cwd=tempfile.gettempdir())
     if rc != 0:
         print(f"demo: the serving process failed with exit code {rc}", file=sys.stderr)
         return rc
