@@ -20,7 +20,8 @@ from typing import Any
 from . import __version__, config, metrics, ops
 from .config import DEFAULT_BUFFER_EVENTS, DEFAULT_MAX_MB, Settings, expand_path, host_name, rank_info, warn
 from .drainer import Drainer
-from .flight import FlightWindow, dump_path
+from .flight import FlightWindow
+from .perfetto_protos import protos
 from .writers import ChromeJsonWriter, PerfettoTraceWriter, resolve_format, suffix_matches
 
 
@@ -90,7 +91,8 @@ class Session:
 
         try:
             if settings.flight_s > 0:  # the flight recorder: a window in memory, files only on dump()
-                file_writer(dump_path(self.path, 0), lazy=True)  # the format's protos load now, not at a dump
+                if self.format == "perfetto":
+                    protos()  # a missing `perfetto` package fails now, not at the first dump
                 self.writer = FlightWindow(self.path, file_writer, settings.flight_s, settings.flight_max_bytes,
                                            on_exit=settings.flight_on_exit)
             else:
