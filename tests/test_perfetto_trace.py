@@ -14,6 +14,7 @@ import torch
 from conftest import call_from_threads, drain_all, in_thread, run_python
 from perfetto.protos.perfetto.trace import perfetto_trace_pb2 as pb
 from pftrace_checks import check_pftrace, parse
+from test_gpu_tracks import call_records
 from trace_checks import check_trace, load_strict, to_ns
 
 import trt_trace
@@ -31,15 +32,6 @@ def run_engines(path, names, calls=4, **kwargs):
             for e in engines:
                 torch.ops.tensorrt.execute_engine([torch.ones(8)], e)
     return session
-
-
-def call_records(call_id, engine, begin, gpu_begin, gpu_end, stream=7, flags=0):
-    """A CUDA call as the drain hands it over: call, 4 phases, and its GPU span."""
-    b = [begin, begin + 10_000, begin + 20_000, begin + 30_000, begin + 100_000]
-    rows = [(b[0], b[4], call_id, engine, 42, 0, flags, 0, 0)]
-    rows += [(b[p], b[p + 1], call_id, engine, 42, p + 1, flags, 0, 0) for p in range(4)]
-    rows.append((gpu_begin, gpu_end, call_id, engine, 42, 5, flags, 0, stream))
-    return rows
 
 
 def write_both(tmp_path, batches, names):
@@ -228,6 +220,21 @@ def test_gpu_tracks_flows_and_agreement_with_json(tmp_path):
     by_name = dict(zip(s.names, s.stats.tolist(), strict=True))
     assert by_name["engine_a"][7] == 470_000 + 170_000 and by_name["engine_a"][8] == 2
     assert s.stats.tolist() == aggregate(events).stats.tolist()
+
+
+def test_caller_stream_waits_agree_with_json_and_stay_out_of_the_table(tmp_path):
+    rows = call_records(1, 1, 1_000_000, 1_040_000, 1_300_000, wait=(1_030_000, 1_320_000))
+    rows += call_records(2, 1, 2_000_000, 2_040_000, 2_090_000, wait=(2_040_000, 2_090_000))
+    records = np.array(rows, dtype=RECORD_DTYPE)
+    events, c = write_both(tmp_path, [records], ["", "engine_a"])
+    assert json_slices(events) == pftrace_slices(c)
+    waits = [s for s in c.slices if s[1] == "caller stream wait"]
+    assert len(waits) == 2 and all(c.path(s[0]) == ["engine_a", "GPU"] for s in waits)
+    assert {s[4]["stream"] for s in waits} == {3}
+    assert all(s[4].get("engine_stream") is True for s in c.slices if s[1] == "gpu")
+    # The table's gpu column is the engines' own work, not the waits around it.
+    s = aggregate(pftrace_reader.load_events(str(tmp_path / "same.pftrace")))
+    assert s.stats.tolist()[s.names.index("engine_a")][7:9] == [260_000 + 50_000, 2]
 
 
 def test_equal_timestamps_and_calls_split_across_batches_still_nest(tmp_path):

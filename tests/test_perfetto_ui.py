@@ -157,7 +157,7 @@ def check_in_ui(ui: PerfettoUI, path: Path, expected: Expected, fmt: str) -> Ope
             assert {r["e"] for r in rows} == {1} and {r["engine"] for r in rows} == {engine}, rows
             assert set(by_name) <= {"execute_engine", "workspace", "inputs", "outputs", "enqueue"}
             gpu_rows = trace.query(f"select name, count(*) n from slice where track_id in ({gpu}) group by name")
-            assert {r["name"] for r in gpu_rows} <= {"gpu"}
+            assert {r["name"] for r in gpu_rows} <= {"gpu", "caller stream wait"}
             if fmt == "json" and expected.engine_ids.get(engine):  # the tid reads as the engine id
                 assert all(int(t.label.rsplit(" ", 1)[1]) // 1000 == expected.engine_ids[engine] for t in mine)
     n_calls = trace.scalar("select count(*) from slice where name = 'execute_engine'")
@@ -254,6 +254,42 @@ def test_gpu_spans_with_launch_flows(perfetto_ui, tmp_path, fmt):
     assert [(t.engine, t.gpu, t.lane) for t in found] == [
         ("engine_a", False, 0), ("engine_a", True, 0), ("engine_a", True, 1),
         ("engine_b", False, 0), ("engine_b", True, 0)]
+    trace.close()
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_caller_stream_waits_hold_their_engine_spans(perfetto_ui, tmp_path, fmt):
+    # An engine on a stream of its own (2.11): each call's caller-stream wait, with its engine span
+    # nested inside on the same GPU track; one wait shares both ends with its span. The calls' GPU
+    # work overlaps (two caller streams): the second call's pair goes on a second GPU lane, together.
+    rows = []
+    rows += call_records(1, 1, 1_000_000, 1_040_000, 1_300_000, wait=(1_030_000, 1_320_000))
+    rows += call_records(2, 1, 1_100_000, 1_150_000, 1_250_000, stream=9, wait=(1_130_000, 1_260_000))
+    rows += call_records(3, 2, 2_000_000, 2_040_000, 2_090_000, wait=(2_040_000, 2_090_000))
+    records = np.array(rows, dtype=RECORD_DTYPE)
+    gpu = np.isin(records["phase"], (Phase.GPU, Phase.CALLER_WAIT))
+    path = tmp_path / f"waits{suffix(fmt)}"
+    write_records(path, [records[~gpu], records[gpu]], ["", "engine_a", "engine_b"])
+    trace = check_in_ui(perfetto_ui, path, Expected({"engine_a": 2, "engine_b": 1}, gpu_spans=3, threads=1), fmt)
+    arg = "args." if fmt == "json" else "debug."
+    rows = trace.query(
+        f"select s.name, s.depth, s.ts, s.dur, s.track_id, p.name parent, "
+        f"extract_arg(s.arg_set_id, '{arg}call_id') call, extract_arg(s.arg_set_id, '{arg}stream') stream, "
+        f"extract_arg(s.arg_set_id, '{arg}engine_stream') engine_stream "
+        f"from slice s left join slice p on s.parent_id = p.id "
+        f"where s.name in ('gpu', 'caller stream wait') order by call, s.depth")
+    by_call = {}
+    for r in rows:
+        by_call.setdefault(r["call"], []).append(r)
+    assert sorted(by_call) == [1, 2, 3]
+    for call, (outer, inner) in by_call.items():
+        assert outer["depth"] == 0 and inner["depth"] == 1 and outer["track_id"] == inner["track_id"], by_call
+        assert inner["ts"] >= outer["ts"] and inner["ts"] + inner["dur"] <= outer["ts"] + outer["dur"]
+        if call != 3:  # (equal extents: either may be the outer one)
+            assert (outer["name"], inner["name"], inner["parent"]) == ("caller stream wait", "gpu",
+                                                                        "caller stream wait")
+            assert inner["engine_stream"] in (1, True) and outer["stream"] == 3
+    assert by_call[1][0]["track_id"] != by_call[2][0]["track_id"]  # overlapping pairs: two lanes
     trace.close()
 
 

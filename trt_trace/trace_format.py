@@ -19,6 +19,7 @@ class Phase(IntEnum):
     OUTPUTS = 3
     ENQUEUE = 4
     GPU = 5
+    CALLER_WAIT = 6
 
     @property
     def slice_name(self) -> str:
@@ -26,7 +27,10 @@ class Phase(IntEnum):
 
 
 # A record's slice name in both formats, by Phase.
-PHASE_NAMES = ("execute_engine", "workspace", "inputs", "outputs", "enqueue", "gpu")
+PHASE_NAMES = ("execute_engine", "workspace", "inputs", "outputs", "enqueue", "gpu", "caller stream wait")
+# Spans on an engine's GPU track: its own GPU work and, where it ran on a stream of its own, what the
+# caller's stream waited for it (containing the first).
+GPU_PHASES = (Phase.GPU, Phase.CALLER_WAIT)
 HOST_PHASES = PHASE_NAMES[Phase.WORKSPACE : Phase.ENQUEUE + 1]
 # The durations of a call that tables and diffs report: its host time, its host phases, its GPU span.
 DURATIONS = ("total", *HOST_PHASES, "gpu")

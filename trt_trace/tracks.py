@@ -12,7 +12,7 @@ from collections import OrderedDict
 
 import numpy as np
 
-from .trace_format import Phase
+from .trace_format import GPU_PHASES, Phase
 
 # Calls whose phase records may still arrive in the next drained batch.
 _REMEMBERED_CALLS = 8192
@@ -69,14 +69,27 @@ class LaneAssigner:
         return lanes
 
     def assign_spans(self, records: np.ndarray) -> np.ndarray:
-        """Lanes for standalone spans (GPU records): every record is placed on its own."""
+        """Lanes for standalone spans (GPU records): every record is placed on its own, except that a
+        call's engine span goes on the lane of its caller-stream wait, which contains it (the resolver
+        hands both over in one batch)."""
         lanes = np.zeros(len(records), dtype=np.int64)
         order = np.argsort(records["begin_ns"], kind="stable").tolist()
         begins = records["begin_ns"].tolist()
         ends = records["end_ns"].tolist()
         engines = records["engine_id"].tolist()
-        for i in order:
-            lanes[i] = self._place(engines[i], begins[i], ends[i])
+        waits = records["phase"] == Phase.CALLER_WAIT
+        if not waits.any():
+            for i in order:
+                lanes[i] = self._place(engines[i], begins[i], ends[i])
+            return lanes
+        wait_of = dict(zip(records["call_id"][waits].tolist(), np.flatnonzero(waits).tolist(), strict=True))
+        call_ids = records["call_id"].tolist()
+        follows = [not waits[i] and call_ids[i] in wait_of for i in range(len(records))]
+        for i in order:  # the waits and lone spans first, in begin order
+            if not follows[i]:
+                lanes[i] = self._place(engines[i], begins[i], ends[i])
+        for i in np.flatnonzero(follows).tolist():
+            lanes[i] = lanes[wait_of[call_ids[i]]]
         return lanes
 
     def _place(self, engine: int, begin: int, end: int) -> int:
@@ -95,7 +108,7 @@ class LaneAssigner:
 def place_on_lanes(records: np.ndarray, host: LaneAssigner, gpu: LaneAssigner) -> tuple[np.ndarray, np.ndarray]:
     """(lane, is_gpu) of each record of a drained batch: host records follow their call, GPU spans of
     one engine get lanes of their own (they overlap when its calls run on several streams)."""
-    is_gpu = records["phase"] == Phase.GPU
+    is_gpu = np.isin(records["phase"], GPU_PHASES)
     if not is_gpu.any():  # host records only: no masked copy of the batch
         return host.assign(records), is_gpu
     lanes = np.empty(len(records), dtype=np.int64)

@@ -19,20 +19,34 @@ enum class Phase : uint8_t {
   kInputs = 2,
   kOutputs = 3,
   kEnqueue = 4,
-  kGpu = 5,  // device execution span (CUDA events), resolved by the drainer
-  // Internal, never leaves C++: a call's two CUDA events (begin_ns/end_ns hold
+  kGpu = 5,  // device execution span (CUDA events), resolved by the drainer: the engine's own work
+  // Where the engine runs on a stream of its own (Torch-TensorRT 2.11 always):
+  // how long the caller's stream waited for the call, from reaching it to being
+  // released, hand-offs included. Resolved with the call's kGpu span, which it
+  // contains (hook/gpu_events.h).
+  kCallerWait = 6,
+  // Internal, never leave C++: a call's two CUDA events (begin_ns/end_ns hold
   // the cudaEvent_t handles) waiting in the ring until the drainer resolves
-  // them into a kGpu record.
-  kGpuPending = 6,
+  // them into a kGpu record (kGpuPending) or a kCallerWait one.
+  kGpuPending = 7,
+  kCallerWaitPending = 8,
   // Internal, never leaves C++: the slot after a call's kCall record in the
   // ring, holding its inner phase boundaries; the drainer expands the pair
   // into the call and its phase records (buffer/call_layout.h).
-  kPhaseBounds = 7,
+  kPhaseBounds = 9,
 };
 constexpr int kNumHostPhases = 4;  // workspace, inputs, outputs, enqueue
+constexpr uint8_t kLastPublicPhase = static_cast<uint8_t>(Phase::kCallerWait);  // later values stay in C++
 
-// Slice / range names by Phase value (kCall..kGpu), as trt_trace/records.py PHASE_NAMES.
-inline constexpr const char* kPhaseNames[] = {"execute_engine", "workspace", "inputs", "outputs", "enqueue", "gpu"};
+// Slice / range names by Phase value (kCall..kCallerWait), as trt_trace/trace_format.py PHASE_NAMES.
+inline constexpr const char* kPhaseNames[] = {"execute_engine", "workspace", "inputs", "outputs", "enqueue", "gpu",
+                                              "caller stream wait"};
+static_assert(sizeof(kPhaseNames) / sizeof(kPhaseNames[0]) == kLastPublicPhase + 1, "a name per public phase");
+
+// GPU-side records (spans on a GPU track): a call's engine work and its caller-stream wait.
+inline bool is_gpu_span(uint8_t phase) noexcept {
+  return phase == static_cast<uint8_t>(Phase::kGpu) || phase == static_cast<uint8_t>(Phase::kCallerWait);
+}
 
 // Bits of Record::flags.
 enum RecordFlags : uint8_t {

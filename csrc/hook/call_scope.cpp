@@ -69,7 +69,9 @@ void CallScope::finish(bool error) noexcept {
   // The events the trace will show: the call, its phases that took time (the drainer expands the
   // call's two slots into them, buffer/call_layout.h), its GPU span.
   const uint32_t phases = (phase_ns[0] > 0) + (phase_ns[1] > 0) + (phase_ns[2] > 0) + (phase_ns[3] > 0);
-  const size_t slots = kCallSlots + gpu_on_;
+  // An engine on its own stream: a caller-stream wait beside the engine's span (gpu_events.h).
+  const uint32_t gpu_spans = gpu_on_ ? 1u + gpu_.on_engine_stream : 0u;
+  const size_t slots = kCallSlots + gpu_spans;
   // Written straight into this thread's ring: all of the call's slots, or none (drops counted).
   // Only for the session the call began in (a session that ended meanwhile has written its file).
   RecordRing* ring = nullptr;
@@ -79,19 +81,28 @@ void CallScope::finish(bool error) noexcept {
     ring = C10_LIKELY(rt->ring != nullptr) ? rt->ring : ThreadRings::instance().writer().ring;
   }
   uint64_t at;
-  if (ring != nullptr && ring->claim(slots, 1 + phases + gpu_on_, &at)) {
+  if (ring != nullptr && ring->claim(slots, 1 + phases + gpu_spans, &at)) {
     const uint32_t tid = rt->tid;
     ring->slot(at) = Record{begin_, end, call_id_, engine_id_, tid, static_cast<uint8_t>(Phase::kCall), flags,
                             device_, 0};
     ring->slot(at + 1) = Record{b1, b2, static_cast<uint64_t>(b3), engine_id_, tid,
                                 static_cast<uint8_t>(Phase::kPhaseBounds), flags, device_, 0};
     if (gpu_on_) {
-      // The event handles ride in the ring to the drainer, which resolves them.
-      ring->slot(at + 2) = Record{static_cast<int64_t>(reinterpret_cast<uintptr_t>(gpu_.start)),
-                                  static_cast<int64_t>(reinterpret_cast<uintptr_t>(gpu_.end)), call_id_, engine_id_,
-                                  tid, static_cast<uint8_t>(Phase::kGpuPending),
-                                  static_cast<uint8_t>(flags | (gpu_.on_engine_stream ? kFlagEngineStream : 0)),
-                                  device_, gpu_.stream};
+      // The event handles ride in the ring to the drainer, which resolves them; a call's caller-stream
+      // wait comes right before its engine span (gpu_resolver.h pairs them).
+      const auto pending = [&](void* start, void* stop, Phase phase, uint8_t extra, uint32_t stream) {
+        return Record{static_cast<int64_t>(reinterpret_cast<uintptr_t>(start)),
+                      static_cast<int64_t>(reinterpret_cast<uintptr_t>(stop)), call_id_, engine_id_, tid,
+                      static_cast<uint8_t>(phase), static_cast<uint8_t>(flags | extra), device_, stream};
+      };
+      if (gpu_.on_engine_stream) {
+        ring->slot(at + 2) = pending(gpu_.start, gpu_.end, Phase::kCallerWaitPending, 0, gpu_.stream);
+        ring->slot(at + 3) = pending(gpu_.engine_start, gpu_.engine_end, Phase::kGpuPending, kFlagEngineStream,
+                                     gpu_.engine_stream_id);
+      } else {
+        ring->slot(at + 2) = pending(gpu_.start, gpu_.end, Phase::kGpuPending,
+                                     gpu_.engine_only ? kFlagEngineStream : 0, gpu_.stream);
+      }
     }
     ring->publish(at + slots);
   } else if (gpu_on_) {

@@ -54,26 +54,9 @@ bool begin_call(uint16_t device, CallEvents* ev) noexcept {
   }
 }
 
-bool end_call(uint16_t device, CallEvents* ev) noexcept {
-  stop_watching(ev);
-  if (ev->start == nullptr) return false;
-  if (ev->engine_start != nullptr && ev->engine_end != nullptr) {
-    // The engine ran on its own stream: its own work is the span (the caller-stream start goes back).
-    give_back(device, static_cast<cudaEvent_t>(ev->start));
-    ev->start = ev->engine_start;
-    ev->end = ev->engine_end;
-    ev->engine_start = ev->engine_end = nullptr;
-    ev->on_engine_stream = true;
-    try {  // the engine stream's id, for the span's `stream`
-      ev->stream = static_cast<uint32_t>(c10::cuda::getStreamFromExternal(static_cast<cudaStream_t>(ev->engine_stream),
-                                                                         static_cast<c10::DeviceIndex>(device))
-                                             .id());
-    } catch (...) {
-    }
-    return true;
-  }
-  give_back(device, static_cast<cudaEvent_t>(ev->engine_start));
-  ev->engine_start = nullptr;
+// The caller-stream end event, on the device's current stream (the runtime's stream guard is undone
+// by now). False: none recorded.
+bool record_caller_end(uint16_t device, CallEvents* ev) noexcept {
   try {
     const c10::cuda::CUDAStream stream = c10::cuda::getCurrentCUDAStream(static_cast<c10::DeviceIndex>(device));
     DeviceOf on_device(stream);
@@ -86,8 +69,41 @@ bool end_call(uint16_t device, CallEvents* ev) noexcept {
     give_back(device, end);
   } catch (...) {
   }
-  release(device, ev);
   return false;
+}
+
+bool end_call(uint16_t device, CallEvents* ev) noexcept {
+  stop_watching(ev);
+  if (ev->start == nullptr) return false;
+  const bool engine_pair = ev->engine_start != nullptr && ev->engine_end != nullptr;
+  if (engine_pair) {
+    try {  // the engine stream's id, for the span's `stream`
+      ev->engine_stream_id = static_cast<uint32_t>(
+          c10::cuda::getStreamFromExternal(static_cast<cudaStream_t>(ev->engine_stream), static_cast<c10::DeviceIndex>(device))
+              .id());
+    } catch (...) {
+    }
+  } else {
+    give_back(device, static_cast<cudaEvent_t>(ev->engine_start));
+    ev->engine_start = nullptr;
+  }
+  if (record_caller_end(device, ev)) {
+    ev->on_engine_stream = engine_pair;
+    return true;
+  }
+  if (!engine_pair) {
+    release(device, ev);
+    return false;
+  }
+  // No caller-stream end: the engine's own span alone, as start/end.
+  give_back(device, static_cast<cudaEvent_t>(ev->start));
+  ev->start = ev->engine_start;
+  ev->end = ev->engine_end;
+  ev->engine_start = ev->engine_end = nullptr;
+  ev->stream = ev->engine_stream_id;
+  ev->on_engine_stream = false;
+  ev->engine_only = true;
+  return true;
 }
 
 void release(uint16_t device, CallEvents* ev) noexcept {

@@ -5,12 +5,14 @@
 // Per traced CUDA call: a pooled event recorded on the caller's current stream
 // before the call and one after it. The runtime orders the engine's work
 // between them on that stream (directly, or through a stream of its own and
-// event hand-offs). Where the engine runs on a stream of its own, the span is
-// taken on that stream instead (engine_stream_trace.h): the engine's own work,
-// without the hand-offs. Nothing synchronises on this thread; while the stream
-// is capturing a CUDA graph no event is recorded and the call is flagged
-// kFlagCaptured instead. The two event handles travel through the call's ring
-// as a kGpuPending record.
+// event hand-offs). Where the engine runs on a stream of its own
+// (engine_stream_trace.h) a second pair is taken on that stream, around the
+// engine's own work: the call then has two spans, its engine work (kGpu) and
+// what the caller's stream waited for it (kCallerWait, the hand-offs included),
+// the first inside the second. Nothing synchronises on this thread; while the
+// stream is capturing a CUDA graph no event is recorded and the call is flagged
+// kFlagCaptured instead. Each pair of event handles travels through the call's
+// ring as one pending record.
 #pragma once
 
 #include <atomic>
@@ -39,12 +41,16 @@ struct CallEvents {
   void* engine_start = nullptr;    // cudaEvent_t on engine_stream after that wait
   void* engine_end = nullptr;      // cudaEvent_t on engine_stream after the engine's work
   CallEvents* outer = nullptr;     // the enclosing traced call's (nested calls)
-  bool on_engine_stream = false;   // end_call made start/end the engine-stream pair
+  uint32_t engine_stream_id = 0;   // low bits of engine_stream's c10 id
+  // After end_call: both pairs complete (start/end on the caller's stream, engine_start/engine_end
+  // on the engine's); otherwise only start/end, on whichever stream the engine ran.
+  bool on_engine_stream = false;
+  bool engine_only = false;        // start/end are the engine-stream pair (no caller-stream end)
 };
 
 // Before the call: checks capture, records the start event. False: no GPU span.
 bool begin_call(uint16_t device, CallEvents* ev) noexcept;
-// After the call: records the end event. False: no GPU span (events released).
+// After the call: records the end event(s). False: no GPU span (events released).
 bool end_call(uint16_t device, CallEvents* ev) noexcept;
 // Gives the events back (the call's records were dropped, or it failed).
 void release(uint16_t device, CallEvents* ev) noexcept;

@@ -149,11 +149,22 @@ size_t Resolver::take_pending(Record* records, size_t n) {
   size_t kept = 0;
   for (size_t i = 0; i < n; ++i) {
     const Record& r = records[i];
+    if (r.phase == static_cast<uint8_t>(Phase::kCallerWaitPending)) {
+      caller_wait_[r.call_id] = r;  // its kGpuPending follows (written together, drained in order)
+      continue;
+    }
     if (r.phase == static_cast<uint8_t>(Phase::kGpuPending)) {
       auto it = enqueue_begin_.find(r.call_id);
       const int64_t not_before = it != enqueue_begin_.end() ? it->second : 0;
       if (it != enqueue_begin_.end()) enqueue_begin_.erase(it);
-      pending_.push_back(Pending{r, not_before, 0});
+      Pending p{r, not_before, 0};
+      auto w = caller_wait_.find(r.call_id);
+      if (w != caller_wait_.end()) {
+        p.has_wait = true;
+        p.wait = w->second;
+        caller_wait_.erase(w);
+      }
+      pending_.push_back(p);
       continue;
     }
     if (r.device != kNoDevice &&
@@ -165,6 +176,10 @@ size_t Resolver::take_pending(Record* records, size_t n) {
   }
   return kept;
 }
+
+namespace {
+void* event_of(int64_t field) { return reinterpret_cast<void*>(static_cast<uintptr_t>(field)); }
+}  // namespace
 
 size_t Resolver::resolve(Record* out, size_t max, bool wait) {
   // This thread's CUDA calls (queries, synchronisations, anchors) must neither fail nor break a
@@ -178,17 +193,21 @@ size_t Resolver::resolve(Record* out, size_t max, bool wait) {
   }
   size_t n = 0;
   const size_t limit = pending_.size();
-  for (size_t scanned = 0; n < max && scanned < limit && !pending_.empty(); ++scanned) {
+  for (size_t scanned = 0; n + 2 <= max && scanned < limit && !pending_.empty(); ++scanned) {
     Pending p = pending_.front();
     pending_.pop_front();
     const uint16_t device = p.rec.device;
-    void* start = reinterpret_cast<void*>(static_cast<uintptr_t>(p.rec.begin_ns));
-    void* end = reinterpret_cast<void*>(static_cast<uintptr_t>(p.rec.end_ns));
+    void* start = event_of(p.rec.begin_ns);
+    void* end = event_of(p.rec.end_ns);
+    // The caller's stream is released after the engine's work: its end event completes last.
+    void* last = p.has_wait ? event_of(p.wait.end_ns) : end;
     c10::cuda::CUDAGuard guard(static_cast<c10::DeviceIndex>(device));
     DeviceClock& clock = clocks_[device];
     bool failed = false;
     if (p.completed_ns == 0) {
-      const cudaError_t st = wait ? cudaEventSynchronize(as_event(end)) : cudaEventQuery(as_event(end));
+      cudaError_t st = wait ? cudaEventSynchronize(as_event(last)) : cudaEventQuery(as_event(last));
+      // (A query of the later event that succeeds says nothing of an error on the earlier one.)
+      if (st == cudaSuccess && last != end) st = cudaEventQuery(as_event(end));
       if (st == cudaErrorNotReady) {
         pending_.push_back(p);  // later; other threads' spans may be ready
         continue;
@@ -201,8 +220,8 @@ size_t Resolver::resolve(Record* out, size_t max, bool wait) {
       // Placement needs an anchor taken after the span completed (to interpolate).
       const bool anchored_after = !clock.anchors.empty() && clock.anchors.back().host_ns > p.completed_ns;
       if (!anchored_after) {
-        const int64_t last = clock.anchors.empty() ? 0 : clock.anchors.back().host_ns;
-        if (wait || now_ns() - last >= kReanchorNs) {
+        const int64_t newest = clock.anchors.empty() ? 0 : clock.anchors.back().host_ns;
+        if (wait || now_ns() - newest >= kReanchorNs) {
           make_anchor(device);
         } else {
           pending_.push_back(p);  // at the next anchor, at most kReanchorNs from now
@@ -220,6 +239,18 @@ size_t Resolver::resolve(Record* out, size_t max, bool wait) {
         const bool late_enqueue = (p.rec.flags & kFlagEngineStream) && p.not_before_ns >= e;
         if (!late_enqueue && b < p.not_before_ns) b = p.not_before_ns;
         if (e < b) e = b;
+        if (p.has_wait) {
+          // The caller's stream waited from reaching the call (not before its launch, as above) to
+          // its release. The engine's stream waited for the caller's and the caller's for the
+          // engine's, so on the GPU the wait contains the engine span; placement resolves 0.5 us
+          // (cudaEventElapsedTime), so the containment is restated rather than trusted.
+          Record w = p.wait;
+          w.begin_ns = std::min(b, std::max(host_time(clock, event_of(p.wait.begin_ns)),
+                                            late_enqueue ? INT64_MIN : p.not_before_ns));
+          w.end_ns = std::max(e, host_time(clock, event_of(p.wait.end_ns)));
+          w.phase = static_cast<uint8_t>(Phase::kCallerWait);
+          out[n++] = w;
+        }
         Record r = p.rec;
         r.begin_ns = b;
         r.end_ns = e;
@@ -229,6 +260,7 @@ size_t Resolver::resolve(Record* out, size_t max, bool wait) {
       }
     }
     give_back_shared(device, as_event(start), as_event(end));  // for the calling threads
+    if (p.has_wait) give_back_shared(device, as_event(event_of(p.wait.begin_ns)), as_event(event_of(p.wait.end_ns)));
   }
   return n;
 }
@@ -236,6 +268,7 @@ size_t Resolver::resolve(Record* out, size_t max, bool wait) {
 void Resolver::forget_pending() noexcept {
   pending_.clear();
   enqueue_begin_.clear();
+  caller_wait_.clear();
   for (auto& clock : clocks_) clock = DeviceClock{};
 }
 

@@ -45,11 +45,11 @@ struct ClockStats {
 class Resolver {
  public:
   static Resolver& instance();
-  // Takes the kGpuPending records out of records[0..n) (compacting the rest in
+  // Takes the pending GPU records out of records[0..n) (compacting the rest in
   // place; returns the new n) and remembers each call's enqueue begin.
   size_t take_pending(Record* records, size_t n);
-  // Appends up to max resolved kGpu records to out. wait: block until every
-  // pending span is complete (final drain only).
+  // Appends up to max resolved kGpu / kCallerWait records to out. wait: block
+  // until every pending span is complete (final drain only).
   size_t resolve(Record* out, size_t max, bool wait);
   size_t pending() const noexcept { return pending_.size(); }
   // A forked child cannot use its parent's CUDA events: forget them (no CUDA call).
@@ -69,6 +69,8 @@ class Resolver {
     Record rec;                 // the kGpuPending record (begin/end hold the events)
     int64_t not_before_ns = 0;  // the call's enqueue begin
     int64_t completed_ns = 0;   // host time when the end event was seen complete (0: not yet)
+    bool has_wait = false;      // the call's kCallerWaitPending record came with it
+    Record wait;                //   (begin/end hold the caller-stream events)
   };
 
   // Records an anchor for `device` now.
@@ -80,6 +82,7 @@ class Resolver {
   std::array<DeviceClock, kMaxDevices> clocks_;
   std::deque<Pending> pending_;
   std::unordered_map<uint64_t, int64_t> enqueue_begin_;  // call id -> host ns
+  std::unordered_map<uint64_t, Record> caller_wait_;     // call id -> its kCallerWaitPending, until its kGpuPending
   ClockStats stats_;                                     // percentiles filled in by clock_stats()
   std::vector<int64_t> abs_residuals_;                   // the last kResidualsKept, for percentiles
   size_t residual_next_ = 0;

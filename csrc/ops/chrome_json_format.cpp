@@ -76,7 +76,7 @@ std::tuple<at::Tensor, int64_t> chrome_json_events(const at::Tensor& records, co
   Out out{begin};
   for (int64_t i = 0; i < n; ++i) {
     const Record& r = rec[i];
-    if (r.phase > static_cast<uint8_t>(Phase::kGpu)) continue;
+    if (r.phase > kLastPublicPhase) continue;
     const std::string& engine = r.engine_id < engine_json.size() ? engine_json[r.engine_id] : engine_json[0];
     if (out.p != begin) out.lit(",\n");
     out.lit(R"({"ph":"X","cat":"trt_trace","name":")");
@@ -103,13 +103,14 @@ std::tuple<at::Tensor, int64_t> chrome_json_events(const at::Tensor& records, co
       out.num(r.device);
     }
     const bool gpu = r.phase == static_cast<uint8_t>(Phase::kGpu);
-    if (gpu) {
+    if (is_gpu_span(r.phase)) {
       out.lit(R"(,"stream":)");
       out.num(r.stream);
     }
     if (r.flags & kFlagError) out.lit(R"(,"error":true)");
     if (r.flags & kFlagNested) out.lit(R"(,"nested":true)");
     if (r.flags & kFlagCaptured) out.lit(R"(,"captured":true)");
+    if (r.flags & kFlagEngineStream) out.lit(R"(,"engine_stream":true)");
     out.lit("}}");
     // Flow arrow (v1) from the enqueue slice to the GPU slice it launched: its start 1 ns into the
     // enqueue slice, its end ("bp":"e", the enclosing slice) 1 ns before the GPU slice ends. Perfetto

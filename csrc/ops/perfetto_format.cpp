@@ -46,7 +46,7 @@ constexpr uint32_t kSliceEnd = 2;              // TrackEvent.Type.TYPE_SLICE_END
 constexpr uint32_t kVarint = 0, kFixed64 = 1, kBytes = 2;
 
 // Interned annotation names, in the order of the caller's `annotation_iids` list.
-enum Annotation { kEngine, kCallId, kThread, kDevice, kStream, kError, kNested, kCaptured, kNumAnnotations };
+enum Annotation { kEngine, kCallId, kThread, kDevice, kStream, kError, kNested, kCaptured, kEngineStream, kNumAnnotations };
 
 // Everything below is inlined into the loop so that the cursor stays in a register: a cursor
 // kept in memory has to be reloaded after every byte store (a uint8_t store may alias it).
@@ -165,8 +165,10 @@ std::tuple<at::Tensor, int64_t> perfetto_slice_packets(const at::Tensor& records
   order.reserve(static_cast<size_t>(n));
   for (int64_t i = 0; i < n; ++i) {
     const Record& r = rec[i];
-    if (r.phase > static_cast<uint8_t>(Phase::kGpu)) continue;
-    order.push_back(Order{r.begin_ns, r.phase == static_cast<uint8_t>(Phase::kGpu), -std::max(r.end_ns, r.begin_ns),
+    if (r.phase > kLastPublicPhase) continue;
+    // (A caller-stream wait and the engine span it contains may share both ends: the wait, phase
+    // kCallerWait, then sorts after the span and nests inside it; either nesting shows both.)
+    order.push_back(Order{r.begin_ns, is_gpu_span(r.phase), -std::max(r.end_ns, r.begin_ns),
                           r.phase, static_cast<uint32_t>(i)});
   }
   // A drained batch is mostly in order already (each thread's calls in time order, a call before
@@ -189,10 +191,11 @@ std::tuple<at::Tensor, int64_t> perfetto_slice_packets(const at::Tensor& records
     ev.annotation(iid(kThread), kUintValue, r.thread_id);
     if (r.device != kNoDevice) ev.annotation(iid(kDevice), kUintValue, r.device);
     const bool gpu = r.phase == static_cast<uint8_t>(Phase::kGpu);
-    if (gpu) ev.annotation(iid(kStream), kUintValue, r.stream);
+    if (is_gpu_span(r.phase)) ev.annotation(iid(kStream), kUintValue, r.stream);
     if (r.flags & kFlagError) ev.annotation(iid(kError), kBoolValue, 1);
     if (r.flags & kFlagNested) ev.annotation(iid(kNested), kBoolValue, 1);
     if (r.flags & kFlagCaptured) ev.annotation(iid(kCaptured), kBoolValue, 1);
+    if (r.flags & kFlagEngineStream) ev.annotation(iid(kEngineStream), kBoolValue, 1);
     // A flow from the enqueue slice to the GPU slice it launched (the call id names it), as
     // the JSON's launch arrows: none for failed or graph-captured calls (nothing ran).
     const bool launch = launches_gpu(r);

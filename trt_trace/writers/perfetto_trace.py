@@ -70,7 +70,7 @@ ENGINES_TRACK = "engines"
 FIRST_LANE_UUID = 16
 METADATA_TRACK = "trt_trace metadata"
 # Slice annotation names, interned in this order (iid = index + 1): csrc/ops/perfetto_format.cpp's Annotation.
-ANNOTATIONS = ("engine", "call_id", "thread", "device", "stream", "error", "nested", "captured")
+ANNOTATIONS = ("engine", "call_id", "thread", "device", "stream", "error", "nested", "captured", "engine_stream")
 METADATA_NAME_IID = len(PHASE_NAMES) + 1  # event names: phase + 1, then the metadata instant
 GPU_RANK = 1 << 20  # GPU lanes sort after the host lanes under their engine
 
