@@ -21,6 +21,7 @@ import sys
 import tempfile
 import threading
 import traceback
+from contextlib import contextmanager
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent  # tools/device
@@ -105,6 +106,29 @@ def traced(path: str, fn) -> list[dict]:  # noqa: ANN001
     return [c for _, c in sorted(calls_of(path).items())]
 
 
+def engine_calls(engine, x, n: int, outs: list | None = None, clone: bool = False):  # noqa: ANN001, ANN201
+    """A function making n calls of `engine` on [x], keeping each output in `outs` (cloned: a CUDA
+    graph replay reuses its output buffer)."""
+    import torch
+
+    def run() -> None:
+        for _ in range(n):
+            y = torch.ops.tensorrt.execute_engine([x], engine)[0]
+            if outs is not None:
+                outs.append(y.clone() if clone else y)
+    return run
+
+
+@contextmanager
+def switched_on(switch):  # noqa: ANN001, ANN201
+    """A runtime mode on for the block, off after it whatever happens: switch(True), then switch(False)."""
+    switch(True)
+    try:
+        yield
+    finally:
+        switch(False)
+
+
 # ---- checks (each traced into its own file under d) ----------------------------------------
 
 @guarded
@@ -147,8 +171,7 @@ def dynamic_workspace(d: Path) -> None:
     torch.ops.tensorrt.execute_engine([x], engine)  # warm the allocator
     before = faketrt.stats(plan.name)["device_memory_sets"]
     with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU], record_shapes=True) as prof:
-        calls = traced(str(d / "dynamic.json"), lambda: [torch.ops.tensorrt.execute_engine([x], engine)
-                                                          for _ in range(10)])
+        calls = traced(str(d / "dynamic.json"), engine_calls(engine, x, 10))
     sets = faketrt.stats(plan.name)["device_memory_sets"] - before
     events = prof.events()
     scopes = [e for e in events if e.name == f"trt::{plan.name}/workspace"]
@@ -174,8 +197,7 @@ def preallocated_and_output_allocator(d: Path) -> None:
     except Exception as e:  # noqa: BLE001
         mode = f"could not switch on ({type(e).__name__})"
     outs: list = []
-    calls = traced(str(d / "prealloc.json"), lambda: [outs.append(torch.ops.tensorrt.execute_engine([x], engine)[0])
-                                                      for _ in range(10)])
+    calls = traced(str(d / "prealloc.json"), engine_calls(engine, x, 10, outs))
     check("pre-allocated outputs: phases partition every call, outputs right",
           len(calls) == 10 and all(map(partitioned, calls)) and all(torch.equal(o, x) for o in outs),
           f"{mode}; {sum('outputs' in c for c in calls)}/10 calls with an outputs phase; {phase_line(calls)}")
@@ -183,8 +205,7 @@ def preallocated_and_output_allocator(d: Path) -> None:
     plan = faketrt.Plan("_run_on_acc_oa_engine", gpu_us=10)
     engine = faketrt.make_engine(plan, requires_output_allocator=True)
     outs = []
-    calls = traced(str(d / "output_allocator.json"),
-                   lambda: [outs.append(torch.ops.tensorrt.execute_engine([x], engine)[0]) for _ in range(10)])
+    calls = traced(str(d / "output_allocator.json"), engine_calls(engine, x, 10, outs))
     st = faketrt.stats(plan.name)
     check("output-allocator mode: phases partition every call, outputs right, the allocator asked per call",
           len(calls) == 10 and all(map(partitioned, calls)) and all(torch.equal(o, x) for o in outs)
@@ -199,14 +220,9 @@ def cuda_graphs(d: Path) -> None:
     x = torch.randn(16, 128, device="cuda")
     plan = faketrt.Plan("_run_on_acc_cg_engine", gpu_us=30)
     engine = faketrt.make_engine(plan)
-    torch.ops.tensorrt.set_cudagraphs_mode(True)
     outs: list = []
-    try:
-        calls = traced(str(d / "cudagraphs.json"),
-                       lambda: [outs.append(torch.ops.tensorrt.execute_engine([x], engine)[0].clone())
-                                for _ in range(10)])
-    finally:
-        torch.ops.tensorrt.set_cudagraphs_mode(False)
+    with switched_on(torch.ops.tensorrt.set_cudagraphs_mode):
+        calls = traced(str(d / "cudagraphs.json"), engine_calls(engine, x, 10, outs, clone=True))
     st = faketrt.stats(plan.name)
     check("set_cudagraphs_mode(True): capture + 10 replays traced, none flagged captured (they ran), GPU spans",
           len(calls) == 10 and not any(c["captured"] for c in calls) and all("gpu" in c for c in calls)
@@ -249,12 +265,8 @@ def runtime_profiling(d: Path) -> None:
     prof_dir = d / "runtime_profile"
     prof_dir.mkdir()
     engine.profile_path_prefix = str(prof_dir)
-    engine.enable_profiling()
-    try:
-        calls = traced(str(d / "runtime_profiling.json"),
-                       lambda: [torch.ops.tensorrt.execute_engine([x], engine) for _ in range(5)])
-    finally:
-        engine.disable_profiling()
+    with switched_on(lambda on: engine.enable_profiling() if on else engine.disable_profiling()):
+        calls = traced(str(d / "runtime_profiling.json"), engine_calls(engine, x, 5))
     files = sorted(p.name for p in prof_dir.rglob("*") if p.is_file())
     st = faketrt.stats(plan.name)
     check("the runtime's own enable_profiling() while trt_trace traces: both work",
@@ -270,13 +282,9 @@ def multi_device_safe_mode(d: Path) -> None:
     x = torch.randn(16, 128, device="cuda")
     plan = faketrt.Plan("_run_on_acc_md_engine", gpu_us=10)
     engine = faketrt.make_engine(plan)
-    torch.ops.tensorrt.set_multi_device_safe_mode(True)
     outs: list = []
-    try:
-        calls = traced(str(d / "multi_device.json"),
-                       lambda: [outs.append(torch.ops.tensorrt.execute_engine([x], engine)[0]) for _ in range(5)])
-    finally:
-        torch.ops.tensorrt.set_multi_device_safe_mode(False)
+    with switched_on(torch.ops.tensorrt.set_multi_device_safe_mode):
+        calls = traced(str(d / "multi_device.json"), engine_calls(engine, x, 5, outs))
     check("multi-device safe mode: calls traced with phases and GPU spans, outputs right",
           len(calls) == 5 and all(map(partitioned, calls)) and all("gpu" in c for c in calls)
           and all(torch.equal(o, x) for o in outs), phase_line(calls))
