@@ -282,13 +282,11 @@ def test_caller_stream_waits_hold_their_engine_spans(perfetto_ui, tmp_path, fmt)
     for r in rows:
         by_call.setdefault(r["call"], []).append(r)
     assert sorted(by_call) == [1, 2, 3]
-    for call, (outer, inner) in by_call.items():
+    for outer, inner in by_call.values():  # (call 3: equal extents, the wait still the outer one)
         assert outer["depth"] == 0 and inner["depth"] == 1 and outer["track_id"] == inner["track_id"], by_call
         assert inner["ts"] >= outer["ts"] and inner["ts"] + inner["dur"] <= outer["ts"] + outer["dur"]
-        if call != 3:  # (equal extents: either may be the outer one)
-            assert (outer["name"], inner["name"], inner["parent"]) == ("caller stream wait", "gpu",
-                                                                        "caller stream wait")
-            assert inner["engine_stream"] in (1, True) and outer["stream"] == 3
+        assert (outer["name"], inner["name"], inner["parent"]) == ("caller stream wait", "gpu", "caller stream wait")
+        assert inner["engine_stream"] in (1, True) and outer["stream"] == 3
     assert by_call[1][0]["track_id"] != by_call[2][0]["track_id"]  # overlapping pairs: two lanes
     trace.close()
 

@@ -112,10 +112,10 @@ struct Order {
   int64_t begin;
   bool gpu;
   int64_t neg_end;
-  uint8_t phase;
+  uint8_t rank;  // the phase, except a caller-stream wait's (0: before the span it contains)
   uint32_t record;
   bool operator<(const Order& o) const {
-    return std::tie(begin, gpu, neg_end, phase, record) < std::tie(o.begin, o.gpu, o.neg_end, o.phase, o.record);
+    return std::tie(begin, gpu, neg_end, rank, record) < std::tie(o.begin, o.gpu, o.neg_end, o.rank, o.record);
   }
 };
 
@@ -166,10 +166,11 @@ std::tuple<at::Tensor, int64_t> perfetto_slice_packets(const at::Tensor& records
   for (int64_t i = 0; i < n; ++i) {
     const Record& r = rec[i];
     if (r.phase > kLastPublicPhase) continue;
-    // (A caller-stream wait and the engine span it contains may share both ends: the wait, phase
-    // kCallerWait, then sorts after the span and nests inside it; either nesting shows both.)
-    order.push_back(Order{r.begin_ns, is_gpu_span(r.phase), -std::max(r.end_ns, r.begin_ns),
-                          r.phase, static_cast<uint32_t>(i)});
+    // A caller-stream wait and the engine span it contains may share both ends: the wait sorts
+    // first (rank 0) so that it stays the outer slice, as in the JSON (the resolver hands it first).
+    const uint8_t rank = r.phase == static_cast<uint8_t>(Phase::kCallerWait) ? 0 : r.phase;
+    order.push_back(Order{r.begin_ns, is_gpu_span(r.phase), -std::max(r.end_ns, r.begin_ns), rank,
+                          static_cast<uint32_t>(i)});
   }
   // A drained batch is mostly in order already (each thread's calls in time order, a call before
   // its phases): the check is cheaper than the sort it usually saves.
