@@ -47,10 +47,10 @@ enum StatColumn : int {
 };
 
 // The columns' names, as trt_trace/records.py STATS_COLUMNS has them (a test compares the two).
-inline constexpr const char* kStatColumnNames[] = {"calls",      "errors",    "total_ns",
-                                                   "workspace_ns", "inputs_ns", "outputs_ns",
-                                                   "enqueue_ns", "gpu_ns",    "gpu_calls",
-                                                   "gpu_sampled_out"};
+inline constexpr const char* kStatColumnNames[] = {
+    "calls", "errors", "total_ns", "workspace_ns", "inputs_ns", "outputs_ns", "enqueue_ns",
+    "gpu_ns", "gpu_calls", "gpu_sampled_out",
+};
 static_assert(sizeof(kStatColumnNames) / sizeof(kStatColumnNames[0]) == kNumStatColumns,
               "a name for every StatColumn");
 
