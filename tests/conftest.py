@@ -151,3 +151,32 @@ def perfetto_ui():
         pytest.fail(str(exc), pytrace=False)
     yield ui
     ui.close()
+
+
+class ClaimsCuda(torch.Tensor):
+    """A CPU tensor that says it is on cuda:0 (a wrapper subclass), so that a CPU build's hook takes a
+    call with it as an input for a CUDA call: the hook's GPU-timing decisions (sampling) run as on a
+    GPU, and only the CUDA runtime's part (gpu::begin_call, no-op in a CPU build) records nothing.
+    execute_engine itself is passed on below the Python key with the wrapper intact (the hook sees
+    it); every other op runs on the CPU data, so the runtime moves it to its CPU engine."""
+
+    @staticmethod
+    def __new__(cls, data: torch.Tensor) -> ClaimsCuda:
+        t = torch.Tensor._make_wrapper_subclass(cls, data.shape, dtype=data.dtype, device=torch.device("cuda", 0))
+        t.cpu_data = data
+        return t
+
+    @classmethod
+    def __torch_dispatch__(cls, func, types, args=(), kwargs=None):  # noqa: ANN001, ANN206
+        from torch.utils._pytree import tree_map
+
+        kwargs = kwargs or {}
+        if func is torch.ops.tensorrt.execute_engine.default:
+            below_python = torch._C.DispatchKeySet(torch._C.DispatchKey.BackendSelect).add(torch._C.DispatchKey.CUDA)
+            return func.redispatch(below_python, *args, **kwargs)
+
+        def unwrap(a):  # noqa: ANN001, ANN202
+            return a.cpu_data if isinstance(a, ClaimsCuda) else a
+
+        kwargs = {k: v for k, v in kwargs.items() if k != "device"}
+        return func(*tree_map(unwrap, args), **tree_map(unwrap, kwargs))

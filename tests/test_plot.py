@@ -99,3 +99,22 @@ def test_plot_errors_are_one_line(traced_model, tmp_path):
     proc = subprocess.run(trt_trace_cmd() + ["summary", str(empty), "--plot", str(tmp_path / "x.png")],
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 1 and "no engine calls" in proc.stderr and proc.stderr.count("\n") == 1
+
+
+def test_sampled_gpu_time_is_scaled_and_labelled():
+    col = {name: i for i, name in enumerate(STATS_COLUMNS)}
+    stats = np.zeros((2, len(STATS_COLUMNS)), dtype=np.int64)
+    for i, (host_ms, gpu_ms, measured, out) in enumerate([(4.0, 3.0, 10, 0), (1.0, 1.0, 2, 14)]):
+        stats[i, col["calls"]] = measured + out
+        stats[i, col["total_ns"]] = stats[i, col["enqueue_ns"]] = int(host_ms * 1e6)
+        stats[i, col["gpu_ns"]] = int(gpu_ms * 1e6)
+        stats[i, col["gpu_calls"]], stats[i, col["gpu_sampled_out"]] = measured, out
+    import matplotlib.pyplot as plt
+
+    fig, drawn = engine_figure(TraceSummary(names=["whole", "sampled"], stats=stats, gpu_every=8), "gpu")
+    try:
+        assert drawn.engines == ["sampled", "whole"] and drawn.time_ms == [8.0, 4.0]  # 1 ms over 2 of 16 calls
+        labels = fig.axes[0].get_legend_handles_labels()[1]
+        assert "GPU (launch to completion; sampled, 1 in 8, scaled to all calls)" in labels
+    finally:
+        plt.close(fig)

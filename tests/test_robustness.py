@@ -248,6 +248,7 @@ def test_bad_output_paths_warn_once_and_run_untraced(tmp_path, value, words):
 @pytest.mark.parametrize("var,value", [
     ("TRT_TRACE_BUFFER", "lots"), ("TRT_TRACE_BUFFER", "-5"), ("TRT_TRACE_GPU", "maybe"),
     ("TRT_TRACE_NVTX", "2"), ("TRT_TRACE_MAX_MB", "big"), ("TRT_TRACE_ON_LIMIT", "explode"),
+    ("TRT_TRACE_GPU_EVERY", "abc"),
 ])
 def test_nonsense_settings_warn_and_fall_back(tmp_path, var, value):
     out = tmp_path / "t.json"

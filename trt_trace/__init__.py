@@ -26,9 +26,11 @@ _library.load_at_import()
 
 @contextlib.contextmanager
 def tracing(path: str, buffer_events: int | None = None, nvtx: bool = False, gpu: bool = True,
-            max_bytes: int | None = None, split: bool = True, format: str | None = None) -> Iterator[Session]:
+            max_bytes: int | None = None, split: bool = True, format: str | None = None,
+            gpu_every: int = 1) -> Iterator[Session]:
     """Traces every engine call inside the block into `path`; the arguments are start()'s."""
-    session = start(path, buffer_events, nvtx, gpu=gpu, max_bytes=max_bytes, split=split, format=format)
+    session = start(path, buffer_events, nvtx, gpu=gpu, max_bytes=max_bytes, split=split, format=format,
+                    gpu_every=gpu_every)
     try:
         yield session
     finally:

@@ -136,6 +136,29 @@ def engine_stream_spans() -> bool:
     return parse_bool("TRT_TRACE_ENGINE_STREAM", True)
 
 
+MAX_GPU_EVERY = 1 << 20  # csrc/hook/gpu_sampling.h kMaxGpuEvery
+
+
+def gpu_every() -> int:
+    """TRT_TRACE_GPU_EVERY=N: GPU events on every Nth traced CUDA call of each engine (default 1: all)."""
+    name = "TRT_TRACE_GPU_EVERY"
+    raw = os.environ.get(name)
+    if raw is None or raw.strip() == "":
+        return 1
+    try:
+        value = int(raw.strip())
+    except ValueError:
+        value = 0
+    if value < 1:
+        warn(f"{name}={raw!r} is not a call count >= 1; use e.g. 8 for GPU events on every 8th call, "
+             "or TRT_TRACE_GPU=0 for none (using 1)")
+        return 1
+    if value > MAX_GPU_EVERY:
+        warn(f"{name}={raw!r} is over {MAX_GPU_EVERY} calls; using {MAX_GPU_EVERY}")
+        return MAX_GPU_EVERY
+    return value
+
+
 def host_name() -> str:
     """The host name written into traces and into {host}: the two must agree for `trt-trace merge`."""
     return socket.gethostname()
@@ -190,6 +213,7 @@ class Settings:
     out: str | None = None  # output path; {pid}, {rank} and {host} are replaced when the session starts
     buffer_events: int = DEFAULT_BUFFER_EVENTS  # ring capacity per thread, in records
     gpu: bool = True  # GPU spans (CUDA events) for CUDA calls
+    gpu_every: int = 1  # GPU events on every Nth CUDA call of each engine (per calling thread); 1: all
     nvtx: bool = False  # NVTX ranges for Nsight Systems
     max_bytes: int = int(DEFAULT_MAX_MB * 1024 * 1024)  # size limit of one file (0: none)
     split: bool = True  # past max_bytes: continue in numbered files (True) or stop writing (False)
@@ -214,6 +238,7 @@ def from_env() -> Settings:
         out=out,
         buffer_events=buffer_events(),
         gpu=parse_bool("TRT_TRACE_GPU", True),
+        gpu_every=gpu_every(),
         nvtx=parse_bool("TRT_TRACE_NVTX", False),
         max_bytes=max_bytes(),
         split=split_at_limit(),

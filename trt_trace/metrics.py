@@ -50,11 +50,19 @@ class EngineCollector:
         phases = CounterMetricFamily("trt_trace_engine_phase_seconds",
                                      "Host time of engine calls per phase (workspace, inputs, outputs, enqueue)",
                                      labels=["engine", "phase"])
-        gpu = CounterMetricFamily("trt_trace_engine_gpu_seconds", "GPU time of engine calls (CUDA event spans)",
+        gpu = CounterMetricFamily("trt_trace_engine_gpu_seconds",
+                                  "GPU time of the engine calls measured (CUDA event spans; with TRT_TRACE_GPU_EVERY=N "
+                                  "about 1 call in N: scale by (gpu_spans + gpu_sampled_out) / gpu_spans)",
                                   labels=["engine"])
+        spans = CounterMetricFamily("trt_trace_engine_gpu_spans", "Engine calls whose GPU span was measured",
+                                    labels=["engine"])
+        sampled_out = CounterMetricFamily("trt_trace_engine_gpu_sampled_out",
+                                          "CUDA engine calls without GPU events because of sampling "
+                                          "(TRT_TRACE_GPU_EVERY)", labels=["engine"])
         host = HistogramMetricFamily("trt_trace_engine_call_seconds", "Host time per engine call",
                                      labels=["engine"])
-        gpu_hist = HistogramMetricFamily("trt_trace_engine_gpu_call_seconds", "GPU time per engine call",
+        gpu_hist = HistogramMetricFamily("trt_trace_engine_gpu_call_seconds",
+                                         "GPU time per engine call, of the calls measured (see gpu_spans)",
                                          labels=["engine"])
         bounds = np.asarray(ops.histogram_bounds(), dtype=np.int64)
         # Index of the bucket that starts at each Prometheus bound: counts below it are cumulative sums.
@@ -73,12 +81,14 @@ class EngineCollector:
                     continue
                 buckets = [(le, float(cum[s])) for le, s in zip(les, starts, strict=True)]
                 family.add_metric([name], buckets + [("+Inf", float(cum[-1]))], sum_value=sum_ns / 1e9)
-            if row[_COL["gpu_calls"]]:
+            if row[_COL["gpu_calls"]] or row[_COL["gpu_sampled_out"]]:
                 gpu.add_metric([name], row[_COL["gpu_ns"]] / 1e9)
+                spans.add_metric([name], float(row[_COL["gpu_calls"]]))
+                sampled_out.add_metric([name], float(row[_COL["gpu_sampled_out"]]))
         dropped = CounterMetricFamily("trt_trace_dropped_events",
                                       "Trace events dropped because a thread's trace buffer was full")
         dropped.add_metric([], float(ops.thread_counts()[:, 2].sum().item()))
-        yield from (calls, errors, host, phases, gpu, gpu_hist, dropped)
+        yield from (calls, errors, host, phases, gpu, spans, sampled_out, gpu_hist, dropped)
 
 
 def _by_name() -> tuple[list[str], np.ndarray, tuple[np.ndarray, np.ndarray]]:

@@ -101,6 +101,16 @@ def get_gpu_timing() -> bool:
     return bool(_op("get_gpu_timing")())
 
 
+def set_gpu_every(n: int) -> None:
+    """GPU events on every nth traced CUDA call of each engine (counted per calling thread), 1: every
+    call; raises RuntimeError for n outside 1..2**20."""
+    _op("set_gpu_every")(int(n))
+
+
+def get_gpu_every() -> int:
+    return int(_op("get_gpu_every")())
+
+
 def set_engine_stream_spans(enable: bool) -> None:
     """Whether GPU spans may move to an engine's own stream (see csrc/hook/engine_stream_trace.h)."""
     _op("_set_engine_stream_spans")(bool(enable))
@@ -146,17 +156,24 @@ def engine_names() -> list[str]:
 
 
 def engine_stats() -> torch.Tensor:
+    """int64 [engine ids, len(records.STATS_COLUMNS)]: the live counters since the last reset()."""
     return _op("_engine_stats")()
+
+
+def stats_columns() -> list[str]:
+    """The names of engine_stats()'s columns as C++ has them (records.STATS_COLUMNS must agree)."""
+    return list(_op("_stats_columns")())
 
 
 def format_timing_table(names: list[str], stats: torch.Tensor, dropped: int = 0, threads_with_drops: int = 0,
                         percentiles: torch.Tensor | None = None, all_percentiles: tuple[int, int] = (-1, -1),
-                        percentiles_of: str = "total", json: bool = False) -> str:
+                        percentiles_of: str = "total", json: bool = False, gpu_every: int = 1) -> str:
     """The table of numbers aggregated elsewhere (a trace file); percentiles: int64 [len(names), 2]
-    p50 and p99 in ns (-1: none), all_percentiles over every call."""
+    p50 and p99 in ns (-1: none), all_percentiles over every call; gpu_every: the GPU-timing sampling
+    the figures were taken with (the note under the table)."""
     return str(_op("_format_timing_table")(names, stats, int(dropped), int(threads_with_drops), percentiles,
                                           int(all_percentiles[0]), int(all_percentiles[1]), percentiles_of,
-                                          bool(json)))
+                                          bool(json), int(gpu_every)))
 
 
 class FormatBuffer:

@@ -7,7 +7,7 @@ Only whole calls are kept (complete_calls.py): a call cut by a kill is left out 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -31,6 +31,8 @@ class CallTable:
     ns: np.ndarray  # int64 [calls, len(DURATIONS)]
     names: dict[tuple[int, int], str]  # (pid, engine id) -> engine name
     partial: set[tuple[int, int]]  # (pid, call id) of the calls left out
+    on_cuda: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=bool))  # bool [calls]: names a CUDA device
+    captured: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=bool))  # bool [calls]: in a graph capture
 
     def __len__(self) -> int:
         return len(self.pid)
@@ -47,6 +49,8 @@ def extract(events: list[dict[str, Any]]) -> CallTable:
     pids: list[int] = []
     engines: list[int] = []
     errors: list[bool] = []
+    on_cuda: list[bool] = []
+    captured: list[bool] = []
     names: dict[tuple[int, int], str] = {}
     slices: list[tuple[tuple[int, int], int, int]] = []
     for ev in events:
@@ -66,6 +70,8 @@ def extract(events: list[dict[str, Any]]) -> CallTable:
             pids.append(key[0])
             engines.append(eid)
             errors.append(bool(args.get("error")))
+            on_cuda.append(args.get("device") is not None)
+            captured.append(bool(args.get("captured")))
             names.setdefault((key[0], eid), str(args.get("engine", f"engine_{eid}")))
         slices.append((key, column, _ns(ev.get("dur", 0.0))))
     ns = np.zeros((len(pids), len(DURATIONS)), dtype=np.int64)
@@ -79,7 +85,8 @@ def extract(events: list[dict[str, Any]]) -> CallTable:
     else:
         ns[:, GPU] = NO_SPAN
     return CallTable(pid=np.asarray(pids, dtype=np.int64), engine_id=np.asarray(engines, dtype=np.int64),
-                     error=np.asarray(errors, dtype=bool), ns=ns, names=names, partial=partial)
+                     error=np.asarray(errors, dtype=bool), ns=ns, names=names, partial=partial,
+                     on_cuda=np.asarray(on_cuda, dtype=bool), captured=np.asarray(captured, dtype=bool))
 
 
 def percentiles(values: np.ndarray, groups: np.ndarray, n_groups: int,

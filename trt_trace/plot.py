@@ -20,7 +20,7 @@ import numpy as np
 
 from .records import STATS_COLUMNS
 from .trace_format import HOST_PHASES
-from .trace_summary import TraceSummary
+from .trace_summary import TraceSummary, scaled_gpu_ns
 
 _COL = {name: i for i, name in enumerate(STATS_COLUMNS)}
 # Colour-blind-safe (Okabe-Ito), one per host phase; GPU in a colour of its own.
@@ -41,8 +41,10 @@ class EnginePlot:
 
 
 def _rows(summary: TraceSummary) -> tuple[list[str], np.ndarray]:
-    """Engine names and stats sorted by time, most first; the tail past MAX_ENGINES folded into one row."""
+    """Engine names and stats sorted by time, most first; the tail past MAX_ENGINES folded into one row.
+    The GPU column is scaled to all CUDA calls where calls were sampled out (TRT_TRACE_GPU_EVERY)."""
     stats = summary.stats.astype(np.float64)
+    stats[:, _COL["gpu_ns"]] = scaled_gpu_ns(summary.stats)
     key = np.maximum(stats[:, _COL["total_ns"]], stats[:, _COL["gpu_ns"]])
     order = np.argsort(-key, kind="stable")
     names = [summary.names[i] for i in order]
@@ -92,7 +94,11 @@ def engine_figure(summary: TraceSummary, title: str):
         host_bars += n
     gpu_bars = 0
     if has_gpu:
-        ax.barh(y + 0.24, gpu_ms, height=0.3, color=GPU_COLOR, label="GPU (launch to completion)")
+        sampled = bool(stats[:, _COL["gpu_sampled_out"]].any())
+        every = f"1 in {summary.gpu_every}, " if summary.gpu_every > 1 else ""
+        label = f"GPU (launch to completion; sampled, {every}scaled to all calls)" if sampled else \
+            "GPU (launch to completion)"
+        ax.barh(y + 0.24, gpu_ms, height=0.3, color=GPU_COLOR, label=label)
         gpu_bars = n
     ax.set_yticks(y, names)
     ax.invert_yaxis()  # most time on top

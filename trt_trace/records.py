@@ -31,8 +31,9 @@ STATS_COLUMNS = (
     "inputs_ns",
     "outputs_ns",
     "enqueue_ns",
-    "gpu_ns",
-    "gpu_calls",
+    "gpu_ns",  # measured GPU spans only
+    "gpu_calls",  # GPU spans measured
+    "gpu_sampled_out",  # CUDA calls without GPU events because of sampling (TRT_TRACE_GPU_EVERY)
 )
 
 

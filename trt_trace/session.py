@@ -52,6 +52,14 @@ def _check_output_path(path: str) -> Path:
     return p
 
 
+def check_gpu_every(n: object) -> int:
+    """A session's gpu_every: a whole number of calls from 1 to config.MAX_GPU_EVERY, else TraceError."""
+    if isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= config.MAX_GPU_EVERY:
+        raise TraceError(f"gpu_every must be a whole number of calls from 1 (every call) to {config.MAX_GPU_EVERY}, "
+                         f"not {n!r}; gpu=False turns GPU timing off")
+    return n
+
+
 def program_name() -> str:
     """What ran, for the trace's process name: the script (`serve.py`), the module of `python -m`
     (`pkg.serve`), the console script (`torchrun`), else `python` (`python -c`, an interactive shell)."""
@@ -83,6 +91,7 @@ class Session:
         self.buffer_events = settings.buffer_events
         self.nvtx = settings.nvtx
         self.gpu = settings.gpu
+        self.gpu_every = check_gpu_every(settings.gpu_every)
         self.pid = os.getpid()
         writer_class = PerfettoTraceWriter if self.format == "perfetto" else ChromeJsonWriter
 
@@ -130,6 +139,8 @@ class Session:
             "buffer_events_per_thread": self.buffer_events,
             "nvtx_domain": "trt_trace" if self.nvtx else None,
             "gpu_timing": self.gpu and ops.get_gpu_timing(),
+            # GPU events on every Nth CUDA call of each engine: `trt-trace summary` scales the GPU column by it.
+            "gpu_every": ops.get_gpu_every(),
         }
 
     def start(self) -> None:
@@ -140,6 +151,7 @@ class Session:
         self.drainer.discard_pending()
         ops.reset_thread_counts()
         self.writer.gpu_flows = ops.set_gpu_timing(self.gpu) and self.gpu
+        ops.set_gpu_every(self.gpu_every)
         ops.set_engine_stream_spans(self.settings.engine_stream_spans)
         metadata = self._metadata()
         rank = "" if metadata["rank"] is None else f" rank {metadata['rank']}"
@@ -216,7 +228,7 @@ class Session:
 
 def start(path: str, buffer_events: int | None = None, nvtx: bool = False, lazy_file: bool = False,
           gpu: bool = True, max_bytes: int | None = None, split: bool = True, format: str | None = None,
-          ) -> Session:
+          gpu_every: int = 1) -> Session:
     """Starts tracing every engine call of this process into `path`.
 
     path: the trace file; {pid}, {rank} and {host} in it are replaced (and a forked child, with
@@ -226,16 +238,19 @@ def start(path: str, buffer_events: int | None = None, nvtx: bool = False, lazy_
 
     nvtx=True also emits NVTX ranges (domain "trt_trace") for Nsight Systems. lazy_file=True creates
     the file only when the first engine call is traced (the TRT_TRACE_OUT start-up path). gpu=False
-    turns off GPU spans (CUDA events) of CUDA calls. max_bytes: size limit of one file (default 1 GiB,
-    0 none); past it split=True continues in numbered files, split=False stops writing."""
-    return start_session(_settings_from_kwargs(path, buffer_events, nvtx, lazy_file, gpu, max_bytes, split, format))
+    turns off GPU spans (CUDA events) of CUDA calls; gpu_every=N gives them to every Nth CUDA call of
+    each engine only (per calling thread; the table's GPU column is then scaled and marked sampled).
+    max_bytes: size limit of one file (default 1 GiB, 0 none); past it split=True continues in
+    numbered files, split=False stops writing."""
+    return start_session(_settings_from_kwargs(path, buffer_events, nvtx, lazy_file, gpu, max_bytes, split, format,
+                                               gpu_every))
 
 
 def _settings_from_kwargs(path: str, buffer_events: int | None = None, nvtx: bool = False, lazy_file: bool = False,
                           gpu: bool = True, max_bytes: int | None = None, split: bool = True,
-                          format: str | None = None) -> Settings:
+                          format: str | None = None, gpu_every: int = 1) -> Settings:
     return Settings(
-        out=path, buffer_events=buffer_events or DEFAULT_BUFFER_EVENTS, gpu=gpu, nvtx=nvtx,
+        out=path, buffer_events=buffer_events or DEFAULT_BUFFER_EVENTS, gpu=gpu, gpu_every=gpu_every, nvtx=nvtx,
         max_bytes=int(DEFAULT_MAX_MB * 2**20) if max_bytes is None else max_bytes, split=split, format=format,
         lazy_file=lazy_file, quiet=config.quiet(), engine_stream_spans=config.engine_stream_spans())
 

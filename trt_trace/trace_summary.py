@@ -77,6 +77,7 @@ class TraceSummary:
     partial_calls: int = 0  # calls left out: the file was cut inside them (complete_calls.py)
     call_ns: np.ndarray = field(default_factory=lambda: np.zeros((0, len(DURATIONS)), dtype=np.int64))
     call_row: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))  # row of each call
+    gpu_every: int = 1  # GPU events on every Nth CUDA call (the session's setting; the largest of merged ranks)
 
     def percentiles(self, duration: str = "total") -> tuple[np.ndarray, np.ndarray]:
         """Exact p50 and p99 in ns of one of per_call.DURATIONS: int64 [rows, 2] and [2] over every
@@ -87,8 +88,36 @@ class TraceSummary:
         return per_row, overall
 
 
-def _row_stats(calls: CallTable, rows: np.ndarray, n_rows: int) -> np.ndarray:
-    """The table's columns (records.STATS_COLUMNS) summed per row over the calls."""
+def gpu_every_of(meta: dict[str, Any]) -> int:
+    """The GPU-timing sampling a process's trace was taken with (1: every CUDA call, older traces, and
+    traces without GPU timing)."""
+    if not meta.get("gpu_timing"):
+        return 1
+    try:
+        return max(1, int(meta.get("gpu_every", 1)))
+    except (TypeError, ValueError):
+        return 1
+
+
+def scaled_gpu_ns(stats: np.ndarray) -> np.ndarray:
+    """Each row's GPU time scaled to all its CUDA calls (records.STATS_COLUMNS rows): the measured
+    spans' mean times measured + sampled-out calls; the measured total where none was sampled out
+    (as csrc/ops/timing_table.cpp scales the table)."""
+    gpu = stats[:, _COL["gpu_ns"]].astype(np.float64)
+    measured = stats[:, _COL["gpu_calls"]].astype(np.float64)
+    out = stats[:, _COL["gpu_sampled_out"]].astype(np.float64)
+    sampled = (measured > 0) & (out > 0)
+    return np.where(sampled, np.divide(gpu, measured, out=np.zeros_like(gpu), where=measured > 0) * (measured + out),
+                    gpu)
+
+
+def _row_stats(calls: CallTable, rows: np.ndarray, n_rows: int, gpu_every: int = 1) -> np.ndarray:
+    """The table's columns (records.STATS_COLUMNS) summed per row over the calls.
+
+    A file does not mark sampled-out calls: with gpu_every > 1, a call on a CUDA device that has no
+    GPU span and neither failed nor was captured into a CUDA graph counts as sampled out. (A call
+    whose inputs were all on the CPU names its outputs' device but got no events either: such calls,
+    rare, count too.)"""
     stats = np.zeros((n_rows, len(STATS_COLUMNS)), dtype=np.int64)
     ns = calls.ns
     has_gpu = ns[:, GPU] != NO_SPAN
@@ -98,6 +127,9 @@ def _row_stats(calls: CallTable, rows: np.ndarray, n_rows: int) -> np.ndarray:
         np.add.at(stats[:, _COL[column]], rows, ns[:, DURATIONS.index(duration)])
     np.add.at(stats[:, _COL["gpu_ns"]], rows[has_gpu], ns[has_gpu, GPU])
     stats[:, _COL["gpu_calls"]] = np.bincount(rows[has_gpu], minlength=n_rows)
+    if gpu_every > 1:  # only for traces with GPU timing on (gpu_every_of)
+        out = calls.on_cuda & ~has_gpu & ~calls.error & ~calls.captured
+        stats[:, _COL["gpu_sampled_out"]] = np.bincount(rows[out], minlength=n_rows)
     return stats
 
 
@@ -128,6 +160,7 @@ class _Process:
             partial_calls=self.partial_calls,
             call_ns=self.call_ns,
             call_row=self.call_row,
+            gpu_every=gpu_every_of(self.meta),
         )
 
 
@@ -159,8 +192,8 @@ def _by_process(events: list[dict[str, Any]]) -> list[_Process]:
         proc.call_row = np.searchsorted(np.asarray(proc.engine_ids, dtype=np.int64), ids)
         proc.call_ns = calls.ns[mine]
         sub = CallTable(pid=calls.pid[mine], engine_id=ids, error=calls.error[mine], ns=proc.call_ns, names={},
-                        partial=set())
-        proc.stats = _row_stats(sub, proc.call_row, len(proc.engine_ids))
+                        partial=set(), on_cuda=calls.on_cuda[mine], captured=calls.captured[mine])
+        proc.stats = _row_stats(sub, proc.call_row, len(proc.engine_ids), gpu_every_of(proc.meta))
     # Processes with no engine call and no metadata of ours (another tool's events) are not ours.
     out = [p for p in procs.values() if p.engine_ids or p.meta or p.partial_calls]
     order = {id(p): i for i, p in enumerate(out)}
@@ -209,6 +242,7 @@ def aggregate(events: list[dict[str, Any]]) -> TraceSummary:
         partial_calls=sum(p.partial_calls for p in parts),
         call_ns=np.concatenate([p.call_ns for p in parts]),
         call_row=np.concatenate(call_rows),
+        gpu_every=max(p.gpu_every for p in parts),
     )
 
 
@@ -220,7 +254,7 @@ def _table(s: TraceSummary, phase: str = "total", json: bool = False) -> str:
     per_row, overall = s.percentiles(phase)
     table = ops.format_timing_table(s.names, torch.from_numpy(s.stats), s.dropped, s.threads_with_drops,
                                     percentiles=torch.from_numpy(per_row), all_percentiles=tuple(overall.tolist()),
-                                    percentiles_of=phase, json=json)
+                                    percentiles_of=phase, json=json, gpu_every=s.gpu_every)
     if json:
         doc = orjson.loads(table)
         doc["partial_calls"] = s.partial_calls

@@ -37,6 +37,7 @@
 #include "hook/engine_registry.h"
 #include "hook/engine_stats.h"
 #include "hook/gpu_events.h"
+#include "hook/gpu_sampling.h"
 #include "hook/nvtx_ranges.h"
 #include "hook/op_observer.h"
 #include "hook/profiler_scopes.h"
@@ -113,6 +114,13 @@ class CallScope {
 
   enum Stage : uint8_t { kBeforeInputs, kInputs, kOutputs, kAfterOutputs };
 
+  // GPU-timing sampling with 1 call in `every` > 1 (gpu_sampling.h), counted in the thread's own row.
+  static bool take_gpu_sample(detail::HookThread& me, uint32_t engine_id, int64_t every) noexcept {
+    EngineStats::Table* stats = me.stats;
+    if (C10_UNLIKELY(stats == nullptr)) stats = me.stats = EngineStats::instance().this_thread();
+    return stats == nullptr || stats->take_gpu_sample(engine_id, every);
+  }
+
   uint32_t engine_id_;
   uint16_t device_;
   bool finished_ = false;
@@ -161,8 +169,12 @@ inline CallScope::CallScope(detail::HookThread& me, uint32_t engine_id, uint16_t
   live_ = nvtx_ || profiler_.active();
   live_switch(Phase::kWorkspace);
   if (record_) epoch_ = recording_epoch();
-  // The start event is tracer overhead, recorded before the call's host time starts.
-  if (epoch_ != 0 && device_ != kNoDevice && gpu::enabled()) gpu_on_ = gpu::begin_call(device_, &gpu_);
+  // The start event is tracer overhead, recorded before the call's host time starts. A call sampled
+  // out (TRT_TRACE_GPU_EVERY, gpu_sampling.h) is decided before any CUDA call is made.
+  if (epoch_ != 0 && device_ != kNoDevice && gpu::enabled()) {
+    const int64_t every = gpu::sample_every();
+    if (C10_LIKELY(every == 1) || take_gpu_sample(me, engine_id_, every)) gpu_on_ = gpu::begin_call(device_, &gpu_);
+  }
   begin_ = now_ns();
 }
 

@@ -40,10 +40,19 @@ enum StatColumn : int {
   kStatInputsNs,
   kStatOutputsNs,
   kStatEnqueueNs,
-  kStatGpuNs,
-  kStatGpuCalls,
+  kStatGpuNs,          // measured GPU spans only (added by the resolver when a span is placed)
+  kStatGpuCalls,       // GPU spans measured
+  kStatGpuSampledOut,  // CUDA calls that got no GPU events because of sampling (gpu_sampling.h)
   kNumStatColumns,
 };
+
+// The columns' names, as trt_trace/records.py STATS_COLUMNS has them (a test compares the two).
+inline constexpr const char* kStatColumnNames[] = {
+    "calls", "errors", "total_ns", "workspace_ns", "inputs_ns", "outputs_ns", "enqueue_ns",
+    "gpu_ns", "gpu_calls", "gpu_sampled_out",
+};
+static_assert(sizeof(kStatColumnNames) / sizeof(kStatColumnNames[0]) == kNumStatColumns,
+              "a name for every StatColumn");
 
 // The duration histograms of an engine row.
 enum HistogramSeries : int {
@@ -76,6 +85,23 @@ class EngineStats {
       add((*r)[kStatGpuCalls], 1);
       add_duration(engine_id, kHistGpu, gpu_ns);
     }
+    // GPU-timing sampling, 1 call in `every` (gpu_sampling.h): whether this CUDA call of the engine
+    // gets GPU events. A countdown in the row: the first call, then every `every`th, is measured; the
+    // others are counted as sampled out. A countdown left over from a larger `every` ends at once.
+    // No row (out of memory): measured, as without sampling.
+    bool take_gpu_sample(uint32_t engine_id, int64_t every) noexcept {
+      Row* r = row(engine_id);
+      if (C10_UNLIKELY(r == nullptr)) return true;
+      std::atomic<int64_t>& left = (*r)[kRowGpuCountdown];
+      const int64_t n = left.load(std::memory_order_relaxed);
+      if (n <= 0 || n >= every) {
+        left.store(every - 1, std::memory_order_relaxed);
+        return true;
+      }
+      left.store(n - 1, std::memory_order_relaxed);
+      add((*r)[kStatGpuSampledOut], 1);
+      return false;
+    }
     // One duration into the engine's histogram: a bucket index and the owner's add, no lock, no
     // allocation (the histograms come with the row's chunk).
     void add_duration(uint32_t engine_id, int series, int64_t ns) noexcept {
@@ -89,7 +115,9 @@ class EngineStats {
     friend class EngineStats;
     static constexpr uint32_t kChunk = 256;
     static constexpr uint32_t kMaxChunks = 4096;  // 1M engine ids
-    using Row = std::array<std::atomic<int64_t>, kNumStatColumns>;
+    // The columns, then the owner's private state (never summed or reported).
+    static constexpr int kRowGpuCountdown = kNumStatColumns;  // calls left to sample out (take_gpu_sample)
+    using Row = std::array<std::atomic<int64_t>, kNumStatColumns + 1>;
     struct Chunk {
       std::array<Row, kChunk> rows{};
     };

@@ -1,6 +1,7 @@
 #include "ops/timing_table.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 
 namespace trt_trace {
@@ -25,7 +26,17 @@ std::string pad_right(const std::string& s, size_t w) {
   return s.size() >= w ? s : s + std::string(w - s.size(), ' ');
 }
 
-int64_t time_ns(const TimingRow& r) { return std::max(r.stats[kStatTotalNs], r.stats[kStatGpuNs]); }
+int64_t time_ns(const TimingRow& r) { return std::max(r.stats[kStatTotalNs], r.gpu_scaled_ns); }
+
+// The measured spans' mean over every CUDA call, measured or sampled out.
+int64_t gpu_scaled_ns(const TimingRow& r) {
+  const int64_t measured = r.stats[kStatGpuCalls], out = r.stats[kStatGpuSampledOut];
+  if (measured <= 0 || out <= 0) return r.stats[kStatGpuNs];
+  return static_cast<int64_t>(std::llround(static_cast<double>(r.stats[kStatGpuNs]) / static_cast<double>(measured) *
+                                           static_cast<double>(measured + out)));
+}
+
+bool sampled(const TimingRow& r) { return r.stats[kStatGpuCalls] > 0 && r.stats[kStatGpuSampledOut] > 0; }
 
 std::string json_string(const std::string& s) {
   std::string out = "\"";
@@ -50,10 +61,12 @@ std::string json_pct(double v) { return fixed(v, 4); }
 }  // namespace
 
 TimingTable build_timing_table(std::vector<TimingRow> rows, int64_t all_p50_ns, int64_t all_p99_ns,
-                               std::string percentiles_of, uint64_t dropped_events, uint64_t threads_with_drops) {
+                               std::string percentiles_of, uint64_t dropped_events, uint64_t threads_with_drops,
+                               int64_t gpu_every) {
   TimingTable t;
   rows.erase(std::remove_if(rows.begin(), rows.end(), [](const TimingRow& r) { return r.stats[kStatCalls] == 0; }),
              rows.end());
+  for (auto& r : rows) r.gpu_scaled_ns = gpu_scaled_ns(r);
   std::stable_sort(rows.begin(), rows.end(), [](const TimingRow& a, const TimingRow& b) {
     return time_ns(a) > time_ns(b);
   });
@@ -61,6 +74,7 @@ TimingTable build_timing_table(std::vector<TimingRow> rows, int64_t all_p50_ns, 
   int64_t all_time = 0;
   for (const auto& r : rows) {
     for (int c = 0; c < kNumStatColumns; ++c) t.all.stats[c] += r.stats[c];
+    t.all.gpu_scaled_ns += r.gpu_scaled_ns;
     t.any_gpu = t.any_gpu || r.stats[kStatGpuCalls] > 0;
     all_time += time_ns(r);
   }
@@ -75,6 +89,7 @@ TimingTable build_timing_table(std::vector<TimingRow> rows, int64_t all_p50_ns, 
   t.percentiles_of = std::move(percentiles_of);
   t.dropped_events = dropped_events;
   t.threads_with_drops = threads_with_drops;
+  t.gpu_every = gpu_every;
   return t;
 }
 
@@ -98,12 +113,21 @@ std::string timing_table_text(const TimingTable& t) {
            pad_left(percentile(r.p50_ns), wq) + pad_left(percentile(r.p99_ns), wq) +
            pad_left(ms(r.stats[kStatWorkspaceNs]), w) + pad_left(ms(r.stats[kStatInputsNs]), w) +
            pad_left(ms(r.stats[kStatOutputsNs]), w) + pad_left(ms(r.stats[kStatEnqueueNs]), w);
-    if (t.any_gpu) out += pad_left(r.stats[kStatGpuCalls] > 0 ? ms(r.stats[kStatGpuNs]) : "-", w);
+    if (t.any_gpu) {
+      out += pad_left(r.stats[kStatGpuCalls] > 0 ? (sampled(r) ? "~" : "") + ms(r.gpu_scaled_ns) : "-", w);
+    }
     out += "\n";
   };
   for (size_t i = 0; i < t.rows.size(); ++i) line(t.rows[i], pct(t.share[i]), pct(t.cumulative[i]));
   const bool any_time = !t.rows.empty() && time_ns(t.all) > 0;
   line(t.all, any_time ? "100.0" : "-", any_time ? "100.0" : "-");
+  if (t.any_gpu && t.all.stats[kStatGpuSampledOut] > 0) {
+    const int64_t measured = t.all.stats[kStatGpuCalls];
+    out += "gpu ms: sampled, " + std::to_string(measured) + " of " +
+           std::to_string(measured + t.all.stats[kStatGpuSampledOut]) + " CUDA calls measured" +
+           (t.gpu_every > 1 ? " (1 in " + std::to_string(t.gpu_every) + ")" : "") + ", scaled to all" +
+           (t.percentiles_of == "gpu" ? "; gpu p50/p99 of the measured calls" : "") + "\n";
+  }
   if (t.all.stats[kStatErrors] > 0) {
     out += std::to_string(t.all.stats[kStatErrors]) + " call(s) raised an exception (flagged in the trace)\n";
   }
@@ -125,11 +149,14 @@ std::string timing_table_json(const TimingTable& t) {
                     ",\"p99_ms\":" + (r.p99_ns >= 0 ? json_ms(r.p99_ns) : "null") +
                     ",\"workspace_ms\":" + json_ms(s[kStatWorkspaceNs]) + ",\"inputs_ms\":" + json_ms(s[kStatInputsNs]) +
                     ",\"outputs_ms\":" + json_ms(s[kStatOutputsNs]) + ",\"enqueue_ms\":" + json_ms(s[kStatEnqueueNs]) +
-                    ",\"gpu_ms\":" + (s[kStatGpuCalls] > 0 ? json_ms(s[kStatGpuNs]) : "null") +
-                    ",\"gpu_calls\":" + std::to_string(s[kStatGpuCalls]) + "}";
+                    ",\"gpu_ms\":" + (s[kStatGpuCalls] > 0 ? json_ms(r.gpu_scaled_ns) : "null") +
+                    ",\"gpu_measured_ms\":" + (s[kStatGpuCalls] > 0 ? json_ms(s[kStatGpuNs]) : "null") +
+                    ",\"gpu_calls\":" + std::to_string(s[kStatGpuCalls]) +
+                    ",\"gpu_sampled_out\":" + std::to_string(s[kStatGpuSampledOut]) + "}";
     return o;
   };
-  std::string out = "{\"percentiles_of\":" + json_string(t.percentiles_of) + ",\"engines\":[";
+  std::string out = "{\"percentiles_of\":" + json_string(t.percentiles_of) +
+                    ",\"gpu_every\":" + std::to_string(t.gpu_every) + ",\"engines\":[";
   for (size_t i = 0; i < t.rows.size(); ++i) {
     if (i) out += ",";
     out += row(t.rows[i], json_pct(t.share[i]), json_pct(t.cumulative[i]));

@@ -18,6 +18,9 @@ struct TimingRow {
   std::array<int64_t, kNumStatColumns> stats;
   int64_t p50_ns = -1;  // per-call percentiles of the table's duration (see TimingTable); -1: none
   int64_t p99_ns = -1;
+  // GPU time scaled to every CUDA call (build_timing_table): the measured spans' mean times the
+  // measured and sampled-out calls; the measured total where nothing was sampled out.
+  int64_t gpu_scaled_ns = 0;
 };
 
 struct TimingTable {
@@ -27,22 +30,28 @@ struct TimingTable {
   std::vector<double> cumulative;
   std::string percentiles_of;   // "total" (the call) or a phase ("enqueue", "gpu", ...)
   bool any_gpu = false;
+  int64_t gpu_every = 1;        // the sampling setting the figures were taken with (TRT_TRACE_GPU_EVERY)
   uint64_t dropped_events = 0;
   uint64_t threads_with_drops = 0;
 };
 
-// An engine's time is the longer of its host and GPU totals (a synchronous call contains its GPU
-// work, an asynchronous one's GPU work outlasts its launch): rows are sorted by it and their shares
-// are of it. Rows with no calls are left out. all_p50_ns/all_p99_ns: the percentiles over every call.
+// An engine's time is the longer of its host and (scaled) GPU totals (a synchronous call contains
+// its GPU work, an asynchronous one's GPU work outlasts its launch): rows are sorted by it and their
+// shares are of it. Rows with no calls are left out. all_p50_ns/all_p99_ns: the percentiles over
+// every call. gpu_every: the GPU-timing sampling setting, for the table's note (1: none). The ALL
+// row's scaled GPU time is the sum of the rows' (each engine scaled by its own mean).
 TimingTable build_timing_table(std::vector<TimingRow> rows, int64_t all_p50_ns, int64_t all_p99_ns,
-                               std::string percentiles_of, uint64_t dropped_events, uint64_t threads_with_drops);
+                               std::string percentiles_of, uint64_t dropped_events, uint64_t threads_with_drops,
+                               int64_t gpu_every = 1);
 
-// The gpu column appears when any row has GPU spans. dropped_events > 0 adds a line saying how much
-// was lost and the fix.
+// The gpu column appears when any row has GPU spans; where calls were sampled out its figures are
+// scaled, marked `~`, and a note under the table says how many calls were measured. dropped_events
+// > 0 adds a line saying how much was lost and the fix.
 std::string timing_table_text(const TimingTable& table);
 
 // The same table as one JSON object (for dashboards and scripts): times in ms, null where a
-// figure does not exist (no GPU spans, no calls).
+// figure does not exist (no GPU spans, no calls). gpu_ms is the scaled figure, gpu_measured_ms the
+// measured one, beside gpu_calls (spans measured) and gpu_sampled_out.
 std::string timing_table_json(const TimingTable& table);
 
 }  // namespace trt_trace

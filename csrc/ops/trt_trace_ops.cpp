@@ -7,8 +7,10 @@
 #include <ATen/ATen.h>
 #include <torch/library.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
+#include <iterator>
 #include <mutex>
 #include <optional>
 
@@ -21,6 +23,7 @@
 #include "hook/engine_stream_trace.h"
 #include "hook/gpu_events.h"
 #include "hook/gpu_resolver.h"
+#include "hook/gpu_sampling.h"
 #include "hook/nvtx_ranges.h"
 #include "hook/tracing_state.h"
 #include "ops/timing_table.h"
@@ -63,7 +66,8 @@ std::string timing_table(const std::string& percentiles_of, bool json) {
   }
   const auto [dropped, threads] = drop_totals();
   TimingTable table = build_timing_table(std::move(rows), histogram::percentile(all.data(), 50),
-                                         histogram::percentile(all.data(), 99), percentiles_of, dropped, threads);
+                                         histogram::percentile(all.data(), 99), percentiles_of, dropped, threads,
+                                         gpu::sample_every());
   return json ? timing_table_json(table) : timing_table_text(table);
 }
 
@@ -123,6 +127,12 @@ int64_t pending() {
 
 bool set_gpu_timing(bool enable) { return gpu::set_enabled(enable); }
 bool get_gpu_timing() { return gpu::enabled() && gpu::available(); }
+// GPU-timing sampling: 1 traced CUDA call in n of each engine (per calling thread) gets GPU events.
+void set_gpu_every(int64_t n) {
+  TORCH_CHECK(gpu::set_sample_every(n), "trt_trace::set_gpu_every: n must be an integer from 1 (every call) to ",
+              gpu::kMaxGpuEvery, ", not ", n, " (set_gpu_timing(False) turns GPU timing off)");
+}
+int64_t get_gpu_every() { return gpu::sample_every(); }
 bool gpu_stream_trace_installed() { return gpu::engine_stream_trace_installed(); }
 // Whether GPU spans may move to an engine's own stream (Settings.engine_stream_spans).
 void set_engine_stream_spans(bool enable) { gpu::g_engine_stream_spans.store(enable, std::memory_order_relaxed); }
@@ -176,11 +186,15 @@ at::Tensor engine_stats() {
   return out;
 }
 
+// The names of engine_stats()'s columns (for the test against trt_trace/records.py STATS_COLUMNS).
+std::vector<std::string> stats_columns() { return {std::begin(kStatColumnNames), std::end(kStatColumnNames)}; }
+
 // A table of numbers aggregated elsewhere (a trace file): percentiles [len(names), 2] int64 ns
-// (p50, p99; -1 where none), all_p50/all_p99 over every call.
+// (p50, p99; -1 where none), all_p50/all_p99 over every call; gpu_every: the file's sampling setting.
 std::string format_timing_table(const std::vector<std::string>& names, const at::Tensor& stats, int64_t dropped,
                          int64_t threads_with_drops, const std::optional<at::Tensor>& percentiles,
-                         int64_t all_p50, int64_t all_p99, const std::string& percentiles_of, bool json) {
+                         int64_t all_p50, int64_t all_p99, const std::string& percentiles_of, bool json,
+                         int64_t gpu_every) {
   TORCH_CHECK(stats.dim() == 2 && stats.size(1) == kNumStatColumns && stats.size(0) == (int64_t)names.size(),
               "trt_trace::format_timing_table: stats must be [len(names), ", kNumStatColumns, "] int64");
   const at::Tensor s = stats.to(at::kLong).contiguous();
@@ -202,7 +216,8 @@ std::string format_timing_table(const std::vector<std::string>& names, const at:
     rows.push_back(std::move(r));
   }
   TimingTable table = build_timing_table(std::move(rows), all_p50, all_p99, percentiles_of,
-                                         static_cast<uint64_t>(dropped), static_cast<uint64_t>(threads_with_drops));
+                                         static_cast<uint64_t>(dropped), static_cast<uint64_t>(threads_with_drops),
+                                         std::max<int64_t>(gpu_every, 1));
   return json ? timing_table_json(table) : timing_table_text(table);
 }
 
@@ -282,6 +297,8 @@ TORCH_LIBRARY(trt_trace, m) {
   m.def("set_gpu_timing(bool enable) -> bool", &set_gpu_timing);
   m.def("_after_fork_in_child() -> ()", &after_fork_in_child);
   m.def("get_gpu_timing() -> bool", &get_gpu_timing);
+  m.def("set_gpu_every(int n) -> ()", &set_gpu_every);
+  m.def("get_gpu_every() -> int", &get_gpu_every);
   m.def("gpu_clock_stats() -> Dict(str, float)", &gpu_clock_stats);
   m.def("_set_engine_stream_spans(bool enable) -> ()", &set_engine_stream_spans);
   m.def("_gpu_event_host_ns(int device, int calls) -> float", &gpu_event_host_ns);
@@ -291,8 +308,9 @@ TORCH_LIBRARY(trt_trace, m) {
   m.def("_reset_thread_counts() -> ()", &reset_thread_counts);
   m.def("_engine_names() -> str[]", &engine_names);
   m.def("_engine_stats() -> Tensor", &engine_stats);
+  m.def("_stats_columns() -> str[]", &stats_columns);
   m.def("_format_timing_table(str[] names, Tensor stats, int dropped, int threads_with_drops, Tensor? percentiles=None, "
-        "int all_p50=-1, int all_p99=-1, str percentiles_of=\"total\", bool json=False) -> str",
+        "int all_p50=-1, int all_p99=-1, str percentiles_of=\"total\", bool json=False, int gpu_every=1) -> str",
         &format_timing_table);
   m.def("_set_buffer_capacity(int records) -> ()", &set_buffer_capacity);
   m.def("_buffer_capacity() -> int", &buffer_capacity);

@@ -1,7 +1,8 @@
 """Per engine call host overhead of trt_trace, from C++ loops of boxed calls (as the AOTInductor proxy
 executor and TorchScript make them), side by side in one run.
 
-    python tools/bench/bench_overhead.py [--calls 20000] [--repeats 15] [--engines 1 10 1000] [--threads 1 2 4] [--cuda]
+    python tools/bench/bench_overhead.py [--calls 20000] [--repeats 15] [--engines 1 10 1000] [--threads 1 2 4]
+    python tools/bench/bench_overhead.py --cuda [--gpu-every 1 8] [--batch 32]      # on a GPU machine
 
 Modes, interleaved in one process (so allocator and CPU state are shared), repeated:
   not installed   the hook's kernel deregistered (torch.ops.trt_trace._install_hook(False))
@@ -10,6 +11,15 @@ Modes, interleaved in one process (so allocator and CPU state are shared), repea
   flight recorder the same calls kept in the flight recorder's window (trt_trace.flight), no file
   torch.profiler  the hook deregistered, torch.profiler recording CPU activities (the profiler alone)
 Prints ns per call (median over repeats, and spread) and the differences to "not installed".
+
+--cuda: a CUDA stand-in engine and CUDA inputs, one calling thread, and GPU timing beside the modes
+above (tracing on is then "GPU timing off"): "tracing on + GPU events" (every CUDA call gets them) and
+"tracing on + GPU events 1 in N" for each N > 1 of --gpu-every (TRT_TRACE_GPU_EVERY=N). The calls run
+in batches of --batch with the device synchronised between batches, the clock stopped: the GPU never
+falls far behind, so the CUDA launch queue never fills and blocks the host, and the figures are host
+time. Each GPU mode's session is checked (spans measured and calls sampled out, from the live
+counters) and the run fails loudly where they are not what the mode promises. Prints the GPU modes
+side by side with their differences to GPU timing off and their ratios.
 """
 
 from __future__ import annotations
@@ -25,7 +35,9 @@ from pathlib import Path
 
 LOOP_SRC = r"""
 #include <ATen/core/dispatch/Dispatcher.h>
+#include <c10/core/impl/DeviceGuardImplInterface.h>
 #include <torch/library.h>
+#include <algorithm>
 #include <chrono>
 #include <thread>
 
@@ -63,30 +75,96 @@ static void boxed_loop(const c10::OperatorHandle&, torch::jit::Stack* stack) {
   stack->push_back(c10::IValue(sum / threads));
 }
 
+// CUDA calls in batches of `batch`, the device synchronised before and after each batch with the clock
+// stopped: what is timed is host time only, never a wait for a full CUDA launch queue (the GPU is at
+// most one batch behind). Returns host ns per call.
+__attribute__((noinline)) double calls_in_synced_batches(const c10::OperatorHandle& op, const c10::IValue& inputs,
+                                                         const c10::List<c10::IValue>& engines, int64_t calls,
+                                                         int64_t batch, c10::DeviceIndex device) {
+  const c10::impl::DeviceGuardImplInterface* cuda = c10::impl::getDeviceGuardImpl(c10::DeviceType::CUDA);
+  cuda->synchronizeDevice(device);
+  double ns = 0;
+  for (int64_t done = 0; done < calls;) {
+    const int64_t n = std::min(batch, calls - done);
+    const auto t0 = std::chrono::steady_clock::now();
+    for (int64_t i = 0; i < n; ++i) {
+      torch::jit::Stack s{inputs, engines.get((done + i) % engines.size())};
+      op.callBoxed(&s);
+    }
+    ns += std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - t0).count();
+    cuda->synchronizeDevice(device);
+    done += n;
+  }
+  return ns / calls;
+}
+
+// synced_loop(inputs, engines, calls, batch, device) -> host ns per call (one calling thread).
+static void synced_loop(const c10::OperatorHandle&, torch::jit::Stack* stack) {
+  const int64_t device = stack->back().toInt(); stack->pop_back();
+  const int64_t batch = stack->back().toInt(); stack->pop_back();
+  const int64_t calls = stack->back().toInt(); stack->pop_back();
+  const c10::IValue engines = stack->back(); stack->pop_back();
+  const c10::IValue inputs = stack->back(); stack->pop_back();
+  TORCH_CHECK(calls > 0 && batch > 0, "synced_loop: calls and batch must be positive");
+  const auto op = c10::Dispatcher::singleton().findSchemaOrThrow("tensorrt::execute_engine", "");
+  stack->push_back(c10::IValue(calls_in_synced_batches(op, inputs, engines.toList(), calls, batch,
+                                                       static_cast<c10::DeviceIndex>(device))));
+}
+
 TORCH_LIBRARY(trt_trace_bench, m) {
   m.def("boxed_loop(Tensor[] inputs, Any engines, int calls, int threads) -> float",
         torch::CppFunction::makeFromBoxedFunction<&boxed_loop>());
+  m.def("synced_loop(Tensor[] inputs, Any engines, int calls, int batch, int device) -> float",
+        torch::CppFunction::makeFromBoxedFunction<&synced_loop>());
 }
 """
 
 WORKER = r"""
 import json, os, sys, tempfile, torch
 from torch.utils import cpp_extension
-calls, engines, threads, repeats, src, build, cuda = sys.argv[1:8]
+calls, engines, threads, repeats, src, build, cuda, gpu_every, batch = sys.argv[1:10]
 calls, engines, threads, repeats, cuda = int(calls), int(engines), int(threads), int(repeats), cuda == "1"
+gpu_every, batch = [int(n) for n in gpu_every.split(",")], int(batch)
 import trt_trace
-from trt_trace import standin
+from trt_trace import ops, standin
+from trt_trace.records import STATS_COLUMNS
 standin.load()
 trt_trace._library.load()
 cpp_extension.load_inline("trt_trace_bench", [open(src).read()], build_directory=build, is_python_module=False,
                           extra_cflags=["-O2"], verbose=False)
+if cuda and not torch.cuda.is_available():
+    sys.exit("--cuda: torch sees no CUDA device here")
+if cuda and not ops.set_gpu_timing(True):
+    sys.exit("--cuda: this trt_trace build has no GPU timing (build it with torch with CUDA and a CUDA toolkit)")
 es = [standin.make_engine(f"bench_engine_{i}", device=0 if cuda else -1) for i in range(engines)]
 x = [torch.ones(4, device="cuda" if cuda else "cpu")]
-loop = torch.ops.trt_trace_bench.boxed_loop
-modes = ["not installed", "installed, off", "tracing on", "flight recorder", "torch.profiler"]
 if cuda:
-    modes.insert(3, "tracing on + GPU events")
+    def loop(x, es, n, threads):
+        return torch.ops.trt_trace_bench.synced_loop(x, es, n, batch, 0)
+else:
+    loop = torch.ops.trt_trace_bench.boxed_loop
+gpu_modes = {("tracing on + GPU events" if n == 1 else f"tracing on + GPU events 1 in {n}"): n for n in gpu_every}
+modes = ["not installed", "installed, off", "tracing on"] + (list(gpu_modes) if cuda else []) + \
+    ["flight recorder", "torch.profiler"]
 results = {m: [] for m in modes}
+col = {name: i for i, name in enumerate(STATS_COLUMNS)}
+checks = {m: [] for m in gpu_modes} if cuda else {}
+
+def gpu_session(d, mode, n):
+    # The session's own counts (live counters since reset): spans measured and calls sampled out.
+    ops.reset()
+    with trt_trace.tracing(os.path.join(d, "g.json"), gpu=True, gpu_every=n, buffer_events=8 * (calls + 200)):
+        loop(x, es, 200, threads)
+        results[mode].append(loop(x, es, calls, threads))
+    stats = ops.engine_stats()
+    made = (200 + calls) * threads
+    spans, out = int(stats[:, col["gpu_calls"]].sum()), int(stats[:, col["gpu_sampled_out"]].sum())
+    checks[mode].append((made, spans, out))
+    # Per thread and engine, any n calls in a row hold exactly one that is measured.
+    if spans + out != made or (spans != made if n == 1 else abs(spans - made / n) > engines * threads):
+        sys.exit(f"{mode}: {spans} GPU spans and {out} calls sampled out of {made} CUDA calls; expected "
+                 f"{made / n:.0f} spans (1 in {n}): GPU timing did not do what this mode measures")
+
 with tempfile.TemporaryDirectory() as d:
     with trt_trace.tracing(os.path.join(d, "warm.json")):
         loop(x, es, 2000, threads)  # first-call costs, engine registration, observer set-up
@@ -101,14 +179,13 @@ with tempfile.TemporaryDirectory() as d:
         with trt_trace.tracing(os.path.join(d, "t.json"), gpu=False, buffer_events=8 * (calls + 200)):
             loop(x, es, 200, threads)
             results["tracing on"].append(loop(x, es, calls, threads))
+        if cuda:
+            for mode, n in gpu_modes.items():
+                gpu_session(d, mode, n)
         trt_trace.flight(60, os.path.join(d, "f.json"), gpu=False, buffer_events=8 * (calls + 200))
         loop(x, es, 200, threads)
         results["flight recorder"].append(loop(x, es, calls, threads))
         trt_trace.stop()
-        if cuda:
-            with trt_trace.tracing(os.path.join(d, "g.json"), gpu=True, buffer_events=8 * (calls + 200)):
-                loop(x, es, 200, threads)
-                results["tracing on + GPU events"].append(loop(x, es, calls, threads))
         if cuda:
             torch.cuda.synchronize()
         torch.ops.trt_trace._install_hook(False)  # the profiler alone, without trt_trace's scopes in it
@@ -116,11 +193,27 @@ with tempfile.TemporaryDirectory() as d:
             loop(x, es, 200, threads)
             results["torch.profiler"].append(loop(x, es, calls, threads))
         torch.ops.trt_trace._install_hook(True)
-print(json.dumps(results))
+print(json.dumps({"results": results, "checks": checks}))
 """
 
-# (+ "tracing on + GPU events" with --cuda)
+# (+ "tracing on + GPU events" and "... 1 in N" with --cuda)
 MODES = ("not installed", "installed, off", "tracing on", "flight recorder", "torch.profiler")
+
+
+def print_gpu_timing(results: dict[str, list[float]], checks: dict[str, list[list[int]]]) -> None:
+    """The GPU modes beside GPU timing off (tracing on), as differences and ratios."""
+    off = statistics.median(results["tracing on"])
+    first = "tracing on + GPU events"  # every call gets GPU events (--gpu-every 1)
+    every_call = statistics.median(results[first]) - off if first in results else 0.0
+    print("  GPU timing, host ns per traced CUDA call (medians, modes interleaved in one process):")
+    print(f"    {'GPU timing off (tracing on)':34s} {off:9.0f} ns")
+    for mode, runs in checks.items():
+        med = statistics.median(results[mode])
+        made, spans, out = (sum(r[k] for r in runs) for k in range(3))
+        line = f"    {mode:34s} {med:9.0f} ns  +{med - off:6.0f} ns over off, {med / off:5.3f} x off"
+        if mode != first:
+            line += f", {(med - off) / every_call:5.3f} x every call's added cost" if every_call > 0 else ""
+        print(line + f"  [{spans} spans, {out} sampled out of {made} calls]", flush=True)
 
 
 def main() -> int:
@@ -130,7 +223,13 @@ def main() -> int:
     ap.add_argument("--engines", type=int, nargs="+", default=[1])
     ap.add_argument("--threads", type=int, nargs="+", default=[1])
     ap.add_argument("--cuda", action="store_true", help="CUDA stand-in engine and inputs; adds tracing on + GPU events")
+    ap.add_argument("--gpu-every", type=int, nargs="+", default=[1, 8],
+                    help="with --cuda: the GPU-timing sampling settings to measure (1: every call)")
+    ap.add_argument("--batch", type=int, default=32,
+                    help="with --cuda: calls between two device synchronisations (not timed)")
     args = ap.parse_args()
+    if args.cuda and (args.threads != [1] or min(args.gpu_every) < 1 or args.batch < 1):
+        ap.error("--cuda runs one calling thread (--threads 1), --gpu-every values >= 1 and --batch >= 1")
     build = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "trt_trace" / "bench_ext"
     build.mkdir(parents=True, exist_ok=True)
     with tempfile.NamedTemporaryFile("w", suffix=".cpp", delete=False) as f:
@@ -141,23 +240,28 @@ def main() -> int:
     for engines in args.engines:
         for threads in args.threads:
             argv = [str(args.calls), str(engines), str(threads), str(args.repeats), src, str(build),
-                    "1" if args.cuda else "0"]
+                    "1" if args.cuda else "0", ",".join(str(n) for n in dict.fromkeys(args.gpu_every)), str(args.batch)]
             out = subprocess.run([sys.executable, "-c", WORKER, *argv], env=env, capture_output=True, text=True,
                                  cwd=tempfile.gettempdir())
             if out.returncode != 0:
                 print(out.stderr[-3000:], file=sys.stderr)
+                print(f"FAILED: the benchmark's worker exited with {out.returncode} (above)", file=sys.stderr)
                 return 1
-            results = json.loads(out.stdout.strip().splitlines()[-1])
+            doc = json.loads(out.stdout.strip().splitlines()[-1])
+            results, checks = doc["results"], doc["checks"]
             base = statistics.median(results["not installed"])
-            print(f"engines={engines} threads={threads} calls/thread={args.calls} repeats={args.repeats}")
+            print(f"engines={engines} threads={threads} calls/thread={args.calls} repeats={args.repeats}"
+                  + (f" cuda: batches of {args.batch} calls, device synchronised between them" if args.cuda else ""))
             for mode, v in results.items():
                 med = statistics.median(v)
-                print(f"  {mode:15s} {med:9.0f} ns/call  (+{med - base:6.0f} ns)  spread {min(v):.0f}-{max(v):.0f}")
+                print(f"  {mode:31s} {med:9.0f} ns/call  (+{med - base:6.0f} ns)  spread {min(v):.0f}-{max(v):.0f}")
             on = statistics.median(results["tracing on"]) - base
             prof = statistics.median(results["torch.profiler"]) - base
             print(f"  tracing on adds {on:.0f} ns = {on / prof:.2f} x torch.profiler's {prof:.0f} ns", flush=True)
             flight = statistics.median(results["flight recorder"]) - base
             print(f"  flight recorder adds {flight:.0f} ns = {flight / on:.2f} x tracing on", flush=True)
+            if checks:
+                print_gpu_timing(results, checks)
     return 0
 
 
