@@ -19,7 +19,8 @@
 //   time_work=1     CUDA events around the engine's own work (faketrt_work_ns)
 //
 // Everything it does not implement aborts with the interface and slot number.
-// Test helpers (faketrt_*) are exported beside the three TensorRT symbols.
+// Test helpers (faketrt_*) are exported beside TensorRT's C entry points; those only the Python
+// bindings link (the builder's) stop the process with their name if called.
 #include <cuda_runtime_api.h>
 
 #include <time.h>
@@ -488,6 +489,39 @@ FAKETRT_EXPORT void* getPluginRegistry() {
   static auto* registry = new faketrt::PluginRegistryFake();
   return registry;
 }
+
+// ---- Entry points only the Python bindings link against ----------------------------------------
+// tensorrt_cu13_bindings 10.15 links these, and Python loads an extension with every symbol
+// resolved at once, so `import tensorrt` needs them to exist. The bindings call them only when
+// Python builds a Builder or Refitter (pybind constructors) or asks for a builder plugin registry;
+// `import torch_tensorrt` and running engines do neither. The fake has no builder: calling one
+// stops the process with its name, like an unimplemented slot.
+
+namespace faketrt {
+[[noreturn]] void no_builder(const char* entry) noexcept {
+  std::fprintf(stderr, "faketrt: %s is not implemented (the fake runs engines; it builds none)\n", entry);
+  std::fflush(stderr);
+  std::abort();
+}
+}  // namespace faketrt
+
+FAKETRT_EXPORT void* createInferBuilder_INTERNAL(void* /*logger*/, int32_t /*version*/) {
+  faketrt::no_builder("createInferBuilder_INTERNAL");
+}
+
+FAKETRT_EXPORT void* createInferRefitter_INTERNAL(void* /*engine*/, void* /*logger*/, int32_t /*version*/) {
+  faketrt::no_builder("createInferRefitter_INTERNAL");
+}
+
+// The registry a builder of the given engine capability uses: the fake's one registry (it holds
+// no plugins whatever the capability).
+FAKETRT_EXPORT void* getBuilderPluginRegistry(int32_t /*engine_capability*/) { return getPluginRegistry(); }
+
+// TensorRT's library version, encoded major * 10000 + minor * 100 + patch: 10.15.1, the version
+// Torch-TensorRT 2.11 is built against (its runtime passes the same number, 101501, as the
+// `version` of createInferRuntime_INTERNAL). Nothing in 2.11 or the bindings imports it; the real
+// library exports it, and a caller that looks it up by name gets the version the fake stands for.
+FAKETRT_EXPORT int32_t getInferLibVersion() { return 10 * 10000 + 15 * 100 + 1; }
 
 // ---- Test helpers ----------------------------------------------------------------------------
 

@@ -25,12 +25,15 @@ _lib: ctypes.CDLL | None = None
 
 
 def load(lib_dir: str | os.PathLike) -> ctypes.CDLL:
-    """Loads libnvinfer.so.10 and libnvinfer_plugin.so.10 globally (the runtime finds them by soname)."""
+    """Loads libnvinfer.so.10, libnvinfer_plugin.so.10 and (where built) libnvonnxparser.so.10
+    globally: the runtime and the Python bindings then find them by soname."""
     global _lib
     if _lib is None:
         d = Path(lib_dir)
         _lib = ctypes.CDLL(str(d / "libnvinfer.so.10"), mode=ctypes.RTLD_GLOBAL)
         ctypes.CDLL(str(d / "libnvinfer_plugin.so.10"), mode=ctypes.RTLD_GLOBAL)
+        if (d / "libnvonnxparser.so.10").exists():  # only the Python bindings link it
+            ctypes.CDLL(str(d / "libnvonnxparser.so.10"), mode=ctypes.RTLD_GLOBAL)
         _lib.faketrt_work_ns.restype = ctypes.c_int32
         _lib.faketrt_stats.restype = ctypes.c_int32
     return _lib

@@ -3,7 +3,8 @@
 # runs the test suite against that torch (DEVICE_TESTS=0 skips it; TESTS="tests/a.py tests/b.py" picks files), then tools/device/gpu_standin_check.py and
 # tools/device/gpu_timing_check.py (CHECKS= picks; SKIP_BUILD=1 reuses the install on a warm machine) (GPU spans vs torch.profiler, streams, CUDA graphs, costs, clock drift).
 # tools/device/real_runtime_check.py (the real Torch-TensorRT 2.11 runtime over tests/faketrt, built here first)
-# needs .trt/libtorchtrt_runtime.so (tools/device/fetch_real_runtime.sh; TORCHTRT_RUNTIME= another path).
+# needs .trt/libtorchtrt_runtime.so (tools/device/fetch_real_runtime.sh; TORCHTRT_RUNTIME= another path), and for
+# its torch_tensorrt_import check .trt/python (the same script); REAL_CHECKS="name ..." picks its checks (--only).
 # Wheels missing there (orjson) travel in .whl/ (see the device tool's README).
 set -uo pipefail
 export CXX=/usr/bin/g++ CC=/usr/bin/gcc   # that machine's default toolchain breaks torch extensions
@@ -36,6 +37,10 @@ for check in ${CHECKS:-gpu_standin_check gpu_timing_check real_runtime_check}; d
     bash "$OLDPWD/tests/faketrt/build.sh" /tmp/faketrt > "${OUT:-/tmp}/faketrt_build.log" 2>&1 \
       || { cat "${OUT:-/tmp}/faketrt_build.log"; status=1; continue; }
     args=(--fake /tmp/faketrt --runtime "$runtime")
+    if [ -n "${REAL_CHECKS:-}" ]; then
+      read -ra only <<< "$REAL_CHECKS"
+      args+=(--only "${only[@]}")
+    fi
   fi
   python3 "$OLDPWD/tools/device/$check.py" "${args[@]}" 2>&1 | grep -v fake_class_registry || status=1
 done

@@ -8,6 +8,10 @@ order: the fake libraries (RTLD_GLOBAL), then the runtime. Each check prints PAS
 figures; the exit status is non-zero if any failed. GPU span / truth figures (the fake measures its
 own GPU work with CUDA events on the stream it is given) are MET/MISS lines against the 3% + 2 us
 goal, which the exit status ignores; they go to BENCHMARKS.md.
+
+The torch_tensorrt_import check runs `import torch_tensorrt` itself (its Python package from the same
+wheel, the real TensorRT Python bindings, both under --python; `import tensorrt` from the project's
+shim) in a fresh process; tools/device/fetch_real_runtime.sh fetches them.
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -25,7 +30,8 @@ from contextlib import contextmanager
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent  # tools/device
-sys.path.insert(0, str(HERE.parents[1] / "tests" / "faketrt"))
+REPO = HERE.parents[1]
+sys.path.insert(0, str(REPO / "tests" / "faketrt"))
 import faketrt  # noqa: E402
 
 failures = 0
@@ -566,16 +572,169 @@ def package(d: Path, args: argparse.Namespace) -> None:
                      {pl.name: pl.gpu_us for pl in PACKAGE_PLANS[1:]}, calls)
 
 
+# ---- `import torch_tensorrt` itself, in a fresh process ------------------------------------------
+
+TORCHTRT_PLAN = faketrt.Plan("_run_on_acc_0_engine", gpu_us=20)
+TORCHTRT_ALIAS_PLAN = faketrt.Plan("_run_on_acc_alias_engine", gpu_us=10)
+TORCHTRT_CALLS = 20
+ALIAS_CALLS = 7
+PYTHON_PACKAGES = ("torch_tensorrt", "tensorrt_bindings", "dllist")  # what fetch_real_runtime.sh puts in --python
+
+
+def torchtrt_site(d: Path, python_dir: Path, runtime: str) -> Path | str:
+    """A folder for sys.path where `import torch_tensorrt` finds: its Python package with the runtime
+    library under test as its only lib/ (so it loads that library alone, as a runtime-only install
+    does), the real bindings, dllist, and the project's `tensorrt` shim. A reason string if it cannot."""
+    missing = [n for n in PYTHON_PACKAGES if not (python_dir / n).is_dir()]
+    if missing:
+        return (f"{python_dir} lacks {', '.join(missing)} (tools/device/fetch_real_runtime.sh fetches them "
+                f"where pip reaches the index; carry .trt)")
+    site = d / "site"
+    shutil.copytree(python_dir / "torch_tensorrt", site / "torch_tensorrt",
+                    ignore=lambda where, names: ["lib"] if Path(where) == python_dir / "torch_tensorrt" else [])
+    (site / "torch_tensorrt" / "lib").mkdir()
+    (site / "torch_tensorrt" / "lib" / "libtorchtrt_runtime.so").symlink_to(Path(runtime).resolve())
+    for n in PYTHON_PACKAGES[1:]:
+        (site / n).symlink_to((python_dir / n).resolve())
+    shutil.copytree(REPO / "tests" / "faketrt" / "python_shim" / "tensorrt", site / "tensorrt")
+    return site
+
+
+def torchtrt_child(args: argparse.Namespace) -> int:
+    """In a fresh process with only TRT_TRACE_OUT set (tracing starts at interpreter start-up):
+    `import torch_tensorrt`, then engines through its own TorchTensorRTModule. Prints one JSON line;
+    a stage that raises is named there with its error instead."""
+    import time
+
+    import torch
+
+    out: dict = {"stage": "load the fake TensorRT"}
+
+    def loaded() -> list[str]:  # Torch-TensorRT libraries in this process, by the path they were loaded from
+        import dllist
+
+        return sorted(p for p in dllist.dllist() if "libtorchtrt" in p)
+
+    def run() -> None:
+        faketrt.load(args.fake)
+        out["ops_before_import"] = hasattr(torch.ops.tensorrt, "execute_engine")
+        out["loaded_before_import"] = loaded()
+        out["stage"] = "import torch_tensorrt"
+        t0 = time.perf_counter()
+        import torch_tensorrt
+
+        out["import_s"] = round(time.perf_counter() - t0, 1)
+        out["version"] = torch_tensorrt.__version__
+        out["tensorrt"] = f"{sys.modules['tensorrt'].__version__} ({type(sys.modules['tensorrt']).__name__})"
+        features = torch_tensorrt.ENABLED_FEATURES
+        out["runtime_feature"] = bool(features.torch_tensorrt_runtime)
+        out["torchscript_frontend"] = bool(features.torchscript_frontend)
+        out["ops_after_import"] = hasattr(torch.ops.tensorrt, "execute_engine")
+        out["abi"] = str(torch.ops.tensorrt.ABI_VERSION())
+        out["loaded"] = loaded()
+        out["stage"] = "TorchTensorRTModule"
+        from torch_tensorrt.dynamo.runtime import TorchTensorRTModule
+
+        def module(plan: faketrt.Plan) -> torch.nn.Module:
+            return TorchTensorRTModule(plan.text().encode(), input_binding_names=[n for n, _, _ in plan.inputs],
+                                       output_binding_names=[n for n, _ in plan.outputs],
+                                       name=plan.name.removesuffix("_engine"))
+        trt_module = module(TORCHTRT_PLAN)
+        out["engine_str"] = str(trt_module.engine).splitlines()[:2]
+        x = torch.randn(64, 256, device="cuda")
+        out["stage"] = "calls through TorchTensorRTModule"
+        ys = [trt_module(x) for _ in range(TORCHTRT_CALLS)]
+        torch.cuda.synchronize()
+        out["outputs_right"] = all(torch.equal(y, x) for y in ys)
+        out["enqueues"] = faketrt.stats(TORCHTRT_PLAN.name)["enqueues"]
+        out["stage"] = "trt_trace's aliases with torch_tensorrt imported"
+        ns = torch.ops.tensorrt
+        alias_module = module(TORCHTRT_ALIAS_PLAN)
+        ns.set_profile_execution(True)
+        for _ in range(ALIAS_CALLS):
+            alias_module(x)
+        torch.cuda.synchronize()
+        out["table"] = str(ns.dump_engine_timing())
+        ns.set_profile_execution(False)
+        out["stage"] = "done"
+    try:
+        run()
+    except Exception as e:  # noqa: BLE001 (reported by the parent as one FAIL line)
+        out["error"] = f"{type(e).__name__}: {str(e).strip().splitlines()[-1] if str(e).strip() else ''}"[:300]
+    print(json.dumps(out), flush=True)
+    return 0
+
+
+@guarded
+def torch_tensorrt_import(d: Path, args: argparse.Namespace) -> None:
+    """torch_tensorrt's import loads the runtime under test (put in its lib/; nothing else in that
+    process loads it), and engines run through its own TorchTensorRTModule are traced."""
+    label = "import torch_tensorrt (fresh process, only TRT_TRACE_OUT)"
+    site = torchtrt_site(d, Path(args.python), args.runtime)
+    if isinstance(site, str):
+        check(label, False, site)
+        return
+    trace = d / "torchtrt.json"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TRT_TRACE_")}
+    env["TRT_TRACE_OUT"] = str(trace)
+    env["PYTHONPATH"] = os.pathsep.join([str(site)] + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else []))
+    env["LD_LIBRARY_PATH"] = os.pathsep.join([args.fake] + ([env["LD_LIBRARY_PATH"]] if env.get("LD_LIBRARY_PATH")
+                                                              else []))
+    cmd = [sys.executable, __file__, "--fake", args.fake, "--runtime", args.runtime, "--child", "torchtrt"]
+    try:
+        p = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300, cwd="/tmp")
+    except subprocess.TimeoutExpired:
+        check(label, False, "the child process ran past 300 s")
+        return
+    lines = [ln for ln in p.stdout.splitlines() if ln.startswith("{")]
+    if p.returncode != 0 or not lines:
+        tail = [ln for ln in (p.stderr or p.stdout).strip().splitlines() if ln.strip()][-3:]
+        check(label, False, f"child rc {p.returncode}: {tail}")
+        return
+    r = json.loads(lines[-1])
+    if "error" in r:
+        check(label, False, f"{r['stage']} raised {r['error']}")
+        return
+    check(f"{label}: torch_tensorrt {r['version']} over the real bindings (tensorrt {r['tensorrt']}); its own "
+          "runtime library registered the ops at import",
+          not r["loaded_before_import"] and r["ops_after_import"] and r["runtime_feature"]
+          and [os.path.realpath(f) for f in r["loaded"]] == [os.path.realpath(args.runtime)],
+          f"import {r['import_s']} s; execute_engine before/after import {r['ops_before_import']}/"
+          f"{r['ops_after_import']}; runtime feature {r['runtime_feature']}, TorchScript frontend "
+          f"{r['torchscript_frontend']}; ABI {r['abi']}; loaded {r['loaded']}")
+    if not trace.exists():
+        check(f"{label}: trace written at exit", False, f"no {trace.name}")
+        return
+    calls = [c for _, c in sorted(calls_of(str(trace)).items())]
+    mine = [c for c in calls if c.get("engine") == TORCHTRT_PLAN.name]
+    check(f"torch_tensorrt's TorchTensorRTModule: {TORCHTRT_CALLS} calls traced, named, 4 phases each, "
+          "GPU spans, outputs right",
+          r["outputs_right"] and r["enqueues"] == TORCHTRT_CALLS and len(mine) == TORCHTRT_CALLS
+          and r["engine_str"][1:2] == [f"  Name: {TORCHTRT_PLAN.name}"]
+          and all(all(ph in c for ph in ("workspace", "inputs", "outputs", "enqueue", "gpu")) for c in mine)
+          and all(map(partitioned, mine)),
+          f"{len(mine)} calls of {r['engine_str'][1:2]}, enqueueV3 x{r['enqueues']}; {phase_line(mine)}")
+    row = [ln for ln in r["table"].splitlines() if ln.startswith(TORCHTRT_ALIAS_PLAN.name)]
+    check("torch.ops.tensorrt.set_profile_execution / dump_engine_timing with torch_tensorrt imported",
+          len(row) == 1 and row[0].split()[1] == str(ALIAS_CALLS)
+          and sum(c.get("engine") == TORCHTRT_ALIAS_PLAN.name for c in calls) == ALIAS_CALLS,
+          f"table row {row[0] if row else None!r}")
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--fake", required=True, help="folder with the fake libnvinfer.so.10")
     ap.add_argument("--runtime", required=True, help="libtorchtrt_runtime.so of torch-tensorrt 2.11.0")
     ap.add_argument("--only", nargs="*", help="run only these checks")
-    ap.add_argument("--child", choices=("env", "after"), help=argparse.SUPPRESS)
+    ap.add_argument("--python", default=str(REPO / ".trt" / "python"),
+                    help="torch_tensorrt's Python package, tensorrt_bindings and dllist (fetch_real_runtime.sh)")
+    ap.add_argument("--child", choices=("env", "after", "torchtrt"), help=argparse.SUPPRESS)
     ap.add_argument("--package", help=argparse.SUPPRESS)
     ap.add_argument("--trace", help=argparse.SUPPRESS)
     ap.add_argument("--runs", type=int, default=30, help=argparse.SUPPRESS)
     args = ap.parse_args()
+    if args.child == "torchtrt":
+        return torchtrt_child(args)
     if args.child:
         return child(args)
     import torch
@@ -589,7 +748,8 @@ def main() -> int:
               "preallocated_and_output_allocator": preallocated_and_output_allocator, "cuda_graphs": cuda_graphs,
               "runtime_profiling": runtime_profiling, "multi_device_safe_mode": multi_device_safe_mode,
               "two_threads": two_threads, "failing_enqueue": failing_enqueue, "aliases": aliases,
-              "gpu_truth_eager": gpu_truth_eager, "package": lambda d: package(d, args)}
+              "gpu_truth_eager": gpu_truth_eager, "package": lambda d: package(d, args),
+              "torch_tensorrt_import": lambda d: torch_tensorrt_import(d, args)}
     with tempfile.TemporaryDirectory() as tmp:
         for name, fn in checks.items():
             if args.only and name not in args.only:
