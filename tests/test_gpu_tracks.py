@@ -71,12 +71,14 @@ def test_cpu_build_reports_no_gpu_timing():
 def test_gpu_event_host_cost_probe():
     # The benchmark probe behind tools/device/gpu_timing_check.py's "GPU events alone" figure.
     ns = ops.gpu_event_host_ns(0, 10)
+    sampled = ops.gpu_event_host_ns(0, 80, every=8)
     if torch.cuda.is_available():  # the GPU machine's CUDA build
-        assert ns > 0
+        assert ns > 0 and sampled > 0
     else:
-        assert ns == -1.0  # CPU-only build: no events to record
+        assert ns == sampled == -1.0  # CPU-only build: no events to record
     assert ops.gpu_event_host_ns(-1, 10) == -1.0
     assert ops.gpu_event_host_ns(0, 0) == -1.0
+    assert ops.gpu_event_host_ns(0, 10, every=0) == -1.0
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="GPU spans need CUDA (run by tools/device/device_check.sh)")

@@ -122,11 +122,12 @@ def gpu_stream_trace_installed() -> bool:
     return bool(_op("_gpu_stream_trace_installed")())
 
 
-def gpu_event_host_ns(device: int = 0, calls: int = 1000) -> float:
+def gpu_event_host_ns(device: int = 0, calls: int = 1000, every: int = 1) -> float:
     """Benchmark support: host ns per traced call spent on its GPU events alone (start and end event
-    recorded on `device`'s current stream, then handed back), averaged over `calls`; -1.0 where no
-    event can be recorded (CPU-only build, no such device)."""
-    return float(_op("_gpu_event_host_ns")(int(device), int(calls)))
+    recorded on `device`'s current stream, then handed back), averaged over `calls` of which 1 in
+    `every` gets events by the hook's sampling decision (TRT_TRACE_GPU_EVERY); -1.0 where no event can
+    be recorded (CPU-only build, no such device, every < 1)."""
+    return float(_op("_gpu_event_host_ns")(int(device), int(calls), int(every)))
 
 
 def gpu_clock_stats() -> dict[str, float]:

@@ -28,6 +28,7 @@
 
 #include "common/record.h"
 #include "hook/duration_histogram.h"
+#include "hook/gpu_sampling.h"
 
 namespace trt_trace {
 
@@ -92,13 +93,7 @@ class EngineStats {
     bool take_gpu_sample(uint32_t engine_id, int64_t every) noexcept {
       Row* r = row(engine_id);
       if (C10_UNLIKELY(r == nullptr)) return true;
-      std::atomic<int64_t>& left = (*r)[kRowGpuCountdown];
-      const int64_t n = left.load(std::memory_order_relaxed);
-      if (n <= 0 || n >= every) {
-        left.store(every - 1, std::memory_order_relaxed);
-        return true;
-      }
-      left.store(n - 1, std::memory_order_relaxed);
+      if (gpu::take_sample((*r)[kRowGpuCountdown], every)) return true;
       add((*r)[kStatGpuSampledOut], 1);
       return false;
     }

@@ -2,6 +2,7 @@
 
 #include "common/clock.h"
 #include "hook/engine_stream_trace.h"
+#include "hook/gpu_sampling.h"
 
 #ifdef TRT_TRACE_WITH_CUDA
 #include <vector>
@@ -116,8 +117,8 @@ void release(uint16_t device, CallEvents* ev) noexcept {
   ev->start = ev->end = ev->engine_start = ev->engine_end = nullptr;
 }
 
-double event_pair_host_ns(uint16_t device, int64_t calls) noexcept {
-  if (calls <= 0 || device >= kMaxDevices) return -1;
+double event_pair_host_ns(uint16_t device, int64_t calls, int64_t every) noexcept {
+  if (calls <= 0 || device >= kMaxDevices || every < 1) return -1;
   try {
     std::vector<CallEvents> calls_events(static_cast<size_t>(calls));
     // Two passes: the first creates the pool's events (a one-off cost, not a per-call one), the
@@ -125,9 +126,11 @@ double event_pair_host_ns(uint16_t device, int64_t calls) noexcept {
     int64_t ns = -1;
     for (int pass = 0; pass < 2; ++pass) {
       bool ok = true;
+      std::atomic<int64_t> countdown{0};
       const int64_t t0 = now_ns();
       for (CallEvents& ev : calls_events) {
         ev = CallEvents{};
+        if (every > 1 && !take_sample(countdown, every)) continue;  // as CallScope does
         if (!begin_call(device, &ev) || !end_call(device, &ev)) {
           ok = false;
           break;
@@ -155,7 +158,7 @@ bool set_enabled(bool on) {
 bool begin_call(uint16_t, CallEvents*) noexcept { return false; }
 bool end_call(uint16_t, CallEvents*) noexcept { return false; }
 void release(uint16_t, CallEvents*) noexcept {}
-double event_pair_host_ns(uint16_t, int64_t) noexcept { return -1; }
+double event_pair_host_ns(uint16_t, int64_t, int64_t) noexcept { return -1; }
 
 #endif
 

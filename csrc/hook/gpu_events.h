@@ -57,9 +57,11 @@ void release(uint16_t device, CallEvents* ev) noexcept;
 
 // Benchmark support: host ns per call of the GPU-event work a traced call adds
 // on its thread (begin_call + end_call on the current stream of `device`, with
-// pooled events that completed before), averaged over `calls`; -1 if no events
-// could be recorded. Synchronises the device: not for use while tracing.
-double event_pair_host_ns(uint16_t device, int64_t calls) noexcept;
+// pooled events that completed before), averaged over `calls`, of which 1 in
+// `every` is measured by the hook's own sampling decision (gpu_sampling.h), the
+// others only decided; -1 if no events could be recorded. Synchronises the
+// device: not for use while tracing.
+double event_pair_host_ns(uint16_t device, int64_t calls, int64_t every = 1) noexcept;
 
 }  // namespace gpu
 }  // namespace trt_trace

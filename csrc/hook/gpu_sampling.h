@@ -24,5 +24,18 @@ inline int64_t sample_every() noexcept { return g_every.load(std::memory_order_r
 // n in [1, kMaxGpuEvery]; returns false (and keeps the value) otherwise.
 bool set_sample_every(int64_t n) noexcept;
 
+// The decision itself, on a countdown only the calling thread writes (EngineStats::Table keeps one
+// per engine in its row): the first call, then every `every`th, is measured (true); a countdown left
+// over from a larger `every` ends at once.
+inline bool take_sample(std::atomic<int64_t>& left, int64_t every) noexcept {
+  const int64_t n = left.load(std::memory_order_relaxed);
+  if (n <= 0 || n >= every) {
+    left.store(every - 1, std::memory_order_relaxed);
+    return true;
+  }
+  left.store(n - 1, std::memory_order_relaxed);
+  return false;
+}
+
 }  // namespace gpu
 }  // namespace trt_trace

@@ -1,0 +1,49 @@
+"""Host cost of GPU timing per traced CUDA call, every call vs sampled (TRT_TRACE_GPU_EVERY=N), on a GPU.
+
+    python tools/bench/gpu_event_sampling.py [--calls 2000] [--repeats 21] [--every 1 2 8 16]
+
+A C++ loop (torch.ops.trt_trace._gpu_event_host_ns) makes `calls` calls of the hook's GPU-event work
+(the capture check, the start and end event records on the current stream, with pooled events that
+completed before) behind the hook's own sampling decision, for each N interleaved in one process, and
+prints the median ns per call and its ratio to N = 1. No engine runs: its own host cost and the
+stand-in's noise would bury a microsecond. Exits non-zero where the build has no GPU timing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--calls", type=int, default=2000)
+    ap.add_argument("--repeats", type=int, default=21)
+    ap.add_argument("--every", type=int, nargs="+", default=[1, 2, 8, 16])
+    args = ap.parse_args()
+    import torch
+
+    from trt_trace import ops
+
+    if not torch.cuda.is_available() or ops.gpu_event_host_ns(0, 10) < 0:
+        print("gpu_event_sampling: no GPU timing here (needs a GPU and trt_trace's CUDA build)", file=sys.stderr)
+        return 1
+    runs: dict[int, list[float]] = {n: [] for n in args.every}
+    for _ in range(args.repeats):  # interleaved: drifts of the machine hit every N alike
+        for n in args.every:
+            runs[n].append(ops.gpu_event_host_ns(0, args.calls, n))
+    if any(v < 0 for vs in runs.values() for v in vs):
+        print("gpu_event_sampling: an event could not be recorded", file=sys.stderr)
+        return 1
+    base = statistics.median(runs[args.every[0]])
+    print(f"{torch.cuda.get_device_name(0)}, torch {torch.__version__}: {args.repeats} x {args.calls} calls per N")
+    for n, v in runs.items():
+        m = statistics.median(v)
+        print(f"  GPU events 1 in {n:<3d} {m:8.0f} ns per call  ({m / base:.3f} x 1 in {args.every[0]}; "
+              f"spread {min(v):.0f}-{max(v):.0f} ns)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
