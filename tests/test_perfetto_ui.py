@@ -323,6 +323,9 @@ def test_the_omnibox_sql_mode_gives_what_the_engine_gives(perfetto_ui, tmp_path,
     typed = trace.omnibox_query(sql)
     asked = [{k: str(v) for k, v in r.items()} for r in trace.query(sql)]
     assert typed == asked and {r["name"] for r in typed} >= {"execute_engine", "gpu"}
+    # A second query typed over the first, as a user goes on asking.
+    again = "select count(*) as calls from slice where name = 'execute_engine'"
+    assert trace.omnibox_query(again) == [{"calls": str(trace.scalar(again))}] == [{"calls": "2"}]
     trace.close()
 
 
