@@ -82,14 +82,13 @@ class LaneAssigner:
             for i in order:
                 lanes[i] = self._place(engines[i], begins[i], ends[i])
             return lanes
-        wait_of = dict(zip(records["call_id"][waits].tolist(), np.flatnonzero(waits).tolist(), strict=True))
-        call_ids = records["call_id"].tolist()
-        follows = [not waits[i] and call_ids[i] in wait_of for i in range(len(records))]
+        call_ids = records["call_id"]
+        follows = ~waits & np.isin(call_ids, call_ids[waits])
         for i in order:  # the waits and lone spans first, in begin order
             if not follows[i]:
                 lanes[i] = self._place(engines[i], begins[i], ends[i])
-        for i in np.flatnonzero(follows).tolist():
-            lanes[i] = lanes[wait_of[call_ids[i]]]
+        lane_of_call = dict(zip(call_ids[waits].tolist(), lanes[waits].tolist(), strict=True))
+        lanes[follows] = [lane_of_call[c] for c in call_ids[follows].tolist()]
         return lanes
 
     def _place(self, engine: int, begin: int, end: int) -> int:
