@@ -81,10 +81,13 @@ def calls_of(path: str) -> dict[int, dict]:
     return out
 
 
+HOST_PHASES = ("workspace", "inputs", "outputs", "enqueue")
+
+
 def partitioned(c: dict) -> bool:
     """The host phases tile the call exactly (to the trace's ns precision)."""
     ts, dur = c["execute_engine"]
-    phases = sorted(c[p] for p in ("workspace", "inputs", "outputs", "enqueue") if p in c)
+    phases = sorted(c[p] for p in HOST_PHASES if p in c)
     t = ts
     for a, d in phases:
         if abs(a - t) > 0.002:
@@ -93,9 +96,14 @@ def partitioned(c: dict) -> bool:
     return abs(t - (ts + dur)) <= 0.002
 
 
+def whole(c: dict) -> bool:
+    """A call with all four host phases, tiling it, and a GPU span."""
+    return all(p in c for p in (*HOST_PHASES, "gpu")) and partitioned(c)
+
+
 def phase_line(calls: list[dict]) -> str:
     parts = []
-    for p in ("workspace", "inputs", "outputs", "enqueue", "gpu"):
+    for p in (*HOST_PHASES, "gpu"):
         v = [c[p][1] for c in calls if p in c]
         parts.append(f"{p} {statistics.median(v):.1f} us ({len(v)})" if v else f"{p} -")
     return ", ".join(parts)
@@ -151,17 +159,14 @@ def eager_streams(d: Path) -> None:
         outs = []
 
         def run(stream=stream, outs=outs) -> None:
-            with torch.cuda.stream(stream) if stream is not None else torch.cuda.stream(torch.cuda.current_stream()):
-                for _ in range(20):
-                    outs.append(torch.ops.tensorrt.execute_engine([x], engine)[0])
+            with torch.cuda.stream(stream or torch.cuda.current_stream()):
+                engine_calls(engine, x, 20, outs)()
         calls = traced(str(d / f"eager_{label[:3]}.json"), run)
         caller = (stream or torch.cuda.current_stream()).cuda_stream
         st = faketrt.stats(plan.name)
         ok = all(torch.equal(o, x) for o in outs)
         check(f"eager, caller on {label}: 20 calls traced, named, 4 phases each, GPU spans, outputs right",
-              ok and len(calls) == 20 and all(c["engine"] == plan.name for c in calls)
-              and all(all(p in c for p in ("workspace", "inputs", "outputs", "enqueue", "gpu")) for c in calls)
-              and all(partitioned(c) for c in calls),
+              ok and len(calls) == 20 and all(c["engine"] == plan.name for c in calls) and all(map(whole, calls)),
               f"{len(calls)} calls; {phase_line(calls)}; engine ran on "
               f"{'its own stream' if st['last_stream'] != caller else 'the caller stream'}")
 
@@ -480,7 +485,25 @@ def gpu_truth_eager(d: Path) -> None:
     print(f"      c10 GPU trace reports to trt_trace (engine-stream spans): {ops.gpu_stream_trace_installed()}")
 
 
-# ---- AOTInductor package, run in fresh processes ------------------------------------------------
+# ---- fresh processes: the AOTInductor package, `import torch_tensorrt` --------------------------------
+
+def fresh_process(args: argparse.Namespace, child_mode: str, extra: list[str],
+                  env: dict[str, str]) -> tuple[dict | None, str]:
+    """This script as `--child child_mode` in a fresh process whose environment has no TRT_TRACE_*
+    but `env` (updated over it): the child's last JSON line, or None and why there is none."""
+    full = {k: v for k, v in os.environ.items() if not k.startswith("TRT_TRACE_")}
+    full.update(env)
+    cmd = [sys.executable, __file__, "--fake", args.fake, "--runtime", args.runtime, "--child", child_mode, *extra]
+    try:
+        p = subprocess.run(cmd, env=full, capture_output=True, text=True, timeout=300, cwd="/tmp")
+    except subprocess.TimeoutExpired:
+        return None, "the child process ran past 300 s"
+    lines = [ln for ln in p.stdout.splitlines() if ln.startswith("{")]
+    if p.returncode != 0 or not lines:
+        tail = [ln for ln in (p.stderr or p.stdout).strip().splitlines() if ln.strip()][-3:]
+        return None, f"child rc {p.returncode}: {tail}"
+    return json.loads(lines[-1]), ""
+
 
 PACKAGE_PLANS = [faketrt.Plan("_run_on_acc_0_engine", gpu_us=3000)] + [
     faketrt.Plan(f"_run_on_acc_{i + 1}_engine", gpu_us=us) for i, us in enumerate(SIZES_US)]
@@ -550,19 +573,13 @@ def package(d: Path, args: argparse.Namespace) -> None:
     runs = 30
     for mode in ("env", "after"):
         trace = d / f"package_{mode}.json"
-        env = {k: v for k, v in os.environ.items() if not k.startswith("TRT_TRACE_")}
-        if mode == "env":
-            env["TRT_TRACE_OUT"] = str(trace)
-        cmd = [sys.executable, __file__, "--fake", args.fake, "--runtime", args.runtime, "--child", mode,
-               "--package", str(pkg), "--trace", str(trace), "--runs", str(runs)]
-        p = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300, cwd="/tmp")
-        lines = [ln for ln in p.stdout.splitlines() if ln.startswith("{")]
+        result, why = fresh_process(args, mode, ["--package", str(pkg), "--trace", str(trace), "--runs", str(runs)],
+                                    {"TRT_TRACE_OUT": str(trace)} if mode == "env" else {})
         label = ("package in a fresh process, only TRT_TRACE_OUT (tracing before the runtime loads)" if mode == "env"
                  else "package in a fresh process, tracing started after the runtime loaded")
-        if p.returncode != 0 or not lines or not trace.exists():
-            check(label, False, f"rc {p.returncode}: {(p.stderr or p.stdout).strip().splitlines()[-3:]}")
+        if result is None or not trace.exists():
+            check(label, False, why or f"no {trace.name}")
             continue
-        result = json.loads(lines[-1])
         calls = [c for _, c in sorted(calls_of(str(trace)).items())]
         per = {pl.name: sum(c["engine"] == pl.name for c in calls) for pl in PACKAGE_PLANS}
         check(f"{label}: every engine call traced with its name, phases and GPU spans, output right",
@@ -675,23 +692,15 @@ def torch_tensorrt_import(d: Path, args: argparse.Namespace) -> None:
         check(label, False, site)
         return
     trace = d / "torchtrt.json"
-    env = {k: v for k, v in os.environ.items() if not k.startswith("TRT_TRACE_")}
-    env["TRT_TRACE_OUT"] = str(trace)
-    env["PYTHONPATH"] = os.pathsep.join([str(site)] + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else []))
-    env["LD_LIBRARY_PATH"] = os.pathsep.join([args.fake] + ([env["LD_LIBRARY_PATH"]] if env.get("LD_LIBRARY_PATH")
-                                                              else []))
-    cmd = [sys.executable, __file__, "--fake", args.fake, "--runtime", args.runtime, "--child", "torchtrt"]
-    try:
-        p = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300, cwd="/tmp")
-    except subprocess.TimeoutExpired:
-        check(label, False, "the child process ran past 300 s")
+
+    def prepended(var: str, first: str) -> str:
+        return os.pathsep.join([first] + ([os.environ[var]] if os.environ.get(var) else []))
+    r, why = fresh_process(args, "torchtrt", [], {"TRT_TRACE_OUT": str(trace),
+                                                  "PYTHONPATH": prepended("PYTHONPATH", str(site)),
+                                                  "LD_LIBRARY_PATH": prepended("LD_LIBRARY_PATH", args.fake)})
+    if r is None:
+        check(label, False, why)
         return
-    lines = [ln for ln in p.stdout.splitlines() if ln.startswith("{")]
-    if p.returncode != 0 or not lines:
-        tail = [ln for ln in (p.stderr or p.stdout).strip().splitlines() if ln.strip()][-3:]
-        check(label, False, f"child rc {p.returncode}: {tail}")
-        return
-    r = json.loads(lines[-1])
     if "error" in r:
         check(label, False, f"{r['stage']} raised {r['error']}")
         return
@@ -711,8 +720,7 @@ def torch_tensorrt_import(d: Path, args: argparse.Namespace) -> None:
           "GPU spans, outputs right",
           r["outputs_right"] and r["enqueues"] == TORCHTRT_CALLS and len(mine) == TORCHTRT_CALLS
           and r["engine_str"][1:2] == [f"  Name: {TORCHTRT_PLAN.name}"]
-          and all(all(ph in c for ph in ("workspace", "inputs", "outputs", "enqueue", "gpu")) for c in mine)
-          and all(map(partitioned, mine)),
+          and all(map(whole, mine)),
           f"{len(mine)} calls of {r['engine_str'][1:2]}, enqueueV3 x{r['enqueues']}; {phase_line(mine)}")
     row = [ln for ln in r["table"].splitlines() if ln.startswith(TORCHTRT_ALIAS_PLAN.name)]
     check("torch.ops.tensorrt.set_profile_execution / dump_engine_timing with torch_tensorrt imported",
