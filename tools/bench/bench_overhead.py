@@ -10,7 +10,9 @@ Modes, interleaved in one process (so allocator and CPU state are shared), repea
   tracing on      host phases, drained to a trace file by the background drainer
   flight recorder the same calls kept in the flight recorder's window (trt_trace.flight), no file
   torch.profiler  the hook deregistered, torch.profiler recording CPU activities (the profiler alone)
-Prints ns per call (median over repeats, and spread) and the differences to "not installed".
+Each repeat runs every mode once, starting one mode later than the repeat before (so that no mode
+always follows the same one). Prints ns per call (median over repeats, and spread) and the differences
+to "not installed".
 
 --cuda: a CUDA stand-in engine and CUDA inputs, one calling thread, and GPU timing beside the modes
 above (tracing on is then "GPU timing off"): "tracing on + GPU events" (every CUDA call gets them) and
@@ -19,7 +21,10 @@ in batches of --batch with the device synchronised between batches, the clock st
 falls far behind, so the CUDA launch queue never fills and blocks the host, and the figures are host
 time. Each GPU mode's session is checked (spans measured and calls sampled out, from the live
 counters) and the run fails loudly where they are not what the mode promises. Prints the GPU modes
-side by side with their differences to GPU timing off and their ratios.
+side by side with their differences to GPU timing off (paired within a repeat) and their ratios,
+and a diagnostic mode, "GPU events, drainer held": every call gets events while the session's drainer
+is kept from running (no span resolves during the timed calls), which tells the calling thread's own
+cost from what resolving spans beside it costs. --no-engine-stream sets TRT_TRACE_ENGINE_STREAM=0.
 """
 
 from __future__ import annotations
@@ -144,7 +149,8 @@ if cuda:
 else:
     loop = torch.ops.trt_trace_bench.boxed_loop
 gpu_modes = {("tracing on + GPU events" if n == 1 else f"tracing on + GPU events 1 in {n}"): n for n in gpu_every}
-modes = ["not installed", "installed, off", "tracing on"] + (list(gpu_modes) if cuda else []) + \
+HELD = "GPU events, drainer held"
+modes = ["not installed", "installed, off", "tracing on"] + (list(gpu_modes) + [HELD] if cuda else []) + \
     ["flight recorder", "torch.profiler"]
 results = {m: [] for m in modes}
 col = {name: i for i, name in enumerate(STATS_COLUMNS)}
@@ -165,55 +171,95 @@ def gpu_session(d, mode, n):
         sys.exit(f"{mode}: {spans} GPU spans and {out} calls sampled out of {made} CUDA calls; expected "
                  f"{made / n:.0f} spans (1 in {n}): GPU timing did not do what this mode measures")
 
-with tempfile.TemporaryDirectory() as d:
-    with trt_trace.tracing(os.path.join(d, "warm.json")):
-        loop(x, es, 2000, threads)  # first-call costs, engine registration, observer set-up
-    for _ in range(repeats):
+def held_drainer_session(d, mode):
+    # GPU events on every call, the session's drainer kept from running while the calls are timed
+    # (its lock held): no span is resolved meanwhile, so whatever this mode costs beyond "tracing on"
+    # is the calling thread's own; the difference to "GPU events" is what resolution running beside
+    # the calls costs them.
+    ops.reset()
+    with trt_trace.tracing(os.path.join(d, "h.json"), gpu=True, buffer_events=8 * (calls + 200)) as session:
+        with session.drainer._lock:
+            loop(x, es, 200, threads)
+            results[mode].append(loop(x, es, calls, threads))
+
+def run_mode(d, mode):
+    if mode == "not installed":
         torch.ops.trt_trace._install_hook(False)
         loop(x, es, 200, threads)
-        results["not installed"].append(loop(x, es, calls, threads))
+        results[mode].append(loop(x, es, calls, threads))
         torch.ops.trt_trace._install_hook(True)
+    elif mode == "installed, off":
         loop(x, es, 200, threads)
-        results["installed, off"].append(loop(x, es, calls, threads))
+        results[mode].append(loop(x, es, calls, threads))
+    elif mode == "tracing on":
         # A buffer that holds every record of a loop: calls whose records were dropped would cost less.
         with trt_trace.tracing(os.path.join(d, "t.json"), gpu=False, buffer_events=8 * (calls + 200)):
             loop(x, es, 200, threads)
-            results["tracing on"].append(loop(x, es, calls, threads))
-        if cuda:
-            for mode, n in gpu_modes.items():
-                gpu_session(d, mode, n)
+            results[mode].append(loop(x, es, calls, threads))
+    elif mode in gpu_modes:
+        gpu_session(d, mode, gpu_modes[mode])
+    elif mode == HELD:
+        held_drainer_session(d, mode)
+    elif mode == "flight recorder":
         trt_trace.flight(60, os.path.join(d, "f.json"), gpu=False, buffer_events=8 * (calls + 200))
         loop(x, es, 200, threads)
-        results["flight recorder"].append(loop(x, es, calls, threads))
+        results[mode].append(loop(x, es, calls, threads))
         trt_trace.stop()
-        if cuda:
-            torch.cuda.synchronize()
+    elif mode == "torch.profiler":
         torch.ops.trt_trace._install_hook(False)  # the profiler alone, without trt_trace's scopes in it
         with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]):
             loop(x, es, 200, threads)
-            results["torch.profiler"].append(loop(x, es, calls, threads))
+            results[mode].append(loop(x, es, calls, threads))
         torch.ops.trt_trace._install_hook(True)
+    if cuda:
+        torch.cuda.synchronize()
+
+with tempfile.TemporaryDirectory() as d:
+    with trt_trace.tracing(os.path.join(d, "warm.json")):
+        loop(x, es, 2000, threads)  # first-call costs, engine registration, observer set-up
+    for r in range(repeats):
+        # Each repeat starts one mode later: no mode always follows the same one (a session's end,
+        # say), and slow drift of the machine falls on every mode alike.
+        for mode in modes[r % len(modes):] + modes[:r % len(modes)]:
+            run_mode(d, mode)
 print(json.dumps({"results": results, "checks": checks}))
 """
 
-# (+ "tracing on + GPU events" and "... 1 in N" with --cuda)
+# (+ "tracing on + GPU events", "... 1 in N" and HELD with --cuda)
+HELD = "GPU events, drainer held"  # the worker's name of the held-drainer mode
 MODES = ("not installed", "installed, off", "tracing on", "flight recorder", "torch.profiler")
 
 
+def paired_added(results: dict[str, list[float]], mode: str, base: str) -> tuple[float, float, float]:
+    """`mode`'s added ns per call over `base`, from the two's runs in the same repeat: the median of
+    those differences and its quartiles (the repeats drift together; their differences drift less)."""
+    diffs = [m - b for m, b in zip(results[mode], results[base], strict=True)]
+    if len(diffs) < 2:
+        return diffs[0], diffs[0], diffs[0]
+    q1, med, q3 = statistics.quantiles(diffs, n=4)
+    return statistics.median(diffs), q1, q3
+
+
 def print_gpu_timing(results: dict[str, list[float]], checks: dict[str, list[list[int]]]) -> None:
-    """The GPU modes beside GPU timing off (tracing on), as differences and ratios."""
+    """The GPU modes beside GPU timing off (tracing on), as paired differences and ratios."""
     off = statistics.median(results["tracing on"])
     first = "tracing on + GPU events"  # every call gets GPU events (--gpu-every 1)
-    every_call = statistics.median(results[first]) - off if first in results else 0.0
-    print("  GPU timing, host ns per traced CUDA call (medians, modes interleaved in one process):")
+    every_call = paired_added(results, first, "tracing on")[0] if first in results else 0.0
+    print("  GPU timing, host ns per traced CUDA call (medians; added: median and quartiles of the")
+    print("  differences to GPU timing off in the same repeat; modes interleaved in one process):")
     print(f"    {'GPU timing off (tracing on)':34s} {off:9.0f} ns")
-    for mode, runs in checks.items():
+    for mode in [*checks, HELD]:
+        if mode not in results:
+            continue
         med = statistics.median(results[mode])
-        made, spans, out = (sum(r[k] for r in runs) for k in range(3))
-        line = f"    {mode:34s} {med:9.0f} ns  +{med - off:6.0f} ns over off, {med / off:5.3f} x off"
-        if mode != first:
-            line += f", {(med - off) / every_call:5.3f} x every call's added cost" if every_call > 0 else ""
-        print(line + f"  [{spans} spans, {out} sampled out of {made} calls]", flush=True)
+        added, q1, q3 = paired_added(results, mode, "tracing on")
+        line = f"    {mode:34s} {med:9.0f} ns  added {added:+7.0f} ns ({q1:+.0f} to {q3:+.0f}), {med / off:5.3f} x off"
+        if mode != first and every_call > 0:
+            line += f", {added / every_call:5.2f} x every call's"
+        if mode in checks:
+            made, spans, out = (sum(r[k] for r in checks[mode]) for k in range(3))
+            line += f"  [{spans} spans, {out} sampled out of {made} calls]"
+        print(line, flush=True)
 
 
 def main() -> int:
@@ -225,6 +271,8 @@ def main() -> int:
     ap.add_argument("--cuda", action="store_true", help="CUDA stand-in engine and inputs; adds tracing on + GPU events")
     ap.add_argument("--gpu-every", type=int, nargs="+", default=[1, 8],
                     help="with --cuda: the GPU-timing sampling settings to measure (1: every call)")
+    ap.add_argument("--no-engine-stream", action="store_true",
+                    help="with --cuda: TRT_TRACE_ENGINE_STREAM=0 (two events per call, on the caller's stream)")
     ap.add_argument("--batch", type=int, default=32,
                     help="with --cuda: calls between two device synchronisations (not timed)")
     args = ap.parse_args()
@@ -237,6 +285,8 @@ def main() -> int:
         src = f.name
     env = {k: v for k, v in os.environ.items() if not k.startswith("TRT_TRACE_")}
     env["TRT_TRACE_QUIET"] = "1"
+    if args.no_engine_stream:
+        env["TRT_TRACE_ENGINE_STREAM"] = "0"
     for engines in args.engines:
         for threads in args.threads:
             argv = [str(args.calls), str(engines), str(threads), str(args.repeats), src, str(build),
