@@ -72,10 +72,12 @@ def test_gpu_event_host_cost_probe():
     # The benchmark probe behind tools/device/gpu_timing_check.py's "GPU events alone" figure.
     ns = ops.gpu_event_host_ns(0, 10)
     sampled = ops.gpu_event_host_ns(0, 80, every=8)
+    # Four events per measured call (the engine-stream pair too), less the same hand-offs untraced.
+    handed_off = ops.gpu_event_host_ns(0, 200, hand_off=True)
     if torch.cuda.is_available():  # the GPU machine's CUDA build
-        assert ns > 0 and sampled > 0
+        assert ns > 0 and sampled > 0 and handed_off > 0
     else:
-        assert ns == sampled == -1.0  # CPU-only build: no events to record
+        assert ns == sampled == handed_off == -1.0  # CPU-only build: no events to record
     assert ops.gpu_event_host_ns(-1, 10) == -1.0
     assert ops.gpu_event_host_ns(0, 0) == -1.0
     assert ops.gpu_event_host_ns(0, 10, every=0) == -1.0

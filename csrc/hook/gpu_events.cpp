@@ -5,6 +5,10 @@
 #include "hook/gpu_sampling.h"
 
 #ifdef TRT_TRACE_WITH_CUDA
+#include <ATen/cuda/CUDAEvent.h>
+#include <c10/cuda/CUDAStream.h>
+
+#include <optional>
 #include <vector>
 
 #include "hook/gpu_event_pool.h"
@@ -117,32 +121,51 @@ void release(uint16_t device, CallEvents* ev) noexcept {
   ev->start = ev->end = ev->engine_start = ev->engine_end = nullptr;
 }
 
-double event_pair_host_ns(uint16_t device, int64_t calls, int64_t every) noexcept {
+double event_pair_host_ns(uint16_t device, int64_t calls, int64_t every, bool hand_off) noexcept {
   if (calls <= 0 || device >= kMaxDevices || every < 1) return -1;
   try {
     std::vector<CallEvents> calls_events(static_cast<size_t>(calls));
-    // Two passes: the first creates the pool's events (a one-off cost, not a per-call one), the
-    // second reuses them once completed, as calls do after the drainer resolved their events.
-    int64_t ns = -1;
-    for (int pass = 0; pass < 2; ++pass) {
+    const auto index = static_cast<c10::DeviceIndex>(device);
+    // The runtime's own hand-off, as Torch-TensorRT 2.11 makes it for an engine on a stream of its
+    // own: the engine's stream waits for the caller's, the caller's for the engine's, through c10
+    // events (which c10's GPU trace reports to engine_stream_trace.h).
+    std::optional<c10::cuda::CUDAStream> engine_stream;
+    at::cuda::CUDAEvent ready, done;
+    if (hand_off) engine_stream = c10::cuda::getStreamFromPool(/*isHighPriority=*/false, index);
+    // One pass of `calls` calls, traced (the hook's GPU-event work behind its sampling decision) or
+    // not; host ns, or -1 if an event could not be recorded.
+    const auto pass = [&](bool traced) -> int64_t {
       bool ok = true;
       std::atomic<int64_t> countdown{0};
       const int64_t t0 = now_ns();
       for (CallEvents& ev : calls_events) {
         ev = CallEvents{};
-        if (every > 1 && !take_sample(countdown, every)) continue;  // as CallScope does
-        if (!begin_call(device, &ev) || !end_call(device, &ev)) {
-          ok = false;
-          break;
+        const bool sampled = traced && (every == 1 || take_sample(countdown, every));  // as CallScope does
+        if (sampled && !begin_call(device, &ev)) ok = false;
+        if (hand_off) {
+          const c10::cuda::CUDAStream caller = c10::cuda::getCurrentCUDAStream(index);
+          ready.record(caller);
+          ready.block(*engine_stream);
+          done.record(*engine_stream);
+          done.block(caller);
         }
+        if (sampled && ok && !end_call(device, &ev)) ok = false;
+        if (!ok) break;
       }
-      ns = ok ? now_ns() - t0 : -1;
-      c10::cuda::CUDAGuard guard(static_cast<c10::DeviceIndex>(device));
+      const int64_t ns = now_ns() - t0;
+      c10::cuda::CUDAGuard guard(index);
       cudaDeviceSynchronize();
       for (CallEvents& ev : calls_events) release(device, &ev);
-      if (!ok) return -1;
-    }
-    return static_cast<double>(ns) / static_cast<double>(calls);
+      return ok ? ns : -1;
+    };
+    // The first traced pass creates the pool's events (a one-off cost, not a per-call one); the
+    // timed one reuses them once completed, as calls do after the drainer resolved their events.
+    if (pass(true) < 0) return -1;
+    const int64_t traced = pass(true);
+    if (traced < 0) return -1;
+    // With the hand-off, the same calls without the hook's work are timed too and taken off.
+    const int64_t base = hand_off ? pass(false) : 0;
+    return static_cast<double>(traced - base) / static_cast<double>(calls);
   } catch (...) {
     return -1;
   }
@@ -158,7 +181,7 @@ bool set_enabled(bool on) {
 bool begin_call(uint16_t, CallEvents*) noexcept { return false; }
 bool end_call(uint16_t, CallEvents*) noexcept { return false; }
 void release(uint16_t, CallEvents*) noexcept {}
-double event_pair_host_ns(uint16_t, int64_t, int64_t) noexcept { return -1; }
+double event_pair_host_ns(uint16_t, int64_t, int64_t, bool) noexcept { return -1; }
 
 #endif
 

@@ -59,9 +59,12 @@ void release(uint16_t device, CallEvents* ev) noexcept;
 // on its thread (begin_call + end_call on the current stream of `device`, with
 // pooled events that completed before), averaged over `calls`, of which 1 in
 // `every` is measured by the hook's own sampling decision (gpu_sampling.h), the
-// others only decided; -1 if no events could be recorded. Synchronises the
-// device: not for use while tracing.
-double event_pair_host_ns(uint16_t device, int64_t calls, int64_t every = 1) noexcept;
+// others only decided; -1 if no events could be recorded. hand_off: each call
+// also hands its work to a stream of its own and back through c10 events, as
+// the 2.11 runtime does, so that a measured call takes the engine-stream pair
+// too (four events); the same calls without the hook's work are timed and
+// taken off. Synchronises the device: not for use while tracing.
+double event_pair_host_ns(uint16_t device, int64_t calls, int64_t every = 1, bool hand_off = false) noexcept;
 
 }  // namespace gpu
 }  // namespace trt_trace

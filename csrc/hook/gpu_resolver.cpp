@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <climits>
+#include <cmath>
 #include <cstdlib>
 
 #include "common/clock.h"
@@ -36,14 +37,19 @@ constexpr size_t kAnchorsKept = 64;
 
 cudaEvent_t as_event(void* e) { return static_cast<cudaEvent_t>(e); }
 
-// Elapsed ns from a to b (both complete), as CUDA measures it (0.5 us resolution).
-double elapsed_ns(void* a, void* b) {
+// Beyond this distance from the anchor it is measured from, an event is measured again from the
+// anchor just before it: cudaEventElapsedTime's float milliseconds lose 0.12 us per ulp at 1 s.
+constexpr double kPreciseNs = 1e9;
+
+// Elapsed ns from a to b (both complete), as CUDA measures it (0.5 us resolution); false if it cannot.
+bool elapsed_ns(void* a, void* b, double* ns) {
   float ms = 0.f;
   if (cudaEventElapsedTime(&ms, as_event(a), as_event(b)) != cudaSuccess) {
     cudaGetLastError();
-    return 0.0;
+    return false;
   }
-  return static_cast<double>(ms) * 1e6;
+  *ns = static_cast<double>(ms) * 1e6;
+  return true;
 }
 
 }  // namespace
@@ -84,26 +90,35 @@ void Resolver::make_anchor(uint16_t device) {
   }
   if (best.event == nullptr) return;
   const size_t n = clock.anchors.size();
+  if (n > 0) {  // the one measurement between two anchors, kept for every event placed between them
+    const Anchor& prev = clock.anchors[n - 1];
+    double gap = 0;
+    if (elapsed_ns(prev.event, best.event, &gap) && gap > 0) {
+      best.gap_ns = gap;
+      best.rate = static_cast<double>(best.host_ns - prev.host_ns) / gap;
+    }
+  }
   // Residuals only across back-to-back anchors: after a pause (tracing off, no GPU calls) the
   // previous anchors are old and the line through them says little about the clock now.
-  const Anchor* a = nullptr;
+  size_t a = n;  // the earlier anchor of the line, if any
   if (n >= 2 && best.host_ns - clock.anchors[n - 1].host_ns < 2 * kReanchorNs) {
     for (size_t i = n - 1; i-- > 0;) {
       const int64_t baseline = clock.anchors[n - 1].host_ns - clock.anchors[i].host_ns;
       if (baseline > 10 * kReanchorNs) break;
       if (baseline >= kMinBaselineNs) {
-        a = &clock.anchors[i];
+        a = i;
         break;
       }
     }
   }
-  if (a != nullptr) {
+  if (a < n && best.gap_ns > 0) {
     // How far the new anchor lies from the clock line through two earlier ones: the error that
     // piecewise-linear placement between anchors can still have.
     const Anchor& b = clock.anchors[n - 1];
-    const double gpu_ab = elapsed_ns(a->event, b.event);
-    const double rate = gpu_ab > 0 ? static_cast<double>(b.host_ns - a->host_ns) / gpu_ab : 1.0;
-    const int64_t predicted = b.host_ns + static_cast<int64_t>(elapsed_ns(b.event, best.event) * rate);
+    double gpu_ab = 0;
+    for (size_t i = a + 1; i < n; ++i) gpu_ab += clock.anchors[i].gap_ns;
+    const double rate = gpu_ab > 0 ? static_cast<double>(b.host_ns - clock.anchors[a].host_ns) / gpu_ab : 1.0;
+    const int64_t predicted = b.host_ns + static_cast<int64_t>(best.gap_ns * rate);
     note_residual(best.host_ns - predicted);
     stats_.gpu_clock_rate_ppm = (rate - 1.0) * 1e6;
   }
@@ -127,22 +142,33 @@ void Resolver::note_residual(int64_t residual_ns) {
 }
 
 // Linear between the two anchors around the event (the GPU and host clocks run at slightly
-// different rates).
-int64_t Resolver::host_time(const DeviceClock& clock, void* event) {
+// different rates). The event is measured from the newest anchor and located among the earlier ones
+// by their kept distances, so it costs one elapsed-time call.
+bool Resolver::host_time(const DeviceClock& clock, void* event, int64_t* host_ns) {
   const size_t n = clock.anchors.size();
-  for (size_t i = n; i-- > 0;) {
-    const Anchor& a = clock.anchors[i];
-    const double from_a = elapsed_ns(a.event, event);
-    if (from_a < 0 && i > 0) continue;
-    if (i + 1 < n) {
-      const Anchor& b = clock.anchors[i + 1];
-      const double gpu_ab = elapsed_ns(a.event, b.event);
-      const double rate = gpu_ab > 0 ? static_cast<double>(b.host_ns - a.host_ns) / gpu_ab : 1.0;
-      return a.host_ns + static_cast<int64_t>(from_a * rate);
+  if (n == 0) return false;
+  double from_newest = 0;  // <= 0 for an event before the newest anchor (the usual case)
+  if (!elapsed_ns(clock.anchors[n - 1].event, event, &from_newest)) return false;
+  // Walk back to the anchor just before the event: i, at `from_i` GPU ns before the event.
+  size_t i = n - 1;
+  double from_i = from_newest;
+  bool measure_again = std::abs(from_newest) > kPreciseNs;
+  while (from_i < 0 && i > 0) {
+    if (clock.anchors[i].gap_ns <= 0) {  // its distance from the one before is unknown: measure from here on
+      measure_again = true;
+      if (!elapsed_ns(clock.anchors[i - 1].event, event, &from_i)) return false;
+    } else {
+      from_i += clock.anchors[i].gap_ns;
     }
-    return a.host_ns + static_cast<int64_t>(from_a);
+    --i;
   }
-  return 0;
+  const Anchor& a = clock.anchors[i];
+  if (measure_again && !elapsed_ns(a.event, event, &from_i)) return false;
+  // The rate of the interval the event lies in: from anchor i to i + 1; after the newest anchor (or
+  // before the oldest kept one) that of the nearest interval.
+  const double rate = i + 1 < n ? clock.anchors[i + 1].rate : a.rate;
+  *host_ns = a.host_ns + static_cast<int64_t>(from_i * rate);
+  return true;
 }
 
 size_t Resolver::take_pending(Record* records, size_t n) {
@@ -199,15 +225,17 @@ size_t Resolver::resolve(Record* out, size_t max, bool wait) {
     const uint16_t device = p.rec.device;
     void* start = event_of(p.rec.begin_ns);
     void* end = event_of(p.rec.end_ns);
-    // The caller's stream is released after the engine's work: its end event completes last.
     void* last = p.has_wait ? event_of(p.wait.end_ns) : end;
     c10::cuda::CUDAGuard guard(static_cast<c10::DeviceIndex>(device));
     DeviceClock& clock = clocks_[device];
     bool failed = false;
     if (p.completed_ns == 0) {
+      // The end events only: each start completes before its end (one stream). With a caller-stream
+      // wait both ends: the engine-stream end is recorded after the runtime's own hand-off event
+      // (c10 reports a record once it is made), which is all the caller's stream waits for, so
+      // either end may complete last.
       cudaError_t st = wait ? cudaEventSynchronize(as_event(last)) : cudaEventQuery(as_event(last));
-      // (A query of the later event that succeeds says nothing of an error on the earlier one.)
-      if (st == cudaSuccess && last != end) st = cudaEventQuery(as_event(end));
+      if (st == cudaSuccess && last != end) st = wait ? cudaEventSynchronize(as_event(end)) : cudaEventQuery(as_event(end));
       if (st == cudaErrorNotReady) {
         pending_.push_back(p);  // later; other threads' spans may be ready
         continue;
@@ -228,9 +256,11 @@ size_t Resolver::resolve(Record* out, size_t max, bool wait) {
           continue;
         }
       }
-      if (!clock.anchors.empty()) {
-        int64_t b = host_time(clock, start);
-        int64_t e = host_time(clock, end);
+      int64_t b = 0, e = 0, wait_b = 0, wait_e = 0;
+      const bool placed = host_time(clock, start, &b) && host_time(clock, end, &e) &&
+                          (!p.has_wait || (host_time(clock, event_of(p.wait.begin_ns), &wait_b) &&
+                                           host_time(clock, event_of(p.wait.end_ns), &wait_e)));
+      if (placed) {
         // The engine's work cannot start before its launch (an idle GPU reaches a start event as soon
         // as it is recorded, before the host has launched anything). Except where the enqueue phase
         // begins only after the span's end: in the output-allocator mode the phase model sees the
@@ -245,9 +275,8 @@ size_t Resolver::resolve(Record* out, size_t max, bool wait) {
           // engine's, so on the GPU the wait contains the engine span; placement resolves 0.5 us
           // (cudaEventElapsedTime), so the containment is restated rather than trusted.
           Record w = p.wait;
-          w.begin_ns = std::min(b, std::max(host_time(clock, event_of(p.wait.begin_ns)),
-                                            late_enqueue ? INT64_MIN : p.not_before_ns));
-          w.end_ns = std::max(e, host_time(clock, event_of(p.wait.end_ns)));
+          w.begin_ns = std::min(b, std::max(wait_b, late_enqueue ? INT64_MIN : p.not_before_ns));
+          w.end_ns = std::max(e, wait_e);
           w.phase = static_cast<uint8_t>(Phase::kCallerWait);
           out[n++] = w;
         }

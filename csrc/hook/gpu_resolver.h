@@ -3,10 +3,15 @@
 // has the whole model.
 //
 // The drainer hands every drained batch to the resolver: it takes the
-// kGpuPending records (two event handles each) out, queries the events (never
-// blocking, except at the final drain) and turns each completed pair into a
-// kGpu record on the host clock:
+// kGpuPending records (two event handles each) out, queries the span's last
+// event (never blocking, except at the final drain) and turns each completed
+// span into a kGpu record on the host clock:
 //   host(ev) = anchor.host_ns + elapsed(anchor.event, ev) * rate
+// Each event costs one elapsed-time call, measured from the newest anchor: the
+// anchors' GPU distances from each other and the rates between them are
+// measured once, when an anchor is made, and kept (the resolver's CUDA calls
+// take the same driver locks as the calling threads' event records, so every
+// one saved is host time given back to the calls).
 // An anchor is an event recorded on an idle stream of the resolver's own and
 // synchronised, its host time the midpoint of the tightest of three
 // record->sync windows. A new anchor is made every 100 ms while spans resolve,
@@ -60,6 +65,8 @@ class Resolver {
   struct Anchor {
     void* event;  // cudaEvent_t
     int64_t host_ns;
+    double gap_ns = 0;  // GPU ns from the anchor before it (0 for a clock's first)
+    double rate = 1.0;  // host ns per GPU ns from the anchor before it to this one
   };
   struct DeviceClock {
     void* stream = nullptr;  // cudaStream_t: the resolver's own idle stream
@@ -75,8 +82,9 @@ class Resolver {
 
   // Records an anchor for `device` now.
   void make_anchor(uint16_t device);
-  // Host time of a completed event that precedes the newest anchor of its device.
-  static int64_t host_time(const DeviceClock& clock, void* event);
+  // Host time of a completed event of the device (one elapsed-time call, two for an event more
+  // than a second older than the newest anchor); false where CUDA cannot time it.
+  static bool host_time(const DeviceClock& clock, void* event, int64_t* host_ns);
   void note_residual(int64_t residual_ns);
 
   std::array<DeviceClock, kMaxDevices> clocks_;

@@ -5,8 +5,11 @@
 A C++ loop (torch.ops.trt_trace._gpu_event_host_ns) makes `calls` calls of the hook's GPU-event work
 (the capture check, the start and end event records on the current stream, with pooled events that
 completed before) behind the hook's own sampling decision, for each N interleaved in one process, and
-prints the median ns per call and its ratio to N = 1. No engine runs: its own host cost and the
-stand-in's noise would bury a microsecond. Exits non-zero where the build has no GPU timing.
+prints the median ns per call and its ratio to N = 1. Two kinds of call: on the caller's stream (two
+events), and handing the work to a stream of its own and back through c10 events as the 2.11 runtime
+does (the engine-stream pair too: four events; the same hand-offs untraced are timed and taken off).
+No engine runs: its own host cost and the stand-in's noise would bury a microsecond. Exits non-zero
+where the build has no GPU timing.
 """
 
 from __future__ import annotations
@@ -29,19 +32,24 @@ def main() -> int:
     if not torch.cuda.is_available() or ops.gpu_event_host_ns(0, 10) < 0:
         print("gpu_event_sampling: no GPU timing here (needs a GPU and trt_trace's CUDA build)", file=sys.stderr)
         return 1
-    runs: dict[int, list[float]] = {n: [] for n in args.every}
+    kinds = {"caller's stream": False, "engine-stream hand-off": True}
+    runs: dict[tuple[str, int], list[float]] = {(k, n): [] for k in kinds for n in args.every}
     for _ in range(args.repeats):  # interleaved: drifts of the machine hit every N alike
-        for n in args.every:
-            runs[n].append(ops.gpu_event_host_ns(0, args.calls, n))
-    if any(v < 0 for vs in runs.values() for v in vs):
+        for kind, hand_off in kinds.items():
+            for n in args.every:
+                runs[kind, n].append(ops.gpu_event_host_ns(0, args.calls, n, hand_off))
+    if any(v == -1.0 for vs in runs.values() for v in vs):
         print("gpu_event_sampling: an event could not be recorded", file=sys.stderr)
         return 1
-    base = statistics.median(runs[args.every[0]])
     print(f"{torch.cuda.get_device_name(0)}, torch {torch.__version__}: {args.repeats} x {args.calls} calls per N")
-    for n, v in runs.items():
-        m = statistics.median(v)
-        print(f"  GPU events 1 in {n:<3d} {m:8.0f} ns per call  ({m / base:.3f} x 1 in {args.every[0]}; "
-              f"spread {min(v):.0f}-{max(v):.0f} ns)")
+    for kind in kinds:
+        base = statistics.median(runs[kind, args.every[0]])
+        print(f"  {kind}:")
+        for n in args.every:
+            v = runs[kind, n]
+            m = statistics.median(v)
+            print(f"    GPU events 1 in {n:<3d} {m:8.0f} ns per call  ({m / base:.3f} x 1 in {args.every[0]}; "
+                  f"spread {min(v):.0f}-{max(v):.0f} ns)")
     return 0
 
 
