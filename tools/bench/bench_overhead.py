@@ -24,7 +24,10 @@ counters) and the run fails loudly where they are not what the mode promises. Pr
 side by side with their differences to GPU timing off (paired within a repeat) and their ratios,
 and a diagnostic mode, "GPU events, drainer held": every call gets events while the session's drainer
 is kept from running (no span resolves during the timed calls), which tells the calling thread's own
-cost from what resolving spans beside it costs. --no-engine-stream sets TRT_TRACE_ENGINE_STREAM=0.
+cost from what resolving spans beside it costs. And, for each N, "toggled per batch": one session whose
+C++ loop switches GPU timing on and off between batches (on, off, off, on, ...), which pairs the two
+batch by batch, far closer than modes a second apart can be: the calls' own added host time.
+--no-engine-stream sets TRT_TRACE_ENGINE_STREAM=0.
 """
 
 from __future__ import annotations
@@ -116,7 +119,56 @@ static void synced_loop(const c10::OperatorHandle&, torch::jit::Stack* stack) {
                                                        static_cast<c10::DeviceIndex>(device))));
 }
 
+// As calls_in_synced_batches, with trt_trace's GPU timing switched on and off between batches
+// (torch.ops.trt_trace.set_gpu_timing, untimed), in the order on, off, off, on, ...: the two halves
+// share every drift of the machine slower than a few batches, and work that runs beside the calls
+// (the drainer resolving spans) falls on both alike. ns_per_call[0]: off, [1]: on.
+__attribute__((noinline)) void calls_toggling_gpu_timing(const c10::OperatorHandle& op, const c10::IValue& inputs,
+                                                         const c10::List<c10::IValue>& engines, int64_t calls,
+                                                         int64_t batch, c10::DeviceIndex device,
+                                                         double ns_per_call[2]) {
+  const auto set_gpu_timing = c10::Dispatcher::singleton().findSchemaOrThrow("trt_trace::set_gpu_timing", "");
+  const c10::impl::DeviceGuardImplInterface* cuda = c10::impl::getDeviceGuardImpl(c10::DeviceType::CUDA);
+  cuda->synchronizeDevice(device);
+  double ns[2] = {0, 0};
+  int64_t made[2] = {0, 0};
+  for (int64_t done = 0, k = 0; done < 2 * calls; ++k) {
+    const int on = (k % 4 == 0 || k % 4 == 3) ? 1 : 0;
+    torch::jit::Stack toggle{c10::IValue(on == 1)};
+    set_gpu_timing.callBoxed(&toggle);
+    const int64_t n = std::min(batch, 2 * calls - done);
+    const auto t0 = std::chrono::steady_clock::now();
+    for (int64_t i = 0; i < n; ++i) {
+      torch::jit::Stack s{inputs, engines.get((done + i) % engines.size())};
+      op.callBoxed(&s);
+    }
+    ns[on] += std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - t0).count();
+    made[on] += n;
+    cuda->synchronizeDevice(device);
+    done += n;
+  }
+  torch::jit::Stack restore{c10::IValue(true)};
+  set_gpu_timing.callBoxed(&restore);
+  for (int on = 0; on < 2; ++on) ns_per_call[on] = made[on] > 0 ? ns[on] / made[on] : 0;
+}
+
+// toggled_loop(inputs, engines, calls, batch, device) -> [host ns per call GPU timing off, on]
+static void toggled_loop(const c10::OperatorHandle&, torch::jit::Stack* stack) {
+  const int64_t device = stack->back().toInt(); stack->pop_back();
+  const int64_t batch = stack->back().toInt(); stack->pop_back();
+  const int64_t calls = stack->back().toInt(); stack->pop_back();
+  const c10::IValue engines = stack->back(); stack->pop_back();
+  const c10::IValue inputs = stack->back(); stack->pop_back();
+  TORCH_CHECK(calls > 0 && batch > 0, "toggled_loop: calls and batch must be positive");
+  const auto op = c10::Dispatcher::singleton().findSchemaOrThrow("tensorrt::execute_engine", "");
+  double ns[2];
+  calls_toggling_gpu_timing(op, inputs, engines.toList(), calls, batch, static_cast<c10::DeviceIndex>(device), ns);
+  stack->push_back(c10::IValue(std::vector<double>{ns[0], ns[1]}));
+}
+
 TORCH_LIBRARY(trt_trace_bench, m) {
+  m.def("toggled_loop(Tensor[] inputs, Any engines, int calls, int batch, int device) -> float[]",
+        torch::CppFunction::makeFromBoxedFunction<&toggled_loop>());
   m.def("boxed_loop(Tensor[] inputs, Any engines, int calls, int threads) -> float",
         torch::CppFunction::makeFromBoxedFunction<&boxed_loop>());
   m.def("synced_loop(Tensor[] inputs, Any engines, int calls, int batch, int device) -> float",
@@ -150,9 +202,11 @@ else:
     loop = torch.ops.trt_trace_bench.boxed_loop
 gpu_modes = {("tracing on + GPU events" if n == 1 else f"tracing on + GPU events 1 in {n}"): n for n in gpu_every}
 HELD = "GPU events, drainer held"
-modes = ["not installed", "installed, off", "tracing on"] + (list(gpu_modes) + [HELD] if cuda else []) + \
-    ["flight recorder", "torch.profiler"]
-results = {m: [] for m in modes}
+toggled_modes = {f"toggled per batch, 1 in {n}": n for n in gpu_every}
+cuda_modes = [*gpu_modes, HELD, *toggled_modes] if cuda else []
+modes = ["not installed", "installed, off", "tracing on", *cuda_modes, "flight recorder", "torch.profiler"]
+results = {m: [] for m in modes if m not in toggled_modes}
+toggled = {m: {"off": [], "on": []} for m in toggled_modes} if cuda else {}
 col = {name: i for i, name in enumerate(STATS_COLUMNS)}
 checks = {m: [] for m in gpu_modes} if cuda else {}
 
@@ -182,6 +236,15 @@ def held_drainer_session(d, mode):
             loop(x, es, 200, threads)
             results[mode].append(loop(x, es, calls, threads))
 
+def toggled_session(d, mode, n):
+    # One session, GPU timing (1 in n) switched on and off between batches by the C++ loop: the
+    # calls' own added host time, paired batch by batch (the drainer's work falls on both halves).
+    with trt_trace.tracing(os.path.join(d, "s.json"), gpu=True, gpu_every=n, buffer_events=8 * (2 * calls + 200)):
+        loop(x, es, 200, threads)
+        off, on = torch.ops.trt_trace_bench.toggled_loop(x, es, calls, batch, 0)
+    toggled[mode]["off"].append(off)
+    toggled[mode]["on"].append(on)
+
 def run_mode(d, mode):
     if mode == "not installed":
         torch.ops.trt_trace._install_hook(False)
@@ -200,6 +263,8 @@ def run_mode(d, mode):
         gpu_session(d, mode, gpu_modes[mode])
     elif mode == HELD:
         held_drainer_session(d, mode)
+    elif mode in toggled_modes:
+        toggled_session(d, mode, toggled_modes[mode])
     elif mode == "flight recorder":
         trt_trace.flight(60, os.path.join(d, "f.json"), gpu=False, buffer_events=8 * (calls + 200))
         loop(x, es, 200, threads)
@@ -222,7 +287,7 @@ with tempfile.TemporaryDirectory() as d:
         # say), and slow drift of the machine falls on every mode alike.
         for mode in modes[r % len(modes):] + modes[:r % len(modes)]:
             run_mode(d, mode)
-print(json.dumps({"results": results, "checks": checks}))
+print(json.dumps({"results": results, "checks": checks, "toggled": toggled}))
 """
 
 # (+ "tracing on + GPU events", "... 1 in N" and HELD with --cuda)
@@ -262,6 +327,16 @@ def print_gpu_timing(results: dict[str, list[float]], checks: dict[str, list[lis
         print(line, flush=True)
 
 
+def print_toggled(toggled: dict[str, dict[str, list[float]]]) -> None:
+    """GPU timing switched on and off between batches of one session: the calls' own added cost."""
+    print("  GPU timing toggled per batch in one session (on, off, off, on, ...), host ns per call; added:")
+    print("  median and quartiles over repeats of on - off (resolution beside the calls falls on both):")
+    for mode, runs in toggled.items():
+        added, q1, q3 = paired_added(runs, "on", "off")
+        print(f"    {mode:34s} off {statistics.median(runs['off']):9.0f}  on {statistics.median(runs['on']):9.0f}  "
+              f"added {added:+7.0f} ns ({q1:+.0f} to {q3:+.0f})", flush=True)
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--calls", type=int, default=20000)
@@ -298,7 +373,7 @@ def main() -> int:
                 print(f"FAILED: the benchmark's worker exited with {out.returncode} (above)", file=sys.stderr)
                 return 1
             doc = json.loads(out.stdout.strip().splitlines()[-1])
-            results, checks = doc["results"], doc["checks"]
+            results, checks, toggled = doc["results"], doc["checks"], doc["toggled"]
             base = statistics.median(results["not installed"])
             print(f"engines={engines} threads={threads} calls/thread={args.calls} repeats={args.repeats}"
                   + (f" cuda: batches of {args.batch} calls, device synchronised between them" if args.cuda else ""))
@@ -312,6 +387,8 @@ def main() -> int:
             print(f"  flight recorder adds {flight:.0f} ns = {flight / on:.2f} x tracing on", flush=True)
             if checks:
                 print_gpu_timing(results, checks)
+            if toggled:
+                print_toggled(toggled)
     return 0
 
 
