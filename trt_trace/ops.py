@@ -122,14 +122,16 @@ def gpu_stream_trace_installed() -> bool:
     return bool(_op("_gpu_stream_trace_installed")())
 
 
-def gpu_event_host_ns(device: int = 0, calls: int = 1000, every: int = 1, hand_off: bool = False) -> float:
+def gpu_event_host_ns(device: int = 0, calls: int = 1000, every: int = 1, hand_off: bool = False,
+                      kernels: int = 0) -> float:
     """Benchmark support: host ns per traced call spent on its GPU events alone (start and end event
     recorded on `device`'s current stream, then handed back), averaged over `calls` of which 1 in
     `every` gets events by the hook's sampling decision (TRT_TRACE_GPU_EVERY); -1.0 where no event can
     be recorded (CPU-only build, no such device, every < 1). hand_off=True: each call hands its work
     to a stream of its own and back, as the 2.11 runtime does (so a measured call records four
-    events), and the figure is the difference to the same calls untraced."""
-    return float(_op("_gpu_event_host_ns")(int(device), int(calls), int(every), bool(hand_off)))
+    events); kernels=K: each call launches K small kernels as its engine's work. With either, the
+    figure is the difference to the same calls untraced."""
+    return float(_op("_gpu_event_host_ns")(int(device), int(calls), int(every), bool(hand_off), int(kernels)))
 
 
 def gpu_clock_stats() -> dict[str, float]:

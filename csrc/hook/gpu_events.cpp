@@ -5,7 +5,9 @@
 #include "hook/gpu_sampling.h"
 
 #ifdef TRT_TRACE_WITH_CUDA
+#include <ATen/ATen.h>
 #include <ATen/cuda/CUDAEvent.h>
+#include <c10/cuda/CUDAGuard.h>
 #include <c10/cuda/CUDAStream.h>
 
 #include <optional>
@@ -121,11 +123,13 @@ void release(uint16_t device, CallEvents* ev) noexcept {
   ev->start = ev->end = ev->engine_start = ev->engine_end = nullptr;
 }
 
-double event_pair_host_ns(uint16_t device, int64_t calls, int64_t every, bool hand_off) noexcept {
-  if (calls <= 0 || device >= kMaxDevices || every < 1) return -1;
+double event_pair_host_ns(uint16_t device, int64_t calls, int64_t every, bool hand_off, int64_t kernels) noexcept {
+  if (calls <= 0 || device >= kMaxDevices || every < 1 || kernels < 0) return -1;
   try {
     std::vector<CallEvents> calls_events(static_cast<size_t>(calls));
     const auto index = static_cast<c10::DeviceIndex>(device);
+    // The engine's work: `kernels` small kernel launches per call on the stream it runs on.
+    const at::Tensor work = kernels > 0 ? at::zeros({256}, at::TensorOptions().device(at::kCUDA, index)) : at::Tensor();
     // The runtime's own hand-off, as Torch-TensorRT 2.11 makes it for an engine on a stream of its
     // own: the engine's stream waits for the caller's, the caller's for the engine's, through c10
     // events (which c10's GPU trace reports to engine_stream_trace.h).
@@ -142,10 +146,16 @@ double event_pair_host_ns(uint16_t device, int64_t calls, int64_t every, bool ha
         ev = CallEvents{};
         const bool sampled = traced && (every == 1 || take_sample(countdown, every));  // as CallScope does
         if (sampled && !begin_call(device, &ev)) ok = false;
+        const c10::cuda::CUDAStream caller = c10::cuda::getCurrentCUDAStream(index);
         if (hand_off) {
-          const c10::cuda::CUDAStream caller = c10::cuda::getCurrentCUDAStream(index);
           ready.record(caller);
           ready.block(*engine_stream);
+        }
+        if (kernels > 0) {
+          c10::cuda::CUDAStreamGuard on(hand_off ? *engine_stream : caller);
+          for (int64_t k = 0; k < kernels; ++k) work.add_(1.0);
+        }
+        if (hand_off) {
           done.record(*engine_stream);
           done.block(caller);
         }
@@ -163,8 +173,8 @@ double event_pair_host_ns(uint16_t device, int64_t calls, int64_t every, bool ha
     if (pass(true) < 0) return -1;
     const int64_t traced = pass(true);
     if (traced < 0) return -1;
-    // With the hand-off, the same calls without the hook's work are timed too and taken off.
-    const int64_t base = hand_off ? pass(false) : 0;
+    // With a hand-off or kernels, the same calls without the hook's work are timed too and taken off.
+    const int64_t base = hand_off || kernels > 0 ? pass(false) : 0;
     return static_cast<double>(traced - base) / static_cast<double>(calls);
   } catch (...) {
     return -1;
@@ -181,7 +191,7 @@ bool set_enabled(bool on) {
 bool begin_call(uint16_t, CallEvents*) noexcept { return false; }
 bool end_call(uint16_t, CallEvents*) noexcept { return false; }
 void release(uint16_t, CallEvents*) noexcept {}
-double event_pair_host_ns(uint16_t, int64_t, int64_t, bool) noexcept { return -1; }
+double event_pair_host_ns(uint16_t, int64_t, int64_t, bool, int64_t) noexcept { return -1; }
 
 #endif
 

@@ -62,9 +62,12 @@ void release(uint16_t device, CallEvents* ev) noexcept;
 // others only decided; -1 if no events could be recorded. hand_off: each call
 // also hands its work to a stream of its own and back through c10 events, as
 // the 2.11 runtime does, so that a measured call takes the engine-stream pair
-// too (four events); the same calls without the hook's work are timed and
-// taken off. Synchronises the device: not for use while tracing.
-double event_pair_host_ns(uint16_t device, int64_t calls, int64_t every = 1, bool hand_off = false) noexcept;
+// too (four events). kernels: each call also launches that many small kernels
+// (the engine's work) on the stream the work runs on. With either, the same
+// calls without the hook's work are timed and taken off. Synchronises the
+// device: not for use while tracing.
+double event_pair_host_ns(uint16_t device, int64_t calls, int64_t every = 1, bool hand_off = false,
+                          int64_t kernels = 0) noexcept;
 
 }  // namespace gpu
 }  // namespace trt_trace

@@ -151,9 +151,9 @@ c10::Dict<std::string, double> gpu_clock_stats() {
   return out;
 }
 
-double gpu_event_host_ns(int64_t device, int64_t calls, int64_t every, bool hand_off) {
+double gpu_event_host_ns(int64_t device, int64_t calls, int64_t every, bool hand_off, int64_t kernels) {
   if (device < 0 || device >= kNoDevice) return -1;
-  return gpu::event_pair_host_ns(static_cast<uint16_t>(device), calls, every, hand_off);
+  return gpu::event_pair_host_ns(static_cast<uint16_t>(device), calls, every, hand_off, kernels);
 }
 
 // Rows: thread id, produced, dropped, capacity, alive.
@@ -301,7 +301,8 @@ TORCH_LIBRARY(trt_trace, m) {
   m.def("get_gpu_every() -> int", &get_gpu_every);
   m.def("gpu_clock_stats() -> Dict(str, float)", &gpu_clock_stats);
   m.def("_set_engine_stream_spans(bool enable) -> ()", &set_engine_stream_spans);
-  m.def("_gpu_event_host_ns(int device, int calls, int every=1, bool hand_off=False) -> float", &gpu_event_host_ns);
+  m.def("_gpu_event_host_ns(int device, int calls, int every=1, bool hand_off=False, int kernels=0) -> float",
+        &gpu_event_host_ns);
   m.def("_gpu_stream_trace_installed() -> bool", &gpu_stream_trace_installed);
   m.def("_pending() -> int", &pending);
   m.def("_thread_counts() -> Tensor", &thread_counts);

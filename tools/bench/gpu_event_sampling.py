@@ -7,7 +7,8 @@ A C++ loop (torch.ops.trt_trace._gpu_event_host_ns) makes `calls` calls of the h
 completed before) behind the hook's own sampling decision, for each N interleaved in one process, and
 prints the median ns per call and its ratio to N = 1. Two kinds of call: on the caller's stream (two
 events), and handing the work to a stream of its own and back through c10 events as the 2.11 runtime
-does (the engine-stream pair too: four events; the same hand-offs untraced are timed and taken off).
+does (the engine-stream pair too: four events; the same hand-offs untraced are timed and taken off),
+and the same with --kernels small kernel launches per call on the engine's stream, as its work.
 No engine runs: its own host cost and the stand-in's noise would bury a microsecond. Exits non-zero
 where the build has no GPU timing.
 """
@@ -24,6 +25,7 @@ def main() -> int:
     ap.add_argument("--calls", type=int, default=2000)
     ap.add_argument("--repeats", type=int, default=21)
     ap.add_argument("--every", type=int, nargs="+", default=[1, 2, 8, 16])
+    ap.add_argument("--kernels", type=int, default=4, help="kernel launches per call in the third kind")
     args = ap.parse_args()
     import torch
 
@@ -32,12 +34,13 @@ def main() -> int:
     if not torch.cuda.is_available() or ops.gpu_event_host_ns(0, 10) < 0:
         print("gpu_event_sampling: no GPU timing here (needs a GPU and trt_trace's CUDA build)", file=sys.stderr)
         return 1
-    kinds = {"caller's stream": False, "engine-stream hand-off": True}
+    kinds = {"caller's stream": (False, 0), "engine-stream hand-off": (True, 0),
+             f"engine-stream hand-off, {args.kernels} kernels": (True, args.kernels)}
     runs: dict[tuple[str, int], list[float]] = {(k, n): [] for k in kinds for n in args.every}
     for _ in range(args.repeats):  # interleaved: drifts of the machine hit every N alike
-        for kind, hand_off in kinds.items():
+        for kind, (hand_off, kernels) in kinds.items():
             for n in args.every:
-                runs[kind, n].append(ops.gpu_event_host_ns(0, args.calls, n, hand_off))
+                runs[kind, n].append(ops.gpu_event_host_ns(0, args.calls, n, hand_off, kernels))
     if any(v == -1.0 for vs in runs.values() for v in vs):
         print("gpu_event_sampling: an event could not be recorded", file=sys.stderr)
         return 1
