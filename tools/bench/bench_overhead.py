@@ -28,8 +28,8 @@ cost from what resolving spans beside it costs. And, for each N, "toggled per ba
 C++ loop switches GPU timing on and off between batches (on, off, off, on, ...), which pairs the two
 batch by batch, far closer than modes a second apart can be: the calls' own added host time.
 --no-engine-stream sets TRT_TRACE_ENGINE_STREAM=0. With --cuda, torch.profiler runs in a second process
-beside a "not installed" of its own: once it has run, CUPTI stays attached to the process and every
-later CUDA call there costs more, which would inflate every mode measured after it.
+beside a "not installed" of its own: a process that has profiled pays more for its CUDA calls
+afterwards, which would inflate every mode measured after it.
 """
 
 from __future__ import annotations
@@ -385,10 +385,10 @@ def main() -> int:
             argv = [str(args.calls), str(engines), str(threads), str(args.repeats), src, str(build),
                     "1" if args.cuda else "0", ",".join(str(n) for n in dict.fromkeys(args.gpu_every)), str(args.batch)]
             if args.cuda:
-                # torch.profiler leaves CUPTI attached to the process once it has run, and every CUDA
-                # call made after it costs more (the GPU-event probe read 2.3 us in a fresh process and
-                # 6.7 us in one that had profiled, same machine, same hour): it runs in a process of
-                # its own, beside a "not installed" of that process.
+                # A process that has run torch.profiler pays more for its CUDA calls afterwards (the
+                # GPU-event probe read 2.3 us in a fresh process and 6.7 us in one that had profiled,
+                # same machine, same hour; CUPTI staying loaded is the suspect): it runs in a process
+                # of its own, beside a "not installed" of that process.
                 doc = run_worker(argv, env, "all but profiler")
                 prof_doc = run_worker(argv, env, "profiler")
                 if doc is None or prof_doc is None:
