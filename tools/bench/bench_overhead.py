@@ -179,7 +179,7 @@ TORCH_LIBRARY(trt_trace_bench, m) {
 """
 
 WORKER = r"""
-import json, os, sys, tempfile, torch
+import contextlib, json, os, sys, tempfile, torch
 from torch.utils import cpp_extension
 calls, engines, threads, repeats, src, build, cuda, gpu_every, batch, which = sys.argv[1:11]
 calls, engines, threads, repeats, cuda = int(calls), int(engines), int(threads), int(repeats), cuda == "1"
@@ -205,6 +205,8 @@ else:
 gpu_modes = {("tracing on + GPU events" if n == 1 else f"tracing on + GPU events 1 in {n}"): n for n in gpu_every}
 HELD = "GPU events, drainer held"
 toggled_modes = {f"toggled per batch, 1 in {n}": n for n in gpu_every}
+TOGGLED_HELD = f"toggled per batch, 1 in {gpu_every[0]}, drainer held"
+toggled_modes[TOGGLED_HELD] = gpu_every[0]
 cuda_modes = [*gpu_modes, HELD, *toggled_modes] if cuda else []
 modes = ["not installed", "installed, off", "tracing on", *cuda_modes, "flight recorder", "torch.profiler"]
 if which == "profiler":  # torch.profiler beside its own baseline
@@ -245,9 +247,13 @@ def held_drainer_session(d, mode):
 def toggled_session(d, mode, n):
     # One session, GPU timing (1 in n) switched on and off between batches by the C++ loop: the
     # calls' own added host time, paired batch by batch (the drainer's work falls on both halves).
-    with trt_trace.tracing(os.path.join(d, "s.json"), gpu=True, gpu_every=n, buffer_events=8 * (2 * calls + 200)):
+    # TOGGLED_HELD keeps the drainer from running meanwhile: its CUDA calls can't contend with the
+    # calls' own, which the halves would otherwise share unequally (the on half makes more).
+    with trt_trace.tracing(os.path.join(d, "s.json"), gpu=True, gpu_every=n,
+                           buffer_events=8 * (2 * calls + 200)) as session:
         loop(x, es, 200, threads)
-        off, on = torch.ops.trt_trace_bench.toggled_loop(x, es, calls, batch, 0)
+        with session.drainer._lock if mode == TOGGLED_HELD else contextlib.nullcontext():
+            off, on = torch.ops.trt_trace_bench.toggled_loop(x, es, calls, batch, 0)
     toggled[mode]["off"].append(off)
     toggled[mode]["on"].append(on)
 
