@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 import numpy as np
 
@@ -59,6 +60,14 @@ class Drainer:
                     warn(f"could not write the trace ({exc}); tracing continues in the table only")
                     break
         return total
+
+    @contextlib.contextmanager
+    def held(self) -> Iterator[None]:
+        """No drain runs inside the block (the thread waits for its end): records and GPU spans stay
+        in the rings meanwhile. For measurements that must tell the drainer's work apart from the
+        calls' (tools/bench/bench_overhead.py); the rings must hold what the block records."""
+        with self._lock:
+            yield
 
     def discard_pending(self) -> int:
         """Drops every record the rings hold now (GPU spans waited for, so none is left pending);

@@ -235,12 +235,12 @@ def gpu_session(d, mode, n):
 
 def held_drainer_session(d, mode):
     # GPU events on every call, the session's drainer kept from running while the calls are timed
-    # (its lock held): no span is resolved meanwhile, so whatever this mode costs beyond "tracing on"
+    # (Drainer.held): no span is resolved meanwhile, so whatever this mode costs beyond "tracing on"
     # is the calling thread's own; the difference to "GPU events" is what resolution running beside
     # the calls costs them.
     ops.reset()
     with trt_trace.tracing(os.path.join(d, "h.json"), gpu=True, buffer_events=8 * (calls + 200)) as session:
-        with session.drainer._lock:
+        with session.drainer.held():
             loop(x, es, 200, threads)
             results[mode].append(loop(x, es, calls, threads))
 
@@ -252,7 +252,7 @@ def toggled_session(d, mode, n):
     with trt_trace.tracing(os.path.join(d, "s.json"), gpu=True, gpu_every=n,
                            buffer_events=8 * (2 * calls + 200)) as session:
         loop(x, es, 200, threads)
-        with session.drainer._lock if mode == TOGGLED_HELD else contextlib.nullcontext():
+        with session.drainer.held() if mode == TOGGLED_HELD else contextlib.nullcontext():
             off, on = torch.ops.trt_trace_bench.toggled_loop(x, es, calls, batch, 0)
     toggled[mode]["off"].append(off)
     toggled[mode]["on"].append(on)
