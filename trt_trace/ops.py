@@ -170,6 +170,12 @@ def stats_columns() -> list[str]:
     return list(_op("_stats_columns")())
 
 
+def scaled_gpu_ns(stats: torch.Tensor) -> torch.Tensor:
+    """Each row's GPU ns (records.STATS_COLUMNS rows) scaled to all its CUDA calls, as the tables
+    scale it: the measured spans' mean times measured + sampled-out calls (int64 [rows])."""
+    return _op("_scaled_gpu_ns")(stats)
+
+
 def format_timing_table(names: list[str], stats: torch.Tensor, dropped: int = 0, threads_with_drops: int = 0,
                         percentiles: torch.Tensor | None = None, all_percentiles: tuple[int, int] = (-1, -1),
                         percentiles_of: str = "total", json: bool = False, gpu_every: int = 1) -> str:

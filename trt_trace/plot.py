@@ -20,7 +20,7 @@ import numpy as np
 
 from .records import STATS_COLUMNS
 from .trace_format import HOST_PHASES
-from .trace_summary import TraceSummary, scaled_gpu_ns
+from .trace_summary import TraceSummary
 
 _COL = {name: i for i, name in enumerate(STATS_COLUMNS)}
 # Colour-blind-safe (Okabe-Ito), one per host phase; GPU in a colour of its own.
@@ -42,9 +42,14 @@ class EnginePlot:
 
 def _rows(summary: TraceSummary) -> tuple[list[str], np.ndarray]:
     """Engine names and stats sorted by time, most first; the tail past MAX_ENGINES folded into one row.
-    The GPU column is scaled to all CUDA calls where calls were sampled out (TRT_TRACE_GPU_EVERY)."""
+    The GPU column is scaled to all CUDA calls where calls were sampled out (TRT_TRACE_GPU_EVERY), by
+    the tables' own formula (C++)."""
+    import torch
+
+    from . import ops
+
     stats = summary.stats.astype(np.float64)
-    stats[:, _COL["gpu_ns"]] = scaled_gpu_ns(summary.stats)
+    stats[:, _COL["gpu_ns"]] = ops.scaled_gpu_ns(torch.from_numpy(summary.stats)).numpy()
     key = np.maximum(stats[:, _COL["total_ns"]], stats[:, _COL["gpu_ns"]])
     order = np.argsort(-key, kind="stable")
     names = [summary.names[i] for i in order]

@@ -99,18 +99,6 @@ def gpu_every_of(meta: dict[str, Any]) -> int:
         return 1
 
 
-def scaled_gpu_ns(stats: np.ndarray) -> np.ndarray:
-    """Each row's GPU time scaled to all its CUDA calls (records.STATS_COLUMNS rows): the measured
-    spans' mean times measured + sampled-out calls; the measured total where none was sampled out
-    (as csrc/ops/timing_table.cpp scales the table)."""
-    gpu = stats[:, _COL["gpu_ns"]].astype(np.float64)
-    measured = stats[:, _COL["gpu_calls"]].astype(np.float64)
-    out = stats[:, _COL["gpu_sampled_out"]].astype(np.float64)
-    sampled = (measured > 0) & (out > 0)
-    return np.where(sampled, np.divide(gpu, measured, out=np.zeros_like(gpu), where=measured > 0) * (measured + out),
-                    gpu)
-
-
 def _row_stats(calls: CallTable, rows: np.ndarray, n_rows: int, gpu_every: int = 1) -> np.ndarray:
     """The table's columns (records.STATS_COLUMNS) summed per row over the calls.
 

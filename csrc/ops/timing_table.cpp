@@ -28,14 +28,6 @@ std::string pad_right(const std::string& s, size_t w) {
 
 int64_t time_ns(const TimingRow& r) { return std::max(r.stats[kStatTotalNs], r.gpu_scaled_ns); }
 
-// The measured spans' mean over every CUDA call, measured or sampled out.
-int64_t gpu_scaled_ns(const TimingRow& r) {
-  const int64_t measured = r.stats[kStatGpuCalls], out = r.stats[kStatGpuSampledOut];
-  if (measured <= 0 || out <= 0) return r.stats[kStatGpuNs];
-  return static_cast<int64_t>(std::llround(static_cast<double>(r.stats[kStatGpuNs]) / static_cast<double>(measured) *
-                                           static_cast<double>(measured + out)));
-}
-
 bool sampled(const TimingRow& r) { return r.stats[kStatGpuCalls] > 0 && r.stats[kStatGpuSampledOut] > 0; }
 
 std::string json_string(const std::string& s) {
@@ -60,13 +52,20 @@ std::string json_pct(double v) { return fixed(v, 4); }
 
 }  // namespace
 
+int64_t scaled_gpu_ns(const std::array<int64_t, kNumStatColumns>& stats) {
+  const int64_t measured = stats[kStatGpuCalls], out = stats[kStatGpuSampledOut];
+  if (measured <= 0 || out <= 0) return stats[kStatGpuNs];
+  return static_cast<int64_t>(std::llround(static_cast<double>(stats[kStatGpuNs]) / static_cast<double>(measured) *
+                                           static_cast<double>(measured + out)));
+}
+
 TimingTable build_timing_table(std::vector<TimingRow> rows, int64_t all_p50_ns, int64_t all_p99_ns,
                                std::string percentiles_of, uint64_t dropped_events, uint64_t threads_with_drops,
                                int64_t gpu_every) {
   TimingTable t;
   rows.erase(std::remove_if(rows.begin(), rows.end(), [](const TimingRow& r) { return r.stats[kStatCalls] == 0; }),
              rows.end());
-  for (auto& r : rows) r.gpu_scaled_ns = gpu_scaled_ns(r);
+  for (auto& r : rows) r.gpu_scaled_ns = scaled_gpu_ns(r.stats);
   std::stable_sort(rows.begin(), rows.end(), [](const TimingRow& a, const TimingRow& b) {
     return time_ns(a) > time_ns(b);
   });

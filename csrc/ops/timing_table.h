@@ -35,6 +35,11 @@ struct TimingTable {
   uint64_t threads_with_drops = 0;
 };
 
+// An engine's GPU time scaled to every CUDA call: the measured spans' mean times the measured and
+// sampled-out calls (TRT_TRACE_GPU_EVERY); the measured total where nothing was sampled out. The one
+// formula for the tables and the plot (torch.ops.trt_trace._scaled_gpu_ns).
+int64_t scaled_gpu_ns(const std::array<int64_t, kNumStatColumns>& stats);
+
 // An engine's time is the longer of its host and (scaled) GPU totals (a synchronous call contains
 // its GPU work, an asynchronous one's GPU work outlasts its launch): rows are sorted by it and their
 // shares are of it. Rows with no calls are left out. all_p50_ns/all_p99_ns: the percentiles over

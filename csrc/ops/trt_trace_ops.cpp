@@ -189,6 +189,22 @@ at::Tensor engine_stats() {
 // The names of engine_stats()'s columns (for the test against trt_trace/records.py STATS_COLUMNS).
 std::vector<std::string> stats_columns() { return {std::begin(kStatColumnNames), std::end(kStatColumnNames)}; }
 
+// Each row's GPU ns scaled to all its CUDA calls (timing_table.h), for rows of numbers aggregated
+// elsewhere (the plot of a trace file): int64 [rows].
+at::Tensor scaled_gpu_ns_of(const at::Tensor& stats) {
+  TORCH_CHECK(stats.dim() == 2 && stats.size(1) == kNumStatColumns,
+              "trt_trace::_scaled_gpu_ns: stats must be [rows, ", kNumStatColumns, "] int64");
+  const at::Tensor s = stats.to(at::kLong).contiguous();
+  auto a = s.accessor<int64_t, 2>();
+  at::Tensor out = at::empty({s.size(0)}, at::kLong);
+  for (int64_t i = 0; i < s.size(0); ++i) {
+    std::array<int64_t, kNumStatColumns> row;
+    for (int c = 0; c < kNumStatColumns; ++c) row[c] = a[i][c];
+    out.data_ptr<int64_t>()[i] = scaled_gpu_ns(row);
+  }
+  return out;
+}
+
 // A table of numbers aggregated elsewhere (a trace file): percentiles [len(names), 2] int64 ns
 // (p50, p99; -1 where none), all_p50/all_p99 over every call; gpu_every: the file's sampling setting.
 std::string format_timing_table(const std::vector<std::string>& names, const at::Tensor& stats, int64_t dropped,
@@ -310,6 +326,7 @@ TORCH_LIBRARY(trt_trace, m) {
   m.def("_engine_names() -> str[]", &engine_names);
   m.def("_engine_stats() -> Tensor", &engine_stats);
   m.def("_stats_columns() -> str[]", &stats_columns);
+  m.def("_scaled_gpu_ns(Tensor stats) -> Tensor", &scaled_gpu_ns_of);
   m.def("_format_timing_table(str[] names, Tensor stats, int dropped, int threads_with_drops, Tensor? percentiles=None, "
         "int all_p50=-1, int all_p99=-1, str percentiles_of=\"total\", bool json=False, int gpu_every=1) -> str",
         &format_timing_table);
