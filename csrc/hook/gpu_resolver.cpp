@@ -234,8 +234,11 @@ size_t Resolver::resolve(Record* out, size_t max, bool wait) {
       // wait both ends: the engine-stream end is recorded after the runtime's own hand-off event
       // (c10 reports a record once it is made), which is all the caller's stream waits for, so
       // either end may complete last.
-      cudaError_t st = wait ? cudaEventSynchronize(as_event(last)) : cudaEventQuery(as_event(last));
-      if (st == cudaSuccess && last != end) st = wait ? cudaEventSynchronize(as_event(end)) : cudaEventQuery(as_event(end));
+      const auto complete = [wait](void* e) {
+        return wait ? cudaEventSynchronize(as_event(e)) : cudaEventQuery(as_event(e));
+      };
+      cudaError_t st = complete(last);
+      if (st == cudaSuccess && last != end) st = complete(end);
       if (st == cudaErrorNotReady) {
         pending_.push_back(p);  // later; other threads' spans may be ready
         continue;
