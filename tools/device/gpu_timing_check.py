@@ -182,7 +182,11 @@ def host_overhead(n: int = 3000) -> None:
         print(f"      host time per call, {k:18s}: median {med / 1000:7.2f} us (+{(med - base) / 1000:5.2f} us), "
               f"spread {min(v) / 1000:.2f}-{max(v) / 1000:.2f} us")
     # The GPU events' own host cost, measured alone in a C++ loop (no engine work around it to add noise):
-    # begin_call + end_call on an idle current stream, with pooled events that completed before.
+    # begin_call + end_call on an idle current stream, with pooled events that completed before. This
+    # process has run torch.profiler by now, after which CUDA calls cost more than in a fresh process
+    # (2.3 vs 6.7 us on an H200, BENCHMARKS.md): tools/bench/gpu_event_sampling.py gives that figure.
+    print("      (the figures below are taken after torch.profiler ran in this process: CUDA calls cost more"
+          " here than in a fresh one, see tools/bench/gpu_event_sampling.py)")
     reps = [ops.gpu_event_host_ns(0, 2000) for _ in range(21)]
     print(f"      GPU events alone (C++ loop, 21 x 2000 calls, pooled events reused after completion): median "
           f"{statistics.median(reps):.0f} ns per call, spread {min(reps):.0f}-{max(reps):.0f} ns")
