@@ -18,7 +18,10 @@ binds them); --shapes picks the calls measured, each in the same run:
 time, so this is each call's work with T threads about, not contention between cores; a thread that
 waits for a lock sleeps in the kernel, which costs no instructions). --keep DIR keeps each run's
 callgrind output (DIR/<mode>.<calls>.out) for `callgrind_annotate --inclusive=yes`: comparing two
-modes function by function shows where the added instructions go.
+modes function by function shows where the added instructions go. --runs R measures each mode in R pairs
+of processes and takes the median: "tracing on" varies by ~100-200 instructions per call from process to
+process (a drainer runs beside the calls: what the calling thread meets in the allocator differs; seen
+as malloc_consolidate and memcmp of the stand-in's own strings), "not installed" by ~30.
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ from __future__ import annotations
 import argparse
 import os
 import re
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -86,6 +90,10 @@ def main() -> int:
     ap.add_argument("--io", type=int, default=1, help="inputs and outputs per engine (one aten op each)")
     ap.add_argument("--shapes", nargs="+", default=["runtime", "minimal"], choices=["runtime", "minimal"])
     ap.add_argument("--modes", nargs="+", default=list(MODES), choices=MODES)
+    ap.add_argument("--runs", type=int, default=1,
+                    help="pairs of processes per mode, the median taken: with tracing on, what the calling thread "
+                         "meets (the drainer's frees, the allocator's state) varies by ~100 instructions per call "
+                         "between processes")
     ap.add_argument("--keep", type=Path, help="keep the callgrind outputs in this folder")
     args = ap.parse_args()
     if args.keep:
@@ -106,19 +114,24 @@ def main() -> int:
               f"thread(s), {args.calls} calls per thread", flush=True)
         per_call = {}
         for mode in args.modes:
-            counts = []
-            for calls in (args.calls, 2 * args.calls):  # the difference cancels the warm-up calls
-                folder = args.keep or Path(tempfile.mkdtemp())
-                out = folder / f"{shape}.{mode.replace(' ', '_').replace(',', '')}.{calls}.out"
-                subprocess.run(["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}",
-                                "--toggle-collect=*calls_on_this_thread*", sys.executable, "-c", WORKER, mode,
-                                str(calls), str(src), str(build), *argv],
-                               env=env, check=True, capture_output=True, cwd=tempfile.gettempdir())
-                text = out.read_text(errors="replace")
-                m = re.search(r"^(?:summary|totals):\s+(\d+)", text, re.M)
-                counts.append(int(m.group(1)))
-            per_call[mode] = (counts[1] - counts[0]) / (args.calls * args.threads)
-            print(f"  {mode:15s} {per_call[mode]:9.0f} instructions/call", flush=True)
+            runs = []
+            for run in range(args.runs):
+                counts = []
+                for calls in (args.calls, 2 * args.calls):  # the difference cancels the warm-up calls
+                    folder = args.keep or Path(tempfile.mkdtemp())
+                    tag = f".{run}" if args.runs > 1 else ""
+                    out = folder / f"{shape}.{mode.replace(' ', '_').replace(',', '')}.{calls}{tag}.out"
+                    subprocess.run(["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}",
+                                    "--toggle-collect=*calls_on_this_thread*", sys.executable, "-c", WORKER, mode,
+                                    str(calls), str(src), str(build), *argv],
+                                   env=env, check=True, capture_output=True, cwd=tempfile.gettempdir())
+                    text = out.read_text(errors="replace")
+                    m = re.search(r"^(?:summary|totals):\s+(\d+)", text, re.M)
+                    counts.append(int(m.group(1)))
+                runs.append((counts[1] - counts[0]) / (args.calls * args.threads))
+            per_call[mode] = statistics.median(runs)
+            spread = f"  (runs {min(runs):.0f}-{max(runs):.0f})" if len(runs) > 1 else ""
+            print(f"  {mode:15s} {per_call[mode]:9.0f} instructions/call{spread}", flush=True)
         base = per_call.get("not installed")
         if base is None:
             continue
