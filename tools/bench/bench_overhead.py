@@ -85,6 +85,17 @@ static void boxed_loop(const c10::OperatorHandle&, torch::jit::Stack* stack) {
   stack->push_back(c10::IValue(sum / threads));
 }
 
+// One batch of CUDA calls, engines round-robin from call `first` on, timed: host ns.
+double timed_batch(const c10::OperatorHandle& op, const c10::IValue& inputs, const c10::List<c10::IValue>& engines,
+                   int64_t first, int64_t n) {
+  const auto t0 = std::chrono::steady_clock::now();
+  for (int64_t i = 0; i < n; ++i) {
+    torch::jit::Stack s{inputs, engines.get((first + i) % engines.size())};
+    op.callBoxed(&s);
+  }
+  return std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - t0).count();
+}
+
 // CUDA calls in batches of `batch`, the device synchronised before and after each batch with the clock
 // stopped: what is timed is host time only, never a wait for a full CUDA launch queue (the GPU is at
 // most one batch behind). Returns host ns per call.
@@ -96,29 +107,11 @@ __attribute__((noinline)) double calls_in_synced_batches(const c10::OperatorHand
   double ns = 0;
   for (int64_t done = 0; done < calls;) {
     const int64_t n = std::min(batch, calls - done);
-    const auto t0 = std::chrono::steady_clock::now();
-    for (int64_t i = 0; i < n; ++i) {
-      torch::jit::Stack s{inputs, engines.get((done + i) % engines.size())};
-      op.callBoxed(&s);
-    }
-    ns += std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - t0).count();
+    ns += timed_batch(op, inputs, engines, done, n);
     cuda->synchronizeDevice(device);
     done += n;
   }
   return ns / calls;
-}
-
-// synced_loop(inputs, engines, calls, batch, device) -> host ns per call (one calling thread).
-static void synced_loop(const c10::OperatorHandle&, torch::jit::Stack* stack) {
-  const int64_t device = stack->back().toInt(); stack->pop_back();
-  const int64_t batch = stack->back().toInt(); stack->pop_back();
-  const int64_t calls = stack->back().toInt(); stack->pop_back();
-  const c10::IValue engines = stack->back(); stack->pop_back();
-  const c10::IValue inputs = stack->back(); stack->pop_back();
-  TORCH_CHECK(calls > 0 && batch > 0, "synced_loop: calls and batch must be positive");
-  const auto op = c10::Dispatcher::singleton().findSchemaOrThrow("tensorrt::execute_engine", "");
-  stack->push_back(c10::IValue(calls_in_synced_batches(op, inputs, engines.toList(), calls, batch,
-                                                       static_cast<c10::DeviceIndex>(device))));
 }
 
 // As calls_in_synced_batches, with trt_trace's GPU timing switched on and off between batches
@@ -139,12 +132,7 @@ __attribute__((noinline)) void calls_toggling_gpu_timing(const c10::OperatorHand
     torch::jit::Stack toggle{c10::IValue(on == 1)};
     set_gpu_timing.callBoxed(&toggle);
     const int64_t n = std::min(batch, 2 * calls - done);
-    const auto t0 = std::chrono::steady_clock::now();
-    for (int64_t i = 0; i < n; ++i) {
-      torch::jit::Stack s{inputs, engines.get((done + i) % engines.size())};
-      op.callBoxed(&s);
-    }
-    ns[on] += std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - t0).count();
+    ns[on] += timed_batch(op, inputs, engines, done, n);
     made[on] += n;
     cuda->synchronizeDevice(device);
     done += n;
@@ -154,17 +142,38 @@ __attribute__((noinline)) void calls_toggling_gpu_timing(const c10::OperatorHand
   for (int on = 0; on < 2; ++on) ns_per_call[on] = made[on] > 0 ? ns[on] / made[on] : 0;
 }
 
-// toggled_loop(inputs, engines, calls, batch, device) -> [host ns per call GPU timing off, on]
-static void toggled_loop(const c10::OperatorHandle&, torch::jit::Stack* stack) {
+// The arguments of synced_loop and toggled_loop, popped off the stack: (inputs, engines, calls,
+// batch, device).
+struct BatchedArgs {
+  c10::IValue inputs;
+  c10::List<c10::IValue> engines;
+  int64_t calls, batch;
+  c10::DeviceIndex device;
+};
+
+BatchedArgs pop_batched_args(torch::jit::Stack* stack, const char* name) {
   const int64_t device = stack->back().toInt(); stack->pop_back();
   const int64_t batch = stack->back().toInt(); stack->pop_back();
   const int64_t calls = stack->back().toInt(); stack->pop_back();
   const c10::IValue engines = stack->back(); stack->pop_back();
   const c10::IValue inputs = stack->back(); stack->pop_back();
-  TORCH_CHECK(calls > 0 && batch > 0, "toggled_loop: calls and batch must be positive");
+  TORCH_CHECK(calls > 0 && batch > 0, name, ": calls and batch must be positive");
+  return {inputs, engines.toList(), calls, batch, static_cast<c10::DeviceIndex>(device)};
+}
+
+// synced_loop(inputs, engines, calls, batch, device) -> host ns per call (one calling thread).
+static void synced_loop(const c10::OperatorHandle&, torch::jit::Stack* stack) {
+  const BatchedArgs a = pop_batched_args(stack, "synced_loop");
+  const auto op = c10::Dispatcher::singleton().findSchemaOrThrow("tensorrt::execute_engine", "");
+  stack->push_back(c10::IValue(calls_in_synced_batches(op, a.inputs, a.engines, a.calls, a.batch, a.device)));
+}
+
+// toggled_loop(inputs, engines, calls, batch, device) -> [host ns per call GPU timing off, on]
+static void toggled_loop(const c10::OperatorHandle&, torch::jit::Stack* stack) {
+  const BatchedArgs a = pop_batched_args(stack, "toggled_loop");
   const auto op = c10::Dispatcher::singleton().findSchemaOrThrow("tensorrt::execute_engine", "");
   double ns[2];
-  calls_toggling_gpu_timing(op, inputs, engines.toList(), calls, batch, static_cast<c10::DeviceIndex>(device), ns);
+  calls_toggling_gpu_timing(op, a.inputs, a.engines, a.calls, a.batch, a.device, ns);
   stack->push_back(c10::IValue(std::vector<double>{ns[0], ns[1]}));
 }
 
@@ -218,12 +227,16 @@ toggled = {m: {"off": [], "on": []} for m in toggled_modes} if cuda else {}
 col = {name: i for i, name in enumerate(STATS_COLUMNS)}
 checks = {m: [] for m in gpu_modes} if cuda else {}
 
+def timed(mode):
+    # The calls warmed up, then timed into the mode's results.
+    loop(x, es, 200, threads)
+    results[mode].append(loop(x, es, calls, threads))
+
 def gpu_session(d, mode, n):
     # The session's own counts (live counters since reset): spans measured and calls sampled out.
     ops.reset()
     with trt_trace.tracing(os.path.join(d, "g.json"), gpu=True, gpu_every=n, buffer_events=8 * (calls + 200)):
-        loop(x, es, 200, threads)
-        results[mode].append(loop(x, es, calls, threads))
+        timed(mode)
     stats = ops.engine_stats()
     made = (200 + calls) * threads
     spans, out = int(stats[:, col["gpu_calls"]].sum()), int(stats[:, col["gpu_sampled_out"]].sum())
@@ -241,8 +254,7 @@ def held_drainer_session(d, mode):
     ops.reset()
     with trt_trace.tracing(os.path.join(d, "h.json"), gpu=True, buffer_events=8 * (calls + 200)) as session:
         with session.drainer.held():
-            loop(x, es, 200, threads)
-            results[mode].append(loop(x, es, calls, threads))
+            timed(mode)
 
 def toggled_session(d, mode, n):
     # One session, GPU timing (1 in n) switched on and off between batches by the C++ loop: the
@@ -260,17 +272,14 @@ def toggled_session(d, mode, n):
 def run_mode(d, mode):
     if mode == "not installed":
         torch.ops.trt_trace._install_hook(False)
-        loop(x, es, 200, threads)
-        results[mode].append(loop(x, es, calls, threads))
+        timed(mode)
         torch.ops.trt_trace._install_hook(True)
     elif mode == "installed, off":
-        loop(x, es, 200, threads)
-        results[mode].append(loop(x, es, calls, threads))
+        timed(mode)
     elif mode == "tracing on":
         # A buffer that holds every record of a loop: calls whose records were dropped would cost less.
         with trt_trace.tracing(os.path.join(d, "t.json"), gpu=False, buffer_events=8 * (calls + 200)):
-            loop(x, es, 200, threads)
-            results[mode].append(loop(x, es, calls, threads))
+            timed(mode)
     elif mode in gpu_modes:
         gpu_session(d, mode, gpu_modes[mode])
     elif mode == HELD:
@@ -279,14 +288,12 @@ def run_mode(d, mode):
         toggled_session(d, mode, toggled_modes[mode])
     elif mode == "flight recorder":
         trt_trace.flight(60, os.path.join(d, "f.json"), gpu=False, buffer_events=8 * (calls + 200))
-        loop(x, es, 200, threads)
-        results[mode].append(loop(x, es, calls, threads))
+        timed(mode)
         trt_trace.stop()
     elif mode == "torch.profiler":
         torch.ops.trt_trace._install_hook(False)  # the profiler alone, without trt_trace's scopes in it
         with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]):
-            loop(x, es, 200, threads)
-            results[mode].append(loop(x, es, calls, threads))
+            timed(mode)
         torch.ops.trt_trace._install_hook(True)
     if cuda:
         torch.cuda.synchronize()
