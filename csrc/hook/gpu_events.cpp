@@ -136,6 +136,9 @@ double event_pair_host_ns(uint16_t device, int64_t calls, int64_t every, bool ha
     std::optional<c10::cuda::CUDAStream> engine_stream;
     at::cuda::CUDAEvent ready, done;
     if (hand_off) engine_stream = c10::cuda::getStreamFromPool(/*isHighPriority=*/false, index);
+    // The calls' stream: the current one, which nothing in the loop changes (looked up once, outside
+    // the timed loop).
+    const c10::cuda::CUDAStream caller = c10::cuda::getCurrentCUDAStream(index);
     // One pass of `calls` calls, traced (the hook's GPU-event work behind its sampling decision) or
     // not; host ns, or -1 if an event could not be recorded.
     const auto pass = [&](bool traced) -> int64_t {
@@ -146,7 +149,6 @@ double event_pair_host_ns(uint16_t device, int64_t calls, int64_t every, bool ha
         ev = CallEvents{};
         const bool sampled = traced && (every == 1 || take_sample(countdown, every));  // as CallScope does
         if (sampled && !begin_call(device, &ev)) ok = false;
-        const c10::cuda::CUDAStream caller = c10::cuda::getCurrentCUDAStream(index);
         if (hand_off) {
           ready.record(caller);
           ready.block(*engine_stream);
