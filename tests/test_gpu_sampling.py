@@ -107,6 +107,44 @@ def test_env_setting_reaches_the_trace_and_a_bad_one_does_not_stop_the_program(t
         assert metas[0]["gpu_every"] == expected
 
 
+# -- TRT_TRACE_CALLER_WAIT_EVERY: which measured calls of an engine on its own stream get a caller wait --
+
+@pytest.mark.parametrize(("raw", "expected", "words"), [
+    (None, 8, None), ("", 8, None), ("1", 1, None), (" 16 ", 16, None),
+    ("0", 8, "is not a call count >= 1; use e.g. 1 for a caller-stream wait on every measured call (using 8)"),
+    ("x", 8, "is not a call count >= 1"), ("99999999999999999999", 1 << 20, "is over 1048576 calls"),
+])
+def test_caller_wait_every_from_the_environment(monkeypatch, capsys, raw, expected, words):
+    if raw is None:
+        monkeypatch.delenv("TRT_TRACE_CALLER_WAIT_EVERY", raising=False)
+    else:
+        monkeypatch.setenv("TRT_TRACE_CALLER_WAIT_EVERY", raw)
+    assert config.caller_wait_every() == expected == config.from_env().caller_wait_every
+    err = capsys.readouterr().err
+    if words is None:
+        assert err == ""
+    else:  # one line per reading (two readings above), each naming the variable and the fallback
+        assert err.count("\n") == 2 and err.startswith(f"trt_trace: TRT_TRACE_CALLER_WAIT_EVERY={raw!r} ") \
+            and words in err, err
+
+
+def test_caller_wait_every_reaches_the_hook_and_the_trace(tmp_path, monkeypatch):
+    try:
+        for bad in (0, -1, (1 << 20) + 1):
+            with pytest.raises(RuntimeError, match="n must be an integer from 1"):
+                ops.set_caller_wait_every(bad)
+        assert ops.get_caller_wait_every() == 8  # the default, unchanged
+        monkeypatch.setenv("TRT_TRACE_CALLER_WAIT_EVERY", "3")
+        out = tmp_path / "t.json"
+        with trt_trace.tracing(str(out)):
+            assert ops.get_caller_wait_every() == torch.ops.trt_trace.get_caller_wait_every() == 3
+            torch.ops.tensorrt.execute_engine([torch.ones(4)], standin.make_engine("meta_wait_engine"))
+        metas = [e["args"] for e in load_strict(out) if e.get("name") == "trt_trace_metadata"]
+        assert metas[0]["caller_wait_every"] == 3
+    finally:
+        ops.set_caller_wait_every(8)
+
+
 def test_the_two_sides_agree_on_the_columns():
     assert ops.stats_columns() == list(STATS_COLUMNS)
     assert ops.engine_stats().shape[1] == len(STATS_COLUMNS)

@@ -74,13 +74,44 @@ def test_gpu_event_host_cost_probe():
     sampled = ops.gpu_event_host_ns(0, 80, every=8)
     # Four events per measured call (the engine-stream pair too), less the same hand-offs untraced.
     handed_off = ops.gpu_event_host_ns(0, 200, hand_off=True)
+    # The same with the runtime's hand-off events made per call, and with the caches scrubbed between calls.
+    per_call = ops.gpu_event_host_ns(0, 200, hand_off=2)
+    scrubbed = ops.gpu_event_host_ns(0, 200, hand_off=2, scrub_kib=256)
     if torch.cuda.is_available():  # the GPU machine's CUDA build
-        assert ns > 0 and sampled > 0 and handed_off > 0
+        assert ns > 0 and sampled > 0 and handed_off > 0 and per_call > 0
+        assert scrubbed != -1.0  # a difference of two passes: its sign is the machine's
     else:
-        assert ns == sampled == handed_off == -1.0  # CPU-only build: no events to record
+        assert ns == sampled == handed_off == per_call == scrubbed == -1.0  # CPU-only build: no events to record
     assert ops.gpu_event_host_ns(-1, 10) == -1.0
     assert ops.gpu_event_host_ns(0, 0) == -1.0
     assert ops.gpu_event_host_ns(0, 10, every=0) == -1.0
+    assert ops.gpu_event_host_ns(0, 10, hand_off=3) == -1.0
+    assert ops.gpu_event_host_ns(0, 10, scrub_kib=-1) == -1.0
+
+
+def test_gpu_timings_own_steps_are_timed_only_when_asked(tmp_path):
+    # ops.gpu_self_time (benchmark support): per step, the ns the calling threads spent in it and how
+    # often it ran, while switched on; nothing while off.
+    device = 0 if torch.cuda.is_available() else -1
+    engine = standin.make_engine("self_timed", device=device)
+    x = [torch.ones(4, device="cuda" if device == 0 else "cpu")]
+    ops.gpu_self_time(False)
+    with trt_trace.tracing(str(tmp_path / "off.json")):
+        torch.ops.tensorrt.execute_engine(x, engine)
+    assert all(v == (0, 0) for v in ops.gpu_self_time(True).values())  # (switches it on)
+    with trt_trace.tracing(str(tmp_path / "on.json")):
+        for _ in range(5):
+            torch.ops.tensorrt.execute_engine(x, engine)
+    timed = ops.gpu_self_time(False)
+    assert list(timed) == list(ops.GPU_SELF_STEPS)
+    if device < 0:
+        assert all(v == (0, 0) for v in timed.values())  # no CUDA call, no GPU event: no step ran
+        return
+    torch.cuda.synchronize()
+    # Every call measured: a start and an end each; from the default stream the stand-in hands its work
+    # to its own stream (both versions), so each call also has the engine stream's start and end.
+    assert {step: times for step, (_, times) in timed.items()} == dict.fromkeys(ops.GPU_SELF_STEPS, 5)
+    assert all(ns > 0 for ns, _ in timed.values())
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="GPU spans need CUDA (run by tools/device/device_check.sh)")
@@ -106,15 +137,78 @@ def test_an_engine_on_its_own_stream_gets_a_caller_stream_wait_around_its_span(t
     if not own_stream:
         assert waits == {} and not any(e["args"].get("engine_stream") for e in gpu.values())
         return
-    assert sorted(waits) == sorted(gpu)
+    # The first measured call and every get_caller_wait_every()-th after it record the caller's pair too;
+    # the others only the engine stream's (their CUDA calls cost the inference thread).
+    every = ops.get_caller_wait_every()
+    assert every > 1 and sorted(waits) == sorted(gpu)[::every]
     caller_id = stream.stream_id & 0xFFFFFFFF
     for call_id, span in gpu.items():
+        assert span["args"]["engine_stream"] is True and tracks[span["tid"]] == f"wait_{caller} GPU"
+        if call_id not in waits:
+            continue
         wait = waits[call_id]
-        assert span["args"]["engine_stream"] is True and span["args"]["stream"] != wait["args"]["stream"]
+        assert span["args"]["stream"] != wait["args"]["stream"]
         assert wait["args"]["stream"] == caller_id and wait["tid"] == span["tid"]
-        assert tracks[span["tid"]] == f"wait_{caller} GPU"
         assert wait["ts"] <= span["ts"] and span["ts"] + span["dur"] <= wait["ts"] + wait["dur"] + 1e-3
     # The table's gpu column is the engine's own work.
     s = aggregate(events)
     by_name = dict(zip(s.names, s.stats.tolist(), strict=True))
     assert by_name[f"wait_{caller}"][7] == sum(to_ns(e["dur"]) for e in gpu.values())
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="GPU spans need CUDA (run by tools/device/device_check.sh)")
+@pytest.mark.parametrize("every", [1, 3])
+def test_caller_wait_every_sets_which_measured_calls_get_a_wait(tmp_path, monkeypatch, every):
+    # 2.11 hands every call's work to the engine's own stream; TRT_TRACE_CALLER_WAIT_EVERY=1 gives each
+    # measured call both pairs, 3 every third (the first of the session included), and each session
+    # starts its count afresh.
+    monkeypatch.setenv("TRT_TRACE_CALLER_WAIT_EVERY", str(every))
+    previous = standin.use_runtime("2.11")
+    try:
+        engine = standin.make_engine(f"waits_every_{every}", device=0)
+        x = [torch.ones(1 << 10, device="cuda")]
+        for session in range(2):
+            out = tmp_path / f"s{session}.json"
+            with trt_trace.tracing(str(out)):
+                for _ in range(7):
+                    torch.ops.tensorrt.execute_engine(x, engine)
+                torch.cuda.synchronize()
+            events = load_strict(out)
+            gpu = sorted(e["args"]["call_id"] for e in events if e.get("name") == "gpu" and e["ph"] == "X")
+            waits = sorted(e["args"]["call_id"] for e in events if e.get("name") == "caller stream wait" and e["ph"] == "X")
+            assert len(gpu) == 7 and waits == gpu[::every], (session, gpu, waits)
+    finally:
+        standin.use_runtime(previous)
+        ops.set_caller_wait_every(8)
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="GPU spans need CUDA (run by tools/device/device_check.sh)")
+def test_a_call_that_stops_handing_off_loses_one_span_and_the_next_records_both_pairs(tmp_path):
+    # 2.13 hands its work to the engine's stream from the default stream only. A measured call made
+    # engine-stream-only (the calls before it handed off) that runs on the caller's own stream gets no
+    # span; the next call records the caller's pair again, and a hand-off after that both pairs.
+    previous = standin.use_runtime("2.13")
+    try:
+        engine = standin.make_engine("switching", device=0)
+        x = [torch.ones(1 << 10, device="cuda")]
+        own = torch.cuda.Stream()
+        out = tmp_path / "switching.json"
+        order = ["default", "default", "own", "own", "default", "default"]
+        with trt_trace.tracing(str(out)):
+            for where in order:
+                with torch.cuda.stream(own if where == "own" else torch.cuda.default_stream()):
+                    torch.ops.tensorrt.execute_engine(x, engine)
+            torch.cuda.synchronize()
+    finally:
+        standin.use_runtime(previous)
+    events = load_strict(out)
+    ids = sorted(e["args"]["call_id"] for e in events if e.get("name") == "execute_engine" and e["ph"] == "X")
+    gpu = {e["args"]["call_id"]: e for e in events if e.get("name") == "gpu" and e["ph"] == "X"}
+    waits = {e["args"]["call_id"] for e in events if e.get("name") == "caller stream wait" and e["ph"] == "X"}
+    assert len(ids) == len(order)
+    # call 1: both pairs; 2: engine stream only; 3: made engine-stream-only, ran on its caller's stream:
+    # no span; 4: the caller's pair (no hand-off); 5: both pairs again; 6: engine stream only.
+    assert sorted(gpu) == [ids[k] for k in (0, 1, 3, 4, 5)]
+    assert sorted(waits) == [ids[0], ids[4]]
+    on_engine_stream = [gpu[ids[k]]["args"].get("engine_stream") is True for k in (0, 1, 3, 4, 5)]
+    assert on_engine_stream == [True, True, False, True, True]

@@ -141,18 +141,34 @@ MAX_GPU_EVERY = 1 << 20  # csrc/hook/gpu_sampling.h kMaxGpuEvery
 
 def gpu_every() -> int:
     """TRT_TRACE_GPU_EVERY=N: GPU events on every Nth traced CUDA call of each engine (default 1: all)."""
-    name = "TRT_TRACE_GPU_EVERY"
+    return _env_call_count("TRT_TRACE_GPU_EVERY", DEFAULT_GPU_EVERY,
+                           "use e.g. 8 for GPU events on every 8th call, or TRT_TRACE_GPU=0 for none")
+
+
+DEFAULT_GPU_EVERY = 1
+DEFAULT_CALLER_WAIT_EVERY = 8  # csrc/hook/gpu_sampling.h kCallerWaitEvery
+
+
+def caller_wait_every() -> int:
+    """TRT_TRACE_CALLER_WAIT_EVERY=N: where an engine runs on a stream of its own, 1 in N of its measured
+    calls also get a caller-stream wait (default 8; 1: every measured call), for sessions from the API too."""
+    return _env_call_count("TRT_TRACE_CALLER_WAIT_EVERY", DEFAULT_CALLER_WAIT_EVERY,
+                           "use e.g. 1 for a caller-stream wait on every measured call")
+
+
+def _env_call_count(name: str, default: int, hint: str) -> int:
+    """A whole number of calls from 1 to MAX_GPU_EVERY from the environment; unset: `default`; nonsense:
+    one line and `default`; too large: one line and MAX_GPU_EVERY."""
     raw = os.environ.get(name)
     if raw is None or raw.strip() == "":
-        return 1
+        return default
     try:
         value = int(raw.strip())
     except ValueError:
         value = 0
     if value < 1:
-        warn(f"{name}={raw!r} is not a call count >= 1; use e.g. 8 for GPU events on every 8th call, "
-             "or TRT_TRACE_GPU=0 for none (using 1)")
-        return 1
+        warn(f"{name}={raw!r} is not a call count >= 1; {hint} (using {default})")
+        return default
     if value > MAX_GPU_EVERY:
         warn(f"{name}={raw!r} is over {MAX_GPU_EVERY} calls; using {MAX_GPU_EVERY}")
         return MAX_GPU_EVERY
@@ -224,6 +240,7 @@ class Settings:
     flight_on_exit: bool = False  # the flight recorder also dumps at exit
     quiet: bool = False  # no "trace written to ..." line at exit
     engine_stream_spans: bool = True  # GPU spans on an engine's own stream where it has one
+    caller_wait_every: int = DEFAULT_CALLER_WAIT_EVERY  # 1 in N measured calls there also get a caller-stream wait
 
 
 def from_env() -> Settings:
@@ -251,6 +268,7 @@ def from_env() -> Settings:
         flight_on_exit=parse_bool("TRT_TRACE_FLIGHT_ON_EXIT", False),
         quiet=quiet(),
         engine_stream_spans=engine_stream_spans(),
+        caller_wait_every=caller_wait_every(),
     )
 
 

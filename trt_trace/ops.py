@@ -122,16 +122,44 @@ def gpu_stream_trace_installed() -> bool:
     return bool(_op("_gpu_stream_trace_installed")())
 
 
-def gpu_event_host_ns(device: int = 0, calls: int = 1000, every: int = 1, hand_off: bool = False,
-                      kernels: int = 0) -> float:
+def set_caller_wait_every(n: int) -> None:
+    """Where an engine runs on a stream of its own: 1 in `n` of its measured calls (per calling thread,
+    from the first of a session on) also get a `caller stream wait` span, the others record the engine
+    stream's events only (1: every measured call gets both; see README, GPU time). n outside 1 to
+    1048576 raises RuntimeError and the value stays. A session sets it from TRT_TRACE_CALLER_WAIT_EVERY."""
+    _op("set_caller_wait_every")(int(n))
+
+
+def get_caller_wait_every() -> int:
+    return int(_op("get_caller_wait_every")())
+
+
+def gpu_event_host_ns(device: int = 0, calls: int = 1000, every: int = 1, hand_off: bool | int = False,
+                      kernels: int = 0, scrub_kib: int = 0) -> float:
     """Benchmark support: host ns per traced call spent on its GPU events alone (start and end event
     recorded on `device`'s current stream, then handed back), averaged over `calls` of which 1 in
     `every` gets events by the hook's sampling decision (TRT_TRACE_GPU_EVERY); -1.0 where no event can
-    be recorded (CPU-only build, no such device, every < 1). hand_off=True: each call hands its work
-    to a stream of its own and back, as the 2.11 runtime does (so a measured call records four
-    events); kernels=K: each call launches K small kernels as its engine's work. With either, the
-    figure is the difference to the same calls untraced."""
-    return float(_op("_gpu_event_host_ns")(int(device), int(calls), int(every), bool(hand_off), int(kernels)))
+    be recorded (CPU-only build, no such device, every < 1). hand_off: each call hands its work to a
+    stream of its own and back, as the 2.11 runtime does (so a measured call records four events),
+    through two c10 events kept for all calls (True or 1) or made and destroyed by each call as the
+    runtime's are (2); kernels=K: each call launches K small kernels as its engine's work;
+    scrub_kib=S: S KiB written between calls, evicting the caches as a real call's other work does.
+    With any of these, the figure is the difference to the same calls untraced."""
+    return float(_op("_gpu_event_host_ns")(int(device), int(calls), int(every), int(hand_off), int(kernels),
+                                           int(scrub_kib)))
+
+
+GPU_SELF_STEPS = ("begin", "engine start", "engine end", "end")
+
+
+def gpu_self_time(enable: bool) -> dict[str, tuple[int, int]]:
+    """Benchmark support: switches the timing of GPU timing's own steps on the calling threads on or
+    off, and returns what was timed since the last call, per step (GPU_SELF_STEPS: the capture check
+    and start event, the engine stream's start and end events, the end event): (ns in all, times run).
+    Off by default; on, each step reads the clock twice."""
+    v = [int(n) for n in _op("_gpu_self_time")(bool(enable))]
+    k = len(GPU_SELF_STEPS)
+    return {step: (v[i], v[k + i]) for i, step in enumerate(GPU_SELF_STEPS)}
 
 
 def gpu_clock_stats() -> dict[str, float]:

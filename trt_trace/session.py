@@ -141,6 +141,8 @@ class Session:
             "gpu_timing": self.gpu and ops.get_gpu_timing(),
             # GPU events on every Nth CUDA call of each engine: `trt-trace summary` scales the GPU column by it.
             "gpu_every": ops.get_gpu_every(),
+            # Where an engine runs on a stream of its own: 1 in N measured calls also have a caller-stream wait.
+            "caller_wait_every": self.settings.caller_wait_every,
         }
 
     def start(self) -> None:
@@ -153,6 +155,7 @@ class Session:
         self.writer.gpu_flows = ops.set_gpu_timing(self.gpu) and self.gpu
         ops.set_gpu_every(self.gpu_every)
         ops.set_engine_stream_spans(self.settings.engine_stream_spans)
+        ops.set_caller_wait_every(self.settings.caller_wait_every)
         metadata = self._metadata()
         rank = "" if metadata["rank"] is None else f" rank {metadata['rank']}"
         # No "(pid N)": the viewers show the pid after every process name themselves.
@@ -252,7 +255,8 @@ def _settings_from_kwargs(path: str, buffer_events: int | None = None, nvtx: boo
     return Settings(
         out=path, buffer_events=buffer_events or DEFAULT_BUFFER_EVENTS, gpu=gpu, gpu_every=gpu_every, nvtx=nvtx,
         max_bytes=int(DEFAULT_MAX_MB * 2**20) if max_bytes is None else max_bytes, split=split, format=format,
-        lazy_file=lazy_file, quiet=config.quiet(), engine_stream_spans=config.engine_stream_spans())
+        lazy_file=lazy_file, quiet=config.quiet(), engine_stream_spans=config.engine_stream_spans(),
+        caller_wait_every=config.caller_wait_every())
 
 
 def start_session(settings: Settings) -> Session:

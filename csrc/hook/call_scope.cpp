@@ -55,6 +55,7 @@ void CallScope::finish(bool error) noexcept {
       break;
   }
 
+  const bool gpu_measured = gpu_on_ && !error;  // a measured call that ran: it tells which streams it used
   if (gpu_on_) {
     if (error) {
       gpu::release(device_, &gpu_);
@@ -113,7 +114,12 @@ void CallScope::finish(bool error) noexcept {
   // worst such counts race.)
   EngineStats::Table* stats = thread_->stats;
   if (C10_UNLIKELY(stats == nullptr)) stats = thread_->stats = EngineStats::instance().this_thread();
-  if (stats != nullptr) stats->add_call(engine_id_, phase_ns, error);
+  if (stats == nullptr) return;
+  stats->add_call(engine_id_, phase_ns, error);
+  if (gpu_measured) {
+    stats->gpu_saw_engine_stream(engine_id_, epoch_, gpu_.caller_pair_skipped,
+                                 gpu_.on_engine_stream || gpu_.engine_only);
+  }
 }
 
 }  // namespace trt_trace

@@ -121,6 +121,14 @@ class CallScope {
     return stats == nullptr || stats->take_gpu_sample(engine_id, every);
   }
 
+  // Whether this measured call records the engine stream's pair only (gpu_sampling.h), from the
+  // thread's own row.
+  static bool gpu_engine_stream_only(detail::HookThread& me, uint32_t engine_id, uint32_t epoch) noexcept {
+    EngineStats::Table* stats = me.stats;
+    if (C10_UNLIKELY(stats == nullptr)) stats = me.stats = EngineStats::instance().this_thread();
+    return stats != nullptr && stats->gpu_engine_stream_only(engine_id, epoch);
+  }
+
   uint32_t engine_id_;
   uint16_t device_;
   bool finished_ = false;
@@ -173,7 +181,9 @@ inline CallScope::CallScope(detail::HookThread& me, uint32_t engine_id, uint16_t
   // out (TRT_TRACE_GPU_EVERY, gpu_sampling.h) is decided before any CUDA call is made.
   if (epoch_ != 0 && device_ != kNoDevice && gpu::enabled()) {
     const int64_t every = gpu::sample_every();
-    if (C10_LIKELY(every == 1) || take_gpu_sample(me, engine_id_, every)) gpu_on_ = gpu::begin_call(device_, &gpu_);
+    if (C10_LIKELY(every == 1) || take_gpu_sample(me, engine_id_, every)) {
+      gpu_on_ = gpu::begin_call(device_, &gpu_, gpu_engine_stream_only(me, engine_id_, epoch_));
+    }
   }
   begin_ = now_ns();
 }

@@ -97,6 +97,16 @@ class EngineStats {
       add((*r)[kStatGpuSampledOut], 1);
       return false;
     }
+    // Which events this measured CUDA call of the engine records, where the engine runs on a stream
+    // of its own (gpu_sampling.h): true = the engine stream's pair only. No row: both pairs.
+    bool gpu_engine_stream_only(uint32_t engine_id, uint32_t epoch) noexcept {
+      Row* r = row(engine_id);
+      return r != nullptr && gpu::engine_stream_only((*r)[kRowEngineStreamLeft], epoch);
+    }
+    void gpu_saw_engine_stream(uint32_t engine_id, uint32_t epoch, bool made_engine_stream_only, bool seen) noexcept {
+      Row* r = row(engine_id);
+      if (r != nullptr) gpu::saw_engine_stream((*r)[kRowEngineStreamLeft], epoch, made_engine_stream_only, seen);
+    }
     // One duration into the engine's histogram: a bucket index and the owner's add, no lock, no
     // allocation (the histograms come with the row's chunk).
     void add_duration(uint32_t engine_id, int series, int64_t ns) noexcept {
@@ -112,7 +122,8 @@ class EngineStats {
     static constexpr uint32_t kMaxChunks = 4096;  // 1M engine ids
     // The columns, then the owner's private state (never summed or reported).
     static constexpr int kRowGpuCountdown = kNumStatColumns;  // calls left to sample out (take_gpu_sample)
-    using Row = std::array<std::atomic<int64_t>, kNumStatColumns + 1>;
+    static constexpr int kRowEngineStreamLeft = kNumStatColumns + 1;  // gpu_engine_stream_only's countdown
+    using Row = std::array<std::atomic<int64_t>, kNumStatColumns + 2>;
     struct Chunk {
       std::array<Row, kChunk> rows{};
     };

@@ -19,6 +19,7 @@ std::atomic<bool> g_engine_stream_spans{true};
 #include <mutex>
 
 #include "hook/gpu_event_pool.h"
+#include "hook/gpu_self_time.h"
 
 namespace trt_trace {
 namespace gpu {
@@ -31,7 +32,22 @@ thread_local uint16_t t_watched_device = 0;
 // wait for the caller's work; the engine's work starts there after this point.
 void on_wait(cudaStream_t stream) noexcept {
   CallEvents* ev = t_watched;
-  if (ev == nullptr || ev->engine_start != nullptr || stream == static_cast<cudaStream_t>(ev->caller_stream)) return;
+  if (ev == nullptr || ev->engine_start != nullptr || ev->captured ||
+      stream == static_cast<cudaStream_t>(ev->caller_stream))
+    return;
+  const SelfTimer timer(kSelfEngineStart);
+  if (ev->caller_pair_skipped) {
+    // begin_call made no capture check: a stream that waited for a capturing one captures too.
+    cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
+    if (cudaStreamIsCapturing(stream, &status) != cudaSuccess) {
+      cudaGetLastError();
+      return;
+    }
+    if (status != cudaStreamCaptureStatusNone) {
+      ev->captured = true;  // recording an event now would break the capture
+      return;
+    }
+  }
   cudaEvent_t e = acquire_event(t_watched_device);
   if (e == nullptr) return;
   if (cudaEventRecord(e, stream) != cudaSuccess) {
@@ -48,6 +64,7 @@ void on_wait(cudaStream_t stream) noexcept {
 void on_record(cudaStream_t stream) noexcept {
   CallEvents* ev = t_watched;
   if (ev == nullptr || ev->engine_start == nullptr || stream != static_cast<cudaStream_t>(ev->engine_stream)) return;
+  const SelfTimer timer(kSelfEngineEnd);
   cudaEvent_t e = static_cast<cudaEvent_t>(ev->engine_end);
   if (e == nullptr && (e = acquire_event(t_watched_device)) == nullptr) return;
   if (cudaEventRecord(e, stream) != cudaSuccess) {
@@ -137,13 +154,14 @@ void install() {
 
 }  // namespace
 
-void watch_engine_stream(CallEvents* ev, uint16_t device) noexcept {
-  if (!g_engine_stream_spans.load(std::memory_order_relaxed)) return;
+bool watch_engine_stream(CallEvents* ev, uint16_t device) noexcept {
+  if (!g_engine_stream_spans.load(std::memory_order_relaxed)) return false;
   install();
   ev->outer = t_watched;
   ev->active = true;
   t_watched = ev;
   t_watched_device = device;
+  return true;
 }
 
 void stop_watching(CallEvents* ev) noexcept {
@@ -164,7 +182,7 @@ bool engine_stream_trace_installed() noexcept {
 
 namespace trt_trace {
 namespace gpu {
-void watch_engine_stream(CallEvents*, uint16_t) noexcept {}
+bool watch_engine_stream(CallEvents*, uint16_t) noexcept { return false; }
 void stop_watching(CallEvents*) noexcept {}
 bool engine_stream_trace_installed() noexcept { return false; }
 }  // namespace gpu

@@ -3,6 +3,7 @@
 #include "common/clock.h"
 #include "hook/engine_stream_trace.h"
 #include "hook/gpu_sampling.h"
+#include "hook/gpu_self_time.h"
 
 #ifdef TRT_TRACE_WITH_CUDA
 #include <ATen/ATen.h>
@@ -30,10 +31,17 @@ bool set_enabled(bool on) {
   return true;
 }
 
-bool begin_call(uint16_t device, CallEvents* ev) noexcept {
+bool begin_call(uint16_t device, CallEvents* ev, bool engine_stream_only) noexcept {
   if (device >= kMaxDevices) return false;
+  const SelfTimer timer(kSelfBegin);
   try {
     const c10::cuda::CUDAStream stream = c10::cuda::getCurrentCUDAStream(static_cast<c10::DeviceIndex>(device));
+    ev->stream = static_cast<uint32_t>(stream.id());
+    ev->caller_stream = stream.stream();
+    if (engine_stream_only && watch_engine_stream(ev, device)) {
+      ev->caller_pair_skipped = true;  // on_wait checks for a capture and records the start
+      return true;
+    }
     DeviceOf on_device(stream);
     cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
     if (cudaStreamIsCapturing(stream.stream(), &status) != cudaSuccess) {
@@ -52,8 +60,6 @@ bool begin_call(uint16_t device, CallEvents* ev) noexcept {
       return false;
     }
     ev->start = start;
-    ev->stream = static_cast<uint32_t>(stream.id());
-    ev->caller_stream = stream.stream();
     watch_engine_stream(ev, device);
     return true;
   } catch (...) {
@@ -81,7 +87,8 @@ bool record_caller_end(uint16_t device, CallEvents* ev) noexcept {
 
 bool end_call(uint16_t device, CallEvents* ev) noexcept {
   stop_watching(ev);
-  if (ev->start == nullptr) return false;
+  if (ev->start == nullptr && ev->engine_start == nullptr) return false;  // nothing recorded
+  const SelfTimer timer(kSelfEnd);
   const bool engine_pair = ev->engine_start != nullptr && ev->engine_end != nullptr;
   if (engine_pair) {
     try {  // the engine stream's id, for the span's `stream`
@@ -94,7 +101,7 @@ bool end_call(uint16_t device, CallEvents* ev) noexcept {
     give_back(device, static_cast<cudaEvent_t>(ev->engine_start));
     ev->engine_start = nullptr;
   }
-  if (record_caller_end(device, ev)) {
+  if (ev->start != nullptr && record_caller_end(device, ev)) {
     ev->on_engine_stream = engine_pair;
     return true;
   }
@@ -102,7 +109,7 @@ bool end_call(uint16_t device, CallEvents* ev) noexcept {
     release(device, ev);
     return false;
   }
-  // No caller-stream end: the engine's own span alone, as start/end.
+  // No caller-stream pair (skipped, or its end not recorded): the engine's own span alone, as start/end.
   give_back(device, static_cast<cudaEvent_t>(ev->start));
   ev->start = ev->engine_start;
   ev->end = ev->engine_end;
@@ -123,8 +130,12 @@ void release(uint16_t device, CallEvents* ev) noexcept {
   ev->start = ev->end = ev->engine_start = ev->engine_end = nullptr;
 }
 
-double event_pair_host_ns(uint16_t device, int64_t calls, int64_t every, bool hand_off, int64_t kernels) noexcept {
-  if (calls <= 0 || device >= kMaxDevices || every < 1 || kernels < 0) return -1;
+double event_pair_host_ns(uint16_t device, int64_t calls, int64_t every, int64_t hand_off, int64_t kernels,
+                          int64_t scrub_kib) noexcept {
+  if (calls <= 0 || device >= kMaxDevices || every < 1 || hand_off < kNoHandOff || hand_off > kHandOffPerCall ||
+      kernels < 0 || scrub_kib < 0) {
+    return -1;
+  }
   try {
     std::vector<CallEvents> calls_events(static_cast<size_t>(calls));
     const auto index = static_cast<c10::DeviceIndex>(device);
@@ -133,9 +144,13 @@ double event_pair_host_ns(uint16_t device, int64_t calls, int64_t every, bool ha
     // The runtime's own hand-off, as Torch-TensorRT 2.11 makes it for an engine on a stream of its
     // own: the engine's stream waits for the caller's, the caller's for the engine's, through c10
     // events (which c10's GPU trace reports to engine_stream_trace.h).
+    // kHandOffPerCall: the two events are made and destroyed by each call, as the runtime's are.
     std::optional<c10::cuda::CUDAStream> engine_stream;
-    at::cuda::CUDAEvent ready, done;
-    if (hand_off) engine_stream = c10::cuda::getStreamFromPool(/*isHighPriority=*/false, index);
+    std::optional<at::cuda::CUDAEvent> ready, done;
+    if (hand_off != kNoHandOff) engine_stream = c10::cuda::getStreamFromPool(/*isHighPriority=*/false, index);
+    // The rest of a real call's host work, as far as caches see it: `scrub_kib` KiB written between
+    // calls (in both passes), which evicts what the CUDA runtime's calls had left in them.
+    std::vector<char> scrub(static_cast<size_t>(scrub_kib) * 1024);
     // The calls' stream: the current one, which nothing in the loop changes (looked up once, outside
     // the timed loop).
     const c10::cuda::CUDAStream caller = c10::cuda::getCurrentCUDAStream(index);
@@ -143,25 +158,36 @@ double event_pair_host_ns(uint16_t device, int64_t calls, int64_t every, bool ha
     // not; host ns, or -1 if an event could not be recorded.
     const auto pass = [&](bool traced) -> int64_t {
       bool ok = true;
-      std::atomic<int64_t> countdown{0};
+      std::atomic<int64_t> countdown{0}, engine_stream_left{0};
       const int64_t t0 = now_ns();
       for (CallEvents& ev : calls_events) {
         ev = CallEvents{};
-        const bool sampled = traced && (every == 1 || take_sample(countdown, every));  // as CallScope does
-        if (sampled && !begin_call(device, &ev)) ok = false;
-        if (hand_off) {
-          ready.record(caller);
-          ready.block(*engine_stream);
+        // As CallScope decides: whether the call is measured, and which pairs it records.
+        const bool sampled = traced && (every == 1 || take_sample(countdown, every));
+        const bool only = sampled && engine_stream_only(engine_stream_left, /*epoch=*/0);
+        if (sampled && !begin_call(device, &ev, only)) ok = false;
+        if (hand_off != kNoHandOff) {
+          if (hand_off == kHandOffPerCall || !ready) ready.emplace();
+          ready->record(caller);
+          ready->block(*engine_stream);
+          if (hand_off == kHandOffPerCall) ready.reset();  // the runtime's go out of scope here
         }
         if (kernels > 0) {
-          c10::cuda::CUDAStreamGuard on(hand_off ? *engine_stream : caller);
+          c10::cuda::CUDAStreamGuard on(hand_off != kNoHandOff ? *engine_stream : caller);
           for (int64_t k = 0; k < kernels; ++k) work.add_(1.0);
         }
-        if (hand_off) {
-          done.record(*engine_stream);
-          done.block(caller);
+        if (hand_off != kNoHandOff) {
+          if (hand_off == kHandOffPerCall || !done) done.emplace();
+          done->record(*engine_stream);
+          done->block(caller);
+          if (hand_off == kHandOffPerCall) done.reset();
         }
-        if (sampled && ok && !end_call(device, &ev)) ok = false;
+        if (sampled && ok) {
+          if (!end_call(device, &ev)) ok = false;
+          saw_engine_stream(engine_stream_left, /*epoch=*/0, only, ev.on_engine_stream || ev.engine_only);
+        }
+        volatile char* line = scrub.data();  // volatile: the writes are the point
+        for (size_t i = 0; i < scrub.size(); i += 64) line[i] = static_cast<char>(line[i] + 1);
         if (!ok) break;
       }
       const int64_t ns = now_ns() - t0;
@@ -175,8 +201,8 @@ double event_pair_host_ns(uint16_t device, int64_t calls, int64_t every, bool ha
     if (pass(true) < 0) return -1;
     const int64_t traced = pass(true);
     if (traced < 0) return -1;
-    // With a hand-off or kernels, the same calls without the hook's work are timed too and taken off.
-    const int64_t base = hand_off || kernels > 0 ? pass(false) : 0;
+    // With a hand-off, kernels or a scrub, the same calls without the hook's work are timed too and taken off.
+    const int64_t base = hand_off != kNoHandOff || kernels > 0 || scrub_kib > 0 ? pass(false) : 0;
     return static_cast<double>(traced - base) / static_cast<double>(calls);
   } catch (...) {
     return -1;
@@ -190,10 +216,10 @@ bool set_enabled(bool on) {
   g_enabled.store(on, std::memory_order_relaxed);
   return false;
 }
-bool begin_call(uint16_t, CallEvents*) noexcept { return false; }
+bool begin_call(uint16_t, CallEvents*, bool) noexcept { return false; }
 bool end_call(uint16_t, CallEvents*) noexcept { return false; }
 void release(uint16_t, CallEvents*) noexcept {}
-double event_pair_host_ns(uint16_t, int64_t, int64_t, bool, int64_t) noexcept { return -1; }
+double event_pair_host_ns(uint16_t, int64_t, int64_t, int64_t, int64_t, int64_t) noexcept { return -1; }
 
 #endif
 

@@ -9,7 +9,9 @@
 // (engine_stream_trace.h) a second pair is taken on that stream, around the
 // engine's own work: the call then has two spans, its engine work (kGpu) and
 // what the caller's stream waited for it (kCallerWait, the hand-offs included),
-// the first inside the second. Nothing synchronises on this thread; while the
+// the first inside the second; to save the caller's pair's CUDA calls, only the first measured call
+// of an engine and every kCallerWaitEvery-th after it take both pairs, the others the engine stream's
+// alone (gpu_sampling.h). Nothing synchronises on this thread; while the
 // stream is capturing a CUDA graph no event is recorded and the call is flagged
 // kFlagCaptured instead. Each pair of event handles travels through the call's
 // ring as one pending record.
@@ -46,10 +48,15 @@ struct CallEvents {
   // on the engine's); otherwise only start/end, on whichever stream the engine ran.
   bool on_engine_stream = false;
   bool engine_only = false;        // start/end are the engine-stream pair (no caller-stream end)
+  // begin_call recorded nothing: the call records the engine stream's pair only (gpu_sampling.h),
+  // the capture check made on that stream before its start event.
+  bool caller_pair_skipped = false;
 };
 
-// Before the call: checks capture, records the start event. False: no GPU span.
-bool begin_call(uint16_t device, CallEvents* ev) noexcept;
+// Before the call: checks capture, records the start event. engine_stream_only (gpu_sampling.h): no
+// CUDA call here; the engine stream's pair alone, if the engine's work is handed to a stream of its
+// own (where engine-stream spans are switched off, as without it). False: no GPU span.
+bool begin_call(uint16_t device, CallEvents* ev, bool engine_stream_only = false) noexcept;
 // After the call: records the end event(s). False: no GPU span (events released).
 bool end_call(uint16_t device, CallEvents* ev) noexcept;
 // Gives the events back (the call's records were dropped, or it failed).
@@ -62,12 +69,16 @@ void release(uint16_t device, CallEvents* ev) noexcept;
 // others only decided; -1 if no events could be recorded. hand_off: each call
 // also hands its work to a stream of its own and back through c10 events, as
 // the 2.11 runtime does, so that a measured call takes the engine-stream pair
-// too (four events). kernels: each call also launches that many small kernels
-// (the engine's work) on the stream the work runs on. With either, the same
-// calls without the hook's work are timed and taken off. Synchronises the
-// device: not for use while tracing.
-double event_pair_host_ns(uint16_t device, int64_t calls, int64_t every = 1, bool hand_off = false,
-                          int64_t kernels = 0) noexcept;
+// too (four events): with two c10 events kept for all calls (kHandOffKept), or
+// made and destroyed by each call as the runtime's are (kHandOffPerCall).
+// kernels: each call also launches that many small kernels (the engine's work)
+// on the stream the work runs on. scrub_kib: that many KiB written between
+// calls, as a real call's other host work evicts the caches. With any of these,
+// the same calls without the hook's work are timed and taken off. Synchronises
+// the device: not for use while tracing.
+enum HandOff : int64_t { kNoHandOff = 0, kHandOffKept = 1, kHandOffPerCall = 2 };
+double event_pair_host_ns(uint16_t device, int64_t calls, int64_t every = 1, int64_t hand_off = kNoHandOff,
+                          int64_t kernels = 0, int64_t scrub_kib = 0) noexcept;
 
 }  // namespace gpu
 }  // namespace trt_trace

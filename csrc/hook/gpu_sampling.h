@@ -37,5 +37,45 @@ inline bool take_sample(std::atomic<int64_t>& left, int64_t every) noexcept {
   return false;
 }
 
+// Which events a measured call records, where the engine runs on a stream of its own
+// (engine_stream_trace.h: Torch-TensorRT 2.11 always, 2.13 from the default stream). Each CUDA call
+// a measured call makes costs its thread more inside a real call than in a loop of CUDA calls alone
+// (an event record 1.4-2.2 us against 0.8-1.3 us on an H200): the call's other host work evicts the
+// CUDA runtime's code and data from the caches (BENCHMARKS.md). So once a measured call of an engine has seen the engine's
+// own stream, the next kCallerWaitEvery - 1 measured calls of it (on this thread) record only the
+// engine stream's pair, the engine's own GPU work (the table's gpu column); the one after records the
+// caller stream's pair too, whose span is what the caller's stream waited (the runtime's hand-offs
+// included). A call that sees no engine stream sets the countdown back: the next measured call
+// records both pairs, and a call made engine-stream-only that runs on the caller's stream after all
+// gets no span. kCallerWaitEvery is TRT_TRACE_CALLER_WAIT_EVERY's default; 1: both pairs on every
+// measured call.
+constexpr int64_t kCallerWaitEvery = 8;
+extern std::atomic<int64_t> g_caller_wait_every;
+inline int64_t caller_wait_every() noexcept { return g_caller_wait_every.load(std::memory_order_relaxed); }
+// n in [1, kMaxGpuEvery]; returns false (and keeps the value) otherwise.
+bool set_caller_wait_every(int64_t n) noexcept;
+
+// The decision, on a countdown only the calling thread writes (EngineStats::Table keeps one per engine
+// in its row), kept with the recording epoch it was set in (tracing_state.h): each session starts
+// afresh, so that a trace's first measured call of an engine has both pairs. true = record the
+// engine stream's pair only.
+inline bool engine_stream_only(std::atomic<int64_t>& left, uint32_t epoch) noexcept {
+  const int64_t n = left.load(std::memory_order_relaxed);
+  if (static_cast<uint32_t>(n >> 32) != epoch || (n & 0xFFFFFFFF) == 0) return false;
+  left.store(n - 1, std::memory_order_relaxed);
+  return true;
+}
+
+// After the call: whether it was made engine-stream-only, and whether it saw the engine's stream.
+inline void saw_engine_stream(std::atomic<int64_t>& left, uint32_t epoch, bool made_engine_stream_only,
+                              bool seen) noexcept {
+  const int64_t session = static_cast<int64_t>(epoch) << 32;
+  if (!seen) {
+    left.store(session, std::memory_order_relaxed);
+  } else if (!made_engine_stream_only) {
+    left.store(session | (caller_wait_every() - 1), std::memory_order_relaxed);
+  }
+}
+
 }  // namespace gpu
 }  // namespace trt_trace

@@ -24,6 +24,7 @@
 #include "hook/gpu_events.h"
 #include "hook/gpu_resolver.h"
 #include "hook/gpu_sampling.h"
+#include "hook/gpu_self_time.h"
 #include "hook/nvtx_ranges.h"
 #include "hook/tracing_state.h"
 #include "ops/timing_table.h"
@@ -133,6 +134,11 @@ void set_gpu_every(int64_t n) {
               gpu::kMaxGpuEvery, ", not ", n, " (set_gpu_timing(False) turns GPU timing off)");
 }
 int64_t get_gpu_every() { return gpu::sample_every(); }
+
+void set_caller_wait_every(int64_t n) {
+  TORCH_CHECK(gpu::set_caller_wait_every(n), "trt_trace::set_caller_wait_every: n must be an integer from 1 (every "
+              "measured call) to ", gpu::kMaxGpuEvery, ", got ", n);
+}
 bool gpu_stream_trace_installed() { return gpu::engine_stream_trace_installed(); }
 // Whether GPU spans may move to an engine's own stream (Settings.engine_stream_spans).
 void set_engine_stream_spans(bool enable) { gpu::g_engine_stream_spans.store(enable, std::memory_order_relaxed); }
@@ -151,9 +157,20 @@ c10::Dict<std::string, double> gpu_clock_stats() {
   return out;
 }
 
-double gpu_event_host_ns(int64_t device, int64_t calls, int64_t every, bool hand_off, int64_t kernels) {
+double gpu_event_host_ns(int64_t device, int64_t calls, int64_t every, int64_t hand_off, int64_t kernels,
+                         int64_t scrub_kib) {
   if (device < 0 || device >= kNoDevice) return -1;
-  return gpu::event_pair_host_ns(static_cast<uint16_t>(device), calls, every, hand_off, kernels);
+  return gpu::event_pair_host_ns(static_cast<uint16_t>(device), calls, every, hand_off, kernels, scrub_kib);
+}
+
+// Switches GPU timing's self-timing (gpu_self_time.h) and returns the sums since the last call:
+// ns per step (begin, engine start, engine end, end), then the number of times each ran.
+std::vector<int64_t> gpu_self_time(bool enable) {
+  gpu::g_self_timing.store(enable, std::memory_order_relaxed);
+  const gpu::SelfTimes t = gpu::take_self_times();
+  std::vector<int64_t> out(t.ns, t.ns + gpu::kSelfSteps);
+  out.insert(out.end(), t.count, t.count + gpu::kSelfSteps);
+  return out;
 }
 
 // Rows: thread id, produced, dropped, capacity, alive.
@@ -317,9 +334,12 @@ TORCH_LIBRARY(trt_trace, m) {
   m.def("get_gpu_every() -> int", &get_gpu_every);
   m.def("gpu_clock_stats() -> Dict(str, float)", &gpu_clock_stats);
   m.def("_set_engine_stream_spans(bool enable) -> ()", &set_engine_stream_spans);
-  m.def("_gpu_event_host_ns(int device, int calls, int every=1, bool hand_off=False, int kernels=0) -> float",
+  m.def("_gpu_event_host_ns(int device, int calls, int every=1, int hand_off=0, int kernels=0, int scrub_kib=0) -> float",
         &gpu_event_host_ns);
+  m.def("_gpu_self_time(bool enable) -> int[]", &gpu_self_time);
   m.def("_gpu_stream_trace_installed() -> bool", &gpu_stream_trace_installed);
+  m.def("set_caller_wait_every(int n) -> ()", &set_caller_wait_every);
+  m.def("get_caller_wait_every() -> int", [] { return gpu::caller_wait_every(); });
   m.def("_pending() -> int", &pending);
   m.def("_thread_counts() -> Tensor", &thread_counts);
   m.def("_reset_thread_counts() -> ()", &reset_thread_counts);

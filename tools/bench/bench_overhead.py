@@ -26,7 +26,11 @@ and a diagnostic mode, "GPU events, drainer held": every call gets events while 
 is kept from running (no span resolves during the timed calls), which tells the calling thread's own
 cost from what resolving spans beside it costs. And, for each N, "toggled per batch": one session whose
 C++ loop switches GPU timing on and off between batches (on, off, off, on, ...), which pairs the two
-batch by batch, far closer than modes a second apart can be: the calls' own added host time.
+batch by batch, far closer than modes a second apart can be: the calls' own added host time; for each N
+up to 64, "steps timed" also times GPU timing's own steps inside the calls (ops.gpu_self_time) and
+prints what each costs per measured call beside what the mode adds; and "caller wait every call", with
+TRT_TRACE_CALLER_WAIT_EVERY=1 (an engine on its own stream: four events on every measured call, against
+the default's two on 7 of 8).
 --no-engine-stream sets TRT_TRACE_ENGINE_STREAM=0. With --cuda, torch.profiler runs in a second process
 beside a "not installed" of its own: a process that has profiled pays more for its CUDA calls
 afterwards, which would inflate every mode measured after it.
@@ -216,6 +220,14 @@ HELD = "GPU events, drainer held"
 toggled_modes = {f"toggled per batch, 1 in {n}": n for n in gpu_every}
 TOGGLED_HELD = f"toggled per batch, 1 in {gpu_every[0]}, drainer held"
 toggled_modes[TOGGLED_HELD] = gpu_every[0]
+# For each N of a few calls or more: the same with GPU timing's own steps timed inside the calls, and
+# with a caller-stream wait on every measured call (TRT_TRACE_CALLER_WAIT_EVERY=1: four events on each
+# measured call of an engine on its own stream, not only on 1 in 8).
+sampled = [n for n in gpu_every if n <= 64]
+STEPS = {f"toggled per batch, 1 in {n}, steps timed": n for n in sampled}
+ALL_WAITS = {f"toggled per batch, 1 in {n}, caller wait every call": n for n in sampled}
+toggled_modes.update(STEPS)
+toggled_modes.update(ALL_WAITS)
 cuda_modes = [*gpu_modes, HELD, *toggled_modes] if cuda else []
 modes = ["not installed", "installed, off", "tracing on", *cuda_modes, "flight recorder", "torch.profiler"]
 if which == "profiler":  # torch.profiler beside its own baseline
@@ -224,6 +236,7 @@ elif which == "all but profiler":
     modes.remove("torch.profiler")
 results = {m: [] for m in modes if m not in toggled_modes}
 toggled = {m: {"off": [], "on": []} for m in toggled_modes} if cuda else {}
+steps = {m: {} for m in STEPS} if cuda else {}  # per step: ns in all, times run (ops.gpu_self_time)
 col = {name: i for i, name in enumerate(STATS_COLUMNS)}
 checks = {m: [] for m in gpu_modes} if cuda else {}
 
@@ -261,11 +274,23 @@ def toggled_session(d, mode, n):
     # calls' own added host time, paired batch by batch (the drainer's work falls on both halves).
     # TOGGLED_HELD keeps the drainer from running meanwhile: its CUDA calls can't contend with the
     # calls' own, which the halves would otherwise share unequally (the on half makes more).
+    # STEPS times GPU timing's own steps inside the calls (two clock reads per step more): how much
+    # of the added time they are, and which of them costs what inside a whole call. ALL_WAITS gives
+    # every measured call its caller-stream wait (the session reads the variable when it starts).
+    os.environ["TRT_TRACE_CALLER_WAIT_EVERY"] = "1" if mode in ALL_WAITS else "8"
     with trt_trace.tracing(os.path.join(d, "s.json"), gpu=True, gpu_every=n,
                            buffer_events=8 * (2 * calls + 200)) as session:
         loop(x, es, 200, threads)
+        ops.gpu_self_time(mode in STEPS)  # (what it returns is the warm-up's)
         with session.drainer.held() if mode == TOGGLED_HELD else contextlib.nullcontext():
             off, on = torch.ops.trt_trace_bench.toggled_loop(x, es, calls, batch, 0)
+        own = ops.gpu_self_time(False)
+    del os.environ["TRT_TRACE_CALLER_WAIT_EVERY"]
+    if mode in STEPS:
+        for step, (ns, times) in own.items():
+            total = steps[mode].setdefault(step, [0, 0])
+            total[0] += ns
+            total[1] += times
     toggled[mode]["off"].append(off)
     toggled[mode]["on"].append(on)
 
@@ -306,7 +331,7 @@ with tempfile.TemporaryDirectory() as d:
         # say), and slow drift of the machine falls on every mode alike.
         for mode in modes[r % len(modes):] + modes[:r % len(modes)]:
             run_mode(d, mode)
-print(json.dumps({"results": results, "checks": checks, "toggled": toggled}))
+print(json.dumps({"results": results, "checks": checks, "toggled": toggled, "steps": steps}))
 """
 
 # (+ "tracing on + GPU events", "... 1 in N" and HELD with --cuda)
@@ -354,6 +379,23 @@ def print_toggled(toggled: dict[str, dict[str, list[float]]]) -> None:
         added, q1, q3 = paired_added(runs, "on", "off")
         print(f"    {mode:34s} off {statistics.median(runs['off']):9.0f}  on {statistics.median(runs['on']):9.0f}  "
               f"added {added:+7.0f} ns ({q1:+.0f} to {q3:+.0f})", flush=True)
+
+
+def print_steps(steps: dict[str, dict[str, list[int]]], toggled: dict[str, dict[str, list[float]]]) -> None:
+    """GPU timing's own steps, timed inside the calls of the "steps timed" toggled modes: ns per measured
+    call (a call is measured when its begin step ran), beside the mode's added time per measured call."""
+    for mode, by_step in steps.items():
+        measured = by_step.get("begin", [0, 0])[1]
+        if measured == 0:
+            continue
+        every = int(mode.split("1 in ")[1].split(",")[0])
+        added = paired_added(toggled[mode], "on", "off")[0]
+        own = sum(ns for ns, _ in by_step.values()) / measured
+        parts = ", ".join(f"{step} {ns / measured:.0f} ns ({times / measured:.2f} per call)"
+                          for step, (ns, times) in by_step.items())
+        print(f"  GPU timing's own steps inside the calls ({mode}; {measured} measured calls): {parts};")
+        print(f"    in all {own:.0f} ns per measured call, of the {added * every:+.0f} ns the mode adds per "
+              "measured call", flush=True)
 
 
 def run_worker(argv: list[str], env: dict[str, str], which: str) -> dict | None:
@@ -429,6 +471,7 @@ def main() -> int:
                 print_gpu_timing(results, checks)
             if toggled:
                 print_toggled(toggled)
+                print_steps(doc["steps"], toggled)
     return 0
 
 

@@ -5,10 +5,12 @@
 A C++ loop (torch.ops.trt_trace._gpu_event_host_ns) makes `calls` calls of the hook's GPU-event work
 (the capture check, the start and end event records on the current stream, with pooled events that
 completed before) behind the hook's own sampling decision, for each N interleaved in one process, and
-prints the median ns per call and its ratio to N = 1. Two kinds of call: on the caller's stream (two
-events), and handing the work to a stream of its own and back through c10 events as the 2.11 runtime
+prints the median ns per call and its ratio to N = 1. Kinds of call: on the caller's stream (two
+events); handing the work to a stream of its own and back through c10 events as the 2.11 runtime
 does (the engine-stream pair too: four events; the same hand-offs untraced are timed and taken off),
-and the same with --kernels small kernel launches per call on the engine's stream, as its work.
+with two c10 events kept for all calls, then made and destroyed by each call as the runtime's are;
+the latter with --kernels small kernel launches per call on the engine's stream, as its work; and
+with --scrub-kib KiB written between calls, evicting the caches as a real call's other work does.
 No engine runs: its own host cost and the stand-in's noise would bury a microsecond. Exits non-zero
 where the build has no GPU timing.
 """
@@ -25,7 +27,8 @@ def main() -> int:
     ap.add_argument("--calls", type=int, default=2000)
     ap.add_argument("--repeats", type=int, default=21)
     ap.add_argument("--every", type=int, nargs="+", default=[1, 2, 8, 16])
-    ap.add_argument("--kernels", type=int, default=4, help="kernel launches per call in the third kind")
+    ap.add_argument("--kernels", type=int, default=4, help="kernel launches per call in the fourth kind")
+    ap.add_argument("--scrub-kib", type=int, default=2048, help="KiB written between calls in the fifth kind")
     args = ap.parse_args()
     import torch
 
@@ -34,13 +37,15 @@ def main() -> int:
     if not torch.cuda.is_available() or ops.gpu_event_host_ns(0, 10) < 0:
         print("gpu_event_sampling: no GPU timing here (needs a GPU and trt_trace's CUDA build)", file=sys.stderr)
         return 1
-    kinds = {"caller's stream": (False, 0), "engine-stream hand-off": (True, 0),
-             f"engine-stream hand-off, {args.kernels} kernels": (True, args.kernels)}
+    kinds = {"caller's stream": (0, 0, 0), "engine-stream hand-off": (1, 0, 0),
+             "engine-stream hand-off, c10 events made per call": (2, 0, 0),
+             f"the same, {args.kernels} kernels": (2, args.kernels, 0),
+             f"the same, {args.scrub_kib} KiB scrubbed between calls": (2, 0, args.scrub_kib)}
     runs: dict[tuple[str, int], list[float]] = {(k, n): [] for k in kinds for n in args.every}
     for _ in range(args.repeats):  # interleaved: drifts of the machine hit every N alike
-        for kind, (hand_off, kernels) in kinds.items():
+        for kind, (hand_off, kernels, scrub) in kinds.items():
             for n in args.every:
-                runs[kind, n].append(ops.gpu_event_host_ns(0, args.calls, n, hand_off, kernels))
+                runs[kind, n].append(ops.gpu_event_host_ns(0, args.calls, n, hand_off, kernels, scrub))
     if any(v == -1.0 for vs in runs.values() for v in vs):
         print("gpu_event_sampling: an event could not be recorded", file=sys.stderr)
         return 1
