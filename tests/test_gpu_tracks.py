@@ -175,7 +175,8 @@ def test_caller_wait_every_sets_which_measured_calls_get_a_wait(tmp_path, monkey
                 torch.cuda.synchronize()
             events = load_strict(out)
             gpu = sorted(e["args"]["call_id"] for e in events if e.get("name") == "gpu" and e["ph"] == "X")
-            waits = sorted(e["args"]["call_id"] for e in events if e.get("name") == "caller stream wait" and e["ph"] == "X")
+            waits = sorted(e["args"]["call_id"] for e in events
+                           if e.get("name") == "caller stream wait" and e["ph"] == "X")
             assert len(gpu) == 7 and waits == gpu[::every], (session, gpu, waits)
     finally:
         standin.use_runtime(previous)
