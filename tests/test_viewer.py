@@ -32,6 +32,8 @@ class View:
     """A running `trt-trace view` and the URL it printed."""
 
     def __init__(self, trace: Path, *extra: str, env: dict[str, str] | None = None) -> None:
+        # Faulthandler: a view that does not stop on Ctrl-C shows where it hangs (SIGABRT, below).
+        env = {**(os.environ if env is None else env), "PYTHONFAULTHANDLER": "1"}
         self.proc = subprocess.Popen(trt_trace_cmd() + ["view", str(trace), *extra], env=env,
                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         line = self.proc.stdout.readline()
@@ -44,8 +46,9 @@ class View:
         try:
             _out, err = self.proc.communicate(timeout=20)
         except subprocess.TimeoutExpired:
-            self.proc.kill()
-            raise
+            self.proc.send_signal(signal.SIGABRT)  # faulthandler prints every thread's stack
+            _out, err = self.proc.communicate(timeout=20)
+            raise AssertionError(f"trt-trace view did not stop on Ctrl-C within 20 s; its threads:\n{err}") from None
         return self.proc.returncode, err
 
 
