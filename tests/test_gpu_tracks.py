@@ -213,3 +213,35 @@ def test_a_call_that_stops_handing_off_loses_one_span_and_the_next_records_both_
     assert sorted(waits) == [ids[0], ids[4]]
     on_engine_stream = [gpu[ids[k]]["args"].get("engine_stream") is True for k in (0, 1, 3, 4, 5)]
     assert on_engine_stream == [True, True, False, True, True]
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="GPU spans need CUDA (run by tools/device/device_check.sh)")
+def test_a_capture_of_a_call_that_records_only_the_engine_stream_is_flagged_and_replays(tmp_path):
+    # 2.11 hands the work to the engine's stream: after a first call with both pairs, a measured call
+    # makes no capture query before the call, so the one on the engine's stream (which joins the
+    # capture through the runtime's hand-off) must see the capture: no event, the call flagged.
+    previous = standin.use_runtime("2.11")
+    try:
+        spec = standin.EngineSpec(name="captured_engine_only", device=0)
+        engine = standin.make_engine(spec.name, device=0)
+        x = torch.randn(1 << 10, device="cuda")
+        side = torch.cuda.Stream()
+        graph = torch.cuda.CUDAGraph()
+        out = tmp_path / "captured.json"
+        with trt_trace.tracing(str(out)):
+            with torch.cuda.stream(side):
+                torch.ops.tensorrt.execute_engine([x], engine)  # both pairs
+                torch.cuda.synchronize()
+                with torch.cuda.graph(graph, stream=side):
+                    y = torch.ops.tensorrt.execute_engine([x], engine)[0]  # engine stream only, captured
+            graph.replay()
+            torch.cuda.synchronize()
+    finally:
+        standin.use_runtime(previous)
+    assert torch.allclose(y, standin.reference_outputs(spec, [x])[0])
+    events = load_strict(out)
+    calls = sorted((e for e in events if e.get("name") == "execute_engine" and e["ph"] == "X"),
+                   key=lambda e: e["args"]["call_id"])
+    gpu = {e["args"]["call_id"] for e in events if e.get("name") == "gpu" and e["ph"] == "X"}
+    assert len(calls) == 2 and [bool(c["args"].get("captured")) for c in calls] == [False, True]
+    assert gpu == {calls[0]["args"]["call_id"]}
