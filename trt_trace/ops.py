@@ -149,7 +149,7 @@ def gpu_event_host_ns(device: int = 0, calls: int = 1000, every: int = 1, hand_o
                                            int(scrub_kib)))
 
 
-GPU_SELF_STEPS = ("begin", "engine start", "engine end", "end")
+GPU_SELF_STEPS = ("begin", "engine start", "engine end", "end")  # csrc/hook/gpu_self_time.h SelfStep, in order
 
 
 def gpu_self_time(enable: bool) -> dict[str, tuple[int, int]]:
