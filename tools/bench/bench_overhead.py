@@ -331,11 +331,10 @@ with tempfile.TemporaryDirectory() as d:
         # say), and slow drift of the machine falls on every mode alike.
         for mode in modes[r % len(modes):] + modes[:r % len(modes)]:
             run_mode(d, mode)
-print(json.dumps({"results": results, "checks": checks, "toggled": toggled, "steps": steps}))
+print(json.dumps({"results": results, "checks": checks, "toggled": toggled, "steps": steps, "held": HELD}))
 """
 
-# (+ "tracing on + GPU events", "... 1 in N" and HELD with --cuda)
-HELD = "GPU events, drainer held"  # the worker's name of the held-drainer mode
+# (+ "tracing on + GPU events", "... 1 in N" and the held-drainer mode with --cuda: the worker names them)
 MODES = ("not installed", "installed, off", "tracing on", "flight recorder", "torch.profiler")
 
 
@@ -349,15 +348,16 @@ def paired_added(results: dict[str, list[float]], mode: str, base: str) -> tuple
     return statistics.median(diffs), q1, q3
 
 
-def print_gpu_timing(results: dict[str, list[float]], checks: dict[str, list[list[int]]]) -> None:
-    """The GPU modes beside GPU timing off (tracing on), as paired differences and ratios."""
+def print_gpu_timing(results: dict[str, list[float]], checks: dict[str, list[list[int]]], held: str) -> None:
+    """The GPU modes beside GPU timing off (tracing on), as paired differences and ratios; `held`: the
+    worker's name of the held-drainer mode."""
     off = statistics.median(results["tracing on"])
     first = "tracing on + GPU events"  # every call gets GPU events (--gpu-every 1)
     every_call = paired_added(results, first, "tracing on")[0] if first in results else 0.0
     print("  GPU timing, host ns per traced CUDA call (medians; added: median and quartiles of the")
     print("  differences to GPU timing off in the same repeat; modes interleaved in one process):")
     print(f"    {'GPU timing off (tracing on)':34s} {off:9.0f} ns")
-    for mode in [*checks, HELD]:
+    for mode in [*checks, held]:
         if mode not in results:
             continue
         med = statistics.median(results[mode])
@@ -468,7 +468,7 @@ def main() -> int:
             flight = statistics.median(results["flight recorder"]) - base
             print(f"  flight recorder adds {flight:.0f} ns = {flight / on:.2f} x tracing on", flush=True)
             if checks:
-                print_gpu_timing(results, checks)
+                print_gpu_timing(results, checks, doc["held"])
             if toggled:
                 print_toggled(toggled)
                 print_steps(doc["steps"], toggled)
