@@ -137,16 +137,14 @@ def engine_stream_spans() -> bool:
 
 
 MAX_GPU_EVERY = 1 << 20  # csrc/hook/gpu_sampling.h kMaxGpuEvery
+DEFAULT_GPU_EVERY = 1
+DEFAULT_CALLER_WAIT_EVERY = 8  # csrc/hook/gpu_sampling.h kCallerWaitEvery
 
 
 def gpu_every() -> int:
     """TRT_TRACE_GPU_EVERY=N: GPU events on every Nth traced CUDA call of each engine (default 1: all)."""
     return _env_call_count("TRT_TRACE_GPU_EVERY", DEFAULT_GPU_EVERY,
                            "use e.g. 8 for GPU events on every 8th call, or TRT_TRACE_GPU=0 for none")
-
-
-DEFAULT_GPU_EVERY = 1
-DEFAULT_CALLER_WAIT_EVERY = 8  # csrc/hook/gpu_sampling.h kCallerWaitEvery
 
 
 def caller_wait_every() -> int:
@@ -229,7 +227,7 @@ class Settings:
     out: str | None = None  # output path; {pid}, {rank} and {host} are replaced when the session starts
     buffer_events: int = DEFAULT_BUFFER_EVENTS  # ring capacity per thread, in records
     gpu: bool = True  # GPU spans (CUDA events) for CUDA calls
-    gpu_every: int = 1  # GPU events on every Nth CUDA call of each engine (per calling thread); 1: all
+    gpu_every: int = DEFAULT_GPU_EVERY  # GPU events on every Nth CUDA call of each engine (per calling thread); 1: all
     nvtx: bool = False  # NVTX ranges for Nsight Systems
     max_bytes: int = int(DEFAULT_MAX_MB * 1024 * 1024)  # size limit of one file (0: none)
     split: bool = True  # past max_bytes: continue in numbered files (True) or stop writing (False)
