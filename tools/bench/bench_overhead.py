@@ -236,7 +236,8 @@ elif which == "all but profiler":
     modes.remove("torch.profiler")
 results = {m: [] for m in modes if m not in toggled_modes}
 toggled = {m: {"off": [], "on": []} for m in toggled_modes} if cuda else {}
-steps = {m: {} for m in STEPS} if cuda else {}  # per step: ns in all, times run (ops.gpu_self_time)
+# STEPS modes: their N, and per step ns in all and times run (ops.gpu_self_time).
+steps = {m: {"every": n, "by_step": {}} for m, n in STEPS.items()} if cuda else {}
 col = {name: i for i, name in enumerate(STATS_COLUMNS)}
 checks = {m: [] for m in gpu_modes} if cuda else {}
 
@@ -277,18 +278,21 @@ def toggled_session(d, mode, n):
     # STEPS times GPU timing's own steps inside the calls (two clock reads per step more): how much
     # of the added time they are, and which of them costs what inside a whole call. ALL_WAITS gives
     # every measured call its caller-stream wait (the session reads the variable when it starts).
-    os.environ["TRT_TRACE_CALLER_WAIT_EVERY"] = "1" if mode in ALL_WAITS else "8"
-    with trt_trace.tracing(os.path.join(d, "s.json"), gpu=True, gpu_every=n,
-                           buffer_events=8 * (2 * calls + 200)) as session:
-        loop(x, es, 200, threads)
-        ops.gpu_self_time(mode in STEPS)  # (what it returns is the warm-up's)
-        with session.drainer.held() if mode == TOGGLED_HELD else contextlib.nullcontext():
-            off, on = torch.ops.trt_trace_bench.toggled_loop(x, es, calls, batch, 0)
-        own = ops.gpu_self_time(False)
-    del os.environ["TRT_TRACE_CALLER_WAIT_EVERY"]
+    if mode in ALL_WAITS:
+        os.environ["TRT_TRACE_CALLER_WAIT_EVERY"] = "1"
+    try:
+        with trt_trace.tracing(os.path.join(d, "s.json"), gpu=True, gpu_every=n,
+                               buffer_events=8 * (2 * calls + 200)) as session:
+            loop(x, es, 200, threads)
+            ops.gpu_self_time(mode in STEPS)  # (what it returns is the warm-up's)
+            with session.drainer.held() if mode == TOGGLED_HELD else contextlib.nullcontext():
+                off, on = torch.ops.trt_trace_bench.toggled_loop(x, es, calls, batch, 0)
+            own = ops.gpu_self_time(False)
+    finally:
+        os.environ.pop("TRT_TRACE_CALLER_WAIT_EVERY", None)
     if mode in STEPS:
         for step, (ns, times) in own.items():
-            total = steps[mode].setdefault(step, [0, 0])
+            total = steps[mode]["by_step"].setdefault(step, [0, 0])
             total[0] += ns
             total[1] += times
     toggled[mode]["off"].append(off)
@@ -381,14 +385,15 @@ def print_toggled(toggled: dict[str, dict[str, list[float]]]) -> None:
               f"added {added:+7.0f} ns ({q1:+.0f} to {q3:+.0f})", flush=True)
 
 
-def print_steps(steps: dict[str, dict[str, list[int]]], toggled: dict[str, dict[str, list[float]]]) -> None:
-    """GPU timing's own steps, timed inside the calls of the "steps timed" toggled modes: ns per measured
-    call (a call is measured when its begin step ran), beside the mode's added time per measured call."""
-    for mode, by_step in steps.items():
+def print_steps(steps: dict[str, dict], toggled: dict[str, dict[str, list[float]]]) -> None:
+    """GPU timing's own steps, timed inside the calls of the "steps timed" toggled modes (the worker's
+    {mode: {"every": N, "by_step": {step: [ns, times]}}}): ns per measured call (a call is measured when
+    its begin step ran), beside the mode's added time per measured call."""
+    for mode, timed in steps.items():
+        by_step, every = timed["by_step"], timed["every"]
         measured = by_step.get("begin", [0, 0])[1]
         if measured == 0:
             continue
-        every = int(mode.split("1 in ")[1].split(",")[0])
         added = paired_added(toggled[mode], "on", "off")[0]
         own = sum(ns for ns, _ in by_step.values()) / measured
         parts = ", ".join(f"{step} {ns / measured:.0f} ns ({times / measured:.2f} per call)"
