@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 import sys
@@ -54,6 +55,17 @@ def drain_all():
     from trt_trace.records import RECORD_DTYPE
 
     return np.concatenate(parts) if parts else np.zeros(0, dtype=RECORD_DTYPE)
+
+
+@contextlib.contextmanager
+def playing_runtime(version: str) -> Iterator[None]:
+    """The stand-in plays `version` inside the block and what it played before after it (engines made
+    inside keep `version`)."""
+    previous = standin.use_runtime(version)
+    try:
+        yield
+    finally:
+        standin.use_runtime(previous)
 
 
 @pytest.fixture(params=standin.RUNTIME_VERSIONS)

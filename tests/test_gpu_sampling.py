@@ -11,7 +11,7 @@ import threading
 import orjson
 import pytest
 import torch
-from conftest import ClaimsCuda, run_python
+from conftest import ClaimsCuda, playing_runtime, run_python
 from trace_checks import load_strict
 
 import trt_trace
@@ -33,9 +33,8 @@ def every_back_to_one():
 
 @pytest.fixture
 def runtime_213():
-    previous = standin.use_runtime("2.13")  # moves inputs to its engine's device (a CPU engine here)
-    yield
-    standin.use_runtime(previous)
+    with playing_runtime("2.13"):  # moves inputs to its engine's device (a CPU engine here)
+        yield
 
 
 def cuda_build() -> bool:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
+from conftest import playing_runtime
 from trace_checks import check_trace, load_strict, to_ns
 
 import trt_trace
@@ -163,23 +164,22 @@ def test_caller_wait_every_sets_which_measured_calls_get_a_wait(tmp_path, monkey
     # measured call both pairs, 3 every third (the first of the session included), and each session
     # starts its count afresh.
     monkeypatch.setenv("TRT_TRACE_CALLER_WAIT_EVERY", str(every))
-    previous = standin.use_runtime("2.11")
     try:
-        engine = standin.make_engine(f"waits_every_{every}", device=0)
-        x = [torch.ones(1 << 10, device="cuda")]
-        for session in range(2):
-            out = tmp_path / f"s{session}.json"
-            with trt_trace.tracing(str(out)):
-                for _ in range(7):
-                    torch.ops.tensorrt.execute_engine(x, engine)
-                torch.cuda.synchronize()
-            events = load_strict(out)
-            gpu = sorted(e["args"]["call_id"] for e in events if e.get("name") == "gpu" and e["ph"] == "X")
-            waits = sorted(e["args"]["call_id"] for e in events
-                           if e.get("name") == "caller stream wait" and e["ph"] == "X")
-            assert len(gpu) == 7 and waits == gpu[::every], (session, gpu, waits)
+        with playing_runtime("2.11"):
+            engine = standin.make_engine(f"waits_every_{every}", device=0)
+            x = [torch.ones(1 << 10, device="cuda")]
+            for session in range(2):
+                out = tmp_path / f"s{session}.json"
+                with trt_trace.tracing(str(out)):
+                    for _ in range(7):
+                        torch.ops.tensorrt.execute_engine(x, engine)
+                    torch.cuda.synchronize()
+                events = load_strict(out)
+                gpu = sorted(e["args"]["call_id"] for e in events if e.get("name") == "gpu" and e["ph"] == "X")
+                waits = sorted(e["args"]["call_id"] for e in events
+                               if e.get("name") == "caller stream wait" and e["ph"] == "X")
+                assert len(gpu) == 7 and waits == gpu[::every], (session, gpu, waits)
     finally:
-        standin.use_runtime(previous)
         ops.set_caller_wait_every(8)
 
 
@@ -188,8 +188,7 @@ def test_a_call_that_stops_handing_off_loses_one_span_and_the_next_records_both_
     # 2.13 hands its work to the engine's stream from the default stream only. A measured call made
     # engine-stream-only (the calls before it handed off) that runs on the caller's own stream gets no
     # span; the next call records the caller's pair again, and a hand-off after that both pairs.
-    previous = standin.use_runtime("2.13")
-    try:
+    with playing_runtime("2.13"):
         engine = standin.make_engine("switching", device=0)
         x = [torch.ones(1 << 10, device="cuda")]
         own = torch.cuda.Stream()
@@ -200,8 +199,6 @@ def test_a_call_that_stops_handing_off_loses_one_span_and_the_next_records_both_
                 with torch.cuda.stream(own if where == "own" else torch.cuda.default_stream()):
                     torch.ops.tensorrt.execute_engine(x, engine)
             torch.cuda.synchronize()
-    finally:
-        standin.use_runtime(previous)
     events = load_strict(out)
     ids = sorted(e["args"]["call_id"] for e in events if e.get("name") == "execute_engine" and e["ph"] == "X")
     gpu = {e["args"]["call_id"]: e for e in events if e.get("name") == "gpu" and e["ph"] == "X"}
@@ -220,8 +217,7 @@ def test_a_capture_of_a_call_that_records_only_the_engine_stream_is_flagged_and_
     # 2.11 hands the work to the engine's stream: after a first call with both pairs, a measured call
     # makes no capture query before the call, so the one on the engine's stream (which joins the
     # capture through the runtime's hand-off) must see the capture: no event, the call flagged.
-    previous = standin.use_runtime("2.11")
-    try:
+    with playing_runtime("2.11"):
         spec = standin.EngineSpec(name="captured_engine_only", device=0)
         engine = standin.make_engine(spec.name, device=0)
         x = torch.randn(1 << 10, device="cuda")
@@ -236,8 +232,6 @@ def test_a_capture_of_a_call_that_records_only_the_engine_stream_is_flagged_and_
                     y = torch.ops.tensorrt.execute_engine([x], engine)[0]  # engine stream only, captured
             graph.replay()
             torch.cuda.synchronize()
-    finally:
-        standin.use_runtime(previous)
     assert torch.allclose(y, standin.reference_outputs(spec, [x])[0])
     events = load_strict(out)
     calls = sorted((e for e in events if e.get("name") == "execute_engine" and e["ph"] == "X"),

@@ -13,7 +13,7 @@ import urllib.request
 import numpy as np
 import pytest
 import torch
-from conftest import ClaimsCuda, run_python
+from conftest import ClaimsCuda, playing_runtime, run_python
 from prometheus_client.parser import text_string_to_metric_families
 from trace_checks import load_strict, to_ns
 
@@ -189,14 +189,13 @@ def test_gpu_metrics_count_every_gpu_span(served, tmp_path):
 
 def test_sampled_out_calls_are_counted_beside_the_measured_spans(served, tmp_path):
     # Inputs that claim a CUDA device (conftest.ClaimsCuda): the hook samples them as CUDA calls.
-    previous = standin.use_runtime("2.13")  # moves inputs to its (CPU) engine's device
     try:
-        e = standin.make_engine("m_sampled")
-        with trt_trace.tracing(str(tmp_path / "t.json"), gpu_every=8):
-            for _ in range(16):
-                torch.ops.tensorrt.execute_engine([ClaimsCuda(torch.ones(4))], e)
+        with playing_runtime("2.13"):  # moves inputs to its (CPU) engine's device
+            e = standin.make_engine("m_sampled")
+            with trt_trace.tracing(str(tmp_path / "t.json"), gpu_every=8):
+                for _ in range(16):
+                    torch.ops.tensorrt.execute_engine([ClaimsCuda(torch.ones(4))], e)
     finally:
-        standin.use_runtime(previous)
         ops.set_gpu_every(1)
     fams = _scrape(*served)
     measured = 2 if ops.set_gpu_timing(True) else 0  # a CPU build records no events for the 2 it measures

@@ -16,7 +16,7 @@ import time
 import numpy as np
 import pytest
 import torch
-from conftest import drain_all, run_python
+from conftest import drain_all, playing_runtime, run_python
 
 from trt_trace import ops, standin
 from trt_trace.trace_format import Phase
@@ -120,11 +120,8 @@ def test_export_sees_the_versions_pairs_and_refuses_an_engine_of_the_other(runti
 
 
 def engine_of(version: str):
-    previous = standin.use_runtime(version)
-    try:
+    with playing_runtime(version):
         return standin.make_engine(f"engine_{version.replace('.', '_')}")
-    finally:
-        standin.use_runtime(previous)
 
 
 SERVE_AND_REPORT = """
