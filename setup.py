@@ -74,7 +74,7 @@ setup(
     ext_modules=[
         Extension(
             name="trt_trace._trt_trace",
-            sources=sources("buffer", "hook", "ops"),
+            sources=sources("buffer", "hook", "layers", "ops"),
             define_macros=tracer_macros,
             libraries=["dl"],
             **common,

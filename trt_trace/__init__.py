@@ -17,7 +17,7 @@ from collections.abc import Iterator
 
 from . import _library
 from .ops import dump_engine_timing, get_nvtx, get_profile_execution, reset, set_nvtx, set_profile_execution
-from .session import Session, TraceError, active, dump, flight, start, stop
+from .session import Session, TraceError, active, dump, flight, layers, start, stop
 
 # Importing trt_trace installs everything: the execute_engine hook, torch.profiler scopes, the
 # torch.ops.trt_trace ops and the torch.ops.tensorrt aliases (listed by dir() too).
@@ -27,10 +27,10 @@ _library.load_at_import()
 @contextlib.contextmanager
 def tracing(path: str, buffer_events: int | None = None, nvtx: bool = False, gpu: bool = True,
             max_bytes: int | None = None, split: bool = True, format: str | None = None,
-            gpu_every: int = 1) -> Iterator[Session]:
+            gpu_every: int = 1, layers: int = 0) -> Iterator[Session]:
     """Traces every engine call inside the block into `path`; the arguments are start()'s."""
     session = start(path, buffer_events, nvtx, gpu=gpu, max_bytes=max_bytes, split=split, format=format,
-                    gpu_every=gpu_every)
+                    gpu_every=gpu_every, layers=layers)
     try:
         yield session
     finally:
@@ -71,6 +71,7 @@ __all__ = [
     "flight",
     "get_nvtx",
     "get_profile_execution",
+    "layers",
     "reset",
     "serve_metrics",
     "set_nvtx",

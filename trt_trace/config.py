@@ -173,6 +173,28 @@ def _env_call_count(name: str, default: int, hint: str) -> int:
     return value
 
 
+MAX_LAYER_CALLS = 1 << 20
+
+
+def layer_calls() -> int:
+    """TRT_TRACE_LAYERS=N: each engine's next N calls after its first run with per-layer timing (0: off)."""
+    raw = os.environ.get("TRT_TRACE_LAYERS")
+    if raw is None or raw.strip() == "":
+        return 0
+    try:
+        value = int(raw.strip())
+    except ValueError:
+        value = -1
+    if value < 0:
+        warn(f"TRT_TRACE_LAYERS={raw!r} is not a number of calls; use e.g. 10 for each engine's next 10 calls "
+             "with per-layer timing, or 0 for none (using 0)")
+        return 0
+    if value > MAX_LAYER_CALLS:
+        warn(f"TRT_TRACE_LAYERS={raw!r} is over {MAX_LAYER_CALLS} calls; using {MAX_LAYER_CALLS}")
+        return MAX_LAYER_CALLS
+    return value
+
+
 def host_name() -> str:
     """The host name written into traces and into {host}: the two must agree for `trt-trace merge`."""
     return socket.gethostname()
@@ -239,6 +261,7 @@ class Settings:
     quiet: bool = False  # no "trace written to ..." line at exit
     engine_stream_spans: bool = True  # GPU spans on an engine's own stream where it has one
     caller_wait_every: int = DEFAULT_CALLER_WAIT_EVERY  # 1 in N measured calls there also get a caller-stream wait
+    layers: int = 0  # each engine's next N calls after its first with per-layer timing (docs/layers.md); 0: off
 
 
 def from_env() -> Settings:
@@ -267,6 +290,7 @@ def from_env() -> Settings:
         quiet=quiet(),
         engine_stream_spans=engine_stream_spans(),
         caller_wait_every=caller_wait_every(),
+        layers=layer_calls(),
     )
 
 

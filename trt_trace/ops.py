@@ -90,6 +90,41 @@ def drain_into(out: torch.Tensor, wait_gpu: bool = False) -> int:
 
 def after_fork_in_child() -> None:
     _op("_after_fork_in_child")()
+    _op("_layers_after_fork_in_child")()
+
+
+def set_layers(n: int, new_session: bool = False, wait_s: float = 5.0) -> None:
+    """Per-layer timing: each engine's first call from now on runs as usual, its next n calls with
+    the runtime's per-layer profiling (csrc/layers/layer_window.h); 0: off (every open window closed,
+    waiting up to wait_s for a call in one, and the private folder removed)."""
+    _op("_set_layers")(int(n), bool(new_session), float(wait_s))
+
+
+def get_layers() -> int:
+    return int(_op("_get_layers")())
+
+
+def layer_report() -> dict:
+    """What the layer windows of this session did, per engine (csrc/layers/layer_window.h report_json)."""
+    import orjson
+
+    return orjson.loads(_op("_layer_report")())
+
+
+def layer_names() -> list[str]:
+    """Every interned layer name, by the id layer records carry in their `stream` field."""
+    return list(_op("_layer_names")())
+
+
+def layer_private_folder() -> str:
+    """The folder the runtime writes its profile files into now ("" when there is none)."""
+    return str(_op("_layer_private_folder")())
+
+
+def parse_layer_trace(text: str) -> tuple[list[str], list[int]]:
+    """(names, ns) of a layer trace as Torch-TensorRT's profiler writes it; RuntimeError if it is not one."""
+    names, ns = _op("_parse_layer_trace")(text)
+    return list(names), list(ns)
 
 
 def set_gpu_timing(enable: bool) -> bool:
@@ -254,6 +289,32 @@ def perfetto_slice_packets(records, track_uuids, seq_id: int, annotation_iids: l
     buffer = buffer or FormatBuffer()
     return buffer.take(_op("_perfetto_slice_packets")(raw, uuids, int(seq_id), list(annotation_iids), bool(flows),
                                                      buffer.tensor))
+
+
+def layer_json_events(records, tids, pid: int, engine_json: list[str], layer_json: list[str],
+                      buffer: FormatBuffer | None = None) -> memoryview:
+    """Chrome JSON text of a batch of layer records (csrc/layers/layer_format.cpp); layer_json: every
+    layer name as a JSON string literal, by layer id."""
+    import numpy as np
+    import torch
+
+    raw = torch.from_numpy(np.ascontiguousarray(records).view(np.uint8).reshape(-1))
+    buffer = buffer or FormatBuffer()
+    return buffer.take(_op("_layer_json_events")(raw, torch.from_numpy(np.ascontiguousarray(tids, dtype=np.int64)),
+                                                int(pid), engine_json, layer_json, buffer.tensor))
+
+
+def layer_perfetto_packets(records, track_uuids, seq_id: int, annotation_iids: list[int], name_iid_base: int,
+                           buffer: FormatBuffer | None = None) -> memoryview:
+    """Framed Perfetto packets of a batch of layer records (csrc/layers/layer_format.cpp)."""
+    import numpy as np
+    import torch
+
+    raw = torch.from_numpy(np.ascontiguousarray(records).view(np.uint8).reshape(-1))
+    uuids = torch.from_numpy(np.ascontiguousarray(track_uuids, dtype=np.int64))
+    buffer = buffer or FormatBuffer()
+    return buffer.take(_op("_layer_perfetto_packets")(raw, uuids, int(seq_id), list(annotation_iids),
+                                                     int(name_iid_base), buffer.tensor))
 
 
 def perfetto_field_numbers() -> dict[str, int]:

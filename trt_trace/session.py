@@ -60,6 +60,14 @@ def check_gpu_every(n: object) -> int:
     return n
 
 
+def check_layers(n: object) -> int:
+    """A session's layers: a whole number of calls from 0 (off) to config.MAX_LAYER_CALLS, else TraceError."""
+    if isinstance(n, bool) or not isinstance(n, int) or not 0 <= n <= config.MAX_LAYER_CALLS:
+        raise TraceError(f"layers must be a whole number of calls from 0 (off) to {config.MAX_LAYER_CALLS}, not {n!r}; "
+                         "e.g. layers=10 profiles each engine's next 10 calls layer by layer")
+    return n
+
+
 def program_name() -> str:
     """What ran, for the trace's process name: the script (`serve.py`), the module of `python -m`
     (`pkg.serve`), the console script (`torchrun`), else `python` (`python -c`, an interactive shell)."""
@@ -92,6 +100,7 @@ class Session:
         self.nvtx = settings.nvtx
         self.gpu = settings.gpu
         self.gpu_every = check_gpu_every(settings.gpu_every)
+        self.layers_used = check_layers(settings.layers) > 0  # per-layer timing was on at some point
         self.pid = os.getpid()
         writer_class = PerfettoTraceWriter if self.format == "perfetto" else ChromeJsonWriter
 
@@ -143,6 +152,8 @@ class Session:
             "gpu_every": ops.get_gpu_every(),
             # Where an engine runs on a stream of its own: 1 in N measured calls also have a caller-stream wait.
             "caller_wait_every": self.settings.caller_wait_every,
+            # Each engine's next N calls after its first profiled layer by layer (docs/layers.md); 0: off.
+            "layers": self.settings.layers,
         }
 
     def start(self) -> None:
@@ -156,6 +167,7 @@ class Session:
         ops.set_gpu_every(self.gpu_every)
         ops.set_engine_stream_spans(self.settings.engine_stream_spans)
         ops.set_caller_wait_every(self.settings.caller_wait_every)
+        ops.set_layers(self.settings.layers, new_session=True)
         metadata = self._metadata()
         rank = "" if metadata["rank"] is None else f" rank {metadata['rank']}"
         # No "(pid N)": the viewers show the pid after every process name themselves.
@@ -185,6 +197,31 @@ class Session:
         except OSError as exc:
             raise TraceError(f"cannot write the flight recorder's dump: {exc.strerror or exc}") from exc
 
+    def set_layers(self, n: int) -> None:
+        """Per-layer timing from now on: each engine's next n calls after its first (0: off)."""
+        check_layers(n)
+        self.settings = dataclasses.replace(self.settings, layers=n)  # (a forked child starts with them)
+        self.layers_used |= n > 0
+        ops.set_layers(n)
+
+    def _layer_metadata(self) -> dict[str, Any] | None:
+        """What the layer windows did per engine, with each engine's layer information (the engine
+        inspector's JSON) as an object where it parses; None when per-layer timing was never on."""
+        if not self.layers_used:
+            return None
+        import orjson
+
+        report = ops.layer_report()
+        for engine in report["engines"]:
+            text = engine.pop("layer_information", "")
+            if text:
+                try:
+                    engine["layer_information"] = orjson.loads(text)
+                except orjson.JSONDecodeError:
+                    engine["layer_information"] = text
+        report["calls_per_engine"] = self.settings.layers
+        return report
+
     def drop_counts(self) -> list[dict[str, int]]:
         rows = ops.thread_counts().tolist()
         return [
@@ -193,7 +230,8 @@ class Session:
 
     def _end_metadata(self) -> dict[str, Any]:
         threads = self.drop_counts()
-        return {
+        layers = self._layer_metadata()
+        return ({"layers": layers} if layers is not None else {}) | {
             "monotonic_ns": ops.clock_now_ns(),
             "wall_ns": time.time_ns(),
             "records_written": self.records_written,
@@ -205,6 +243,8 @@ class Session:
 
     def stop(self) -> None:
         ops.set_recording(False)
+        if self.layers_used:
+            ops.set_layers(0)  # every engine back to normal calls, the private folder removed
         ops.set_profile_execution(self._switch_before or metrics.serving())  # served metrics keep counting
         if self.nvtx:
             ops.set_nvtx(False)
@@ -231,7 +271,7 @@ class Session:
 
 def start(path: str, buffer_events: int | None = None, nvtx: bool = False, lazy_file: bool = False,
           gpu: bool = True, max_bytes: int | None = None, split: bool = True, format: str | None = None,
-          gpu_every: int = 1) -> Session:
+          gpu_every: int = 1, layers: int = 0) -> Session:
     """Starts tracing every engine call of this process into `path`.
 
     path: the trace file; {pid}, {rank} and {host} in it are replaced (and a forked child, with
@@ -244,19 +284,21 @@ def start(path: str, buffer_events: int | None = None, nvtx: bool = False, lazy_
     turns off GPU spans (CUDA events) of CUDA calls; gpu_every=N gives them to every Nth CUDA call of
     each engine only (per calling thread; the table's GPU column is then scaled and marked sampled).
     max_bytes: size limit of one file (default 1 GiB, 0 none); past it split=True continues in
-    numbered files, split=False stops writing."""
+    numbered files, split=False stops writing. layers=N: each engine's first call runs as usual, its
+    next N calls with per-layer timing (Torch-TensorRT's own profiler; docs/layers.md), then normal
+    calls again; `trt-trace layers` reads them back."""
     return start_session(_settings_from_kwargs(path, buffer_events, nvtx, lazy_file, gpu, max_bytes, split, format,
-                                               gpu_every))
+                                               gpu_every, layers))
 
 
 def _settings_from_kwargs(path: str, buffer_events: int | None = None, nvtx: bool = False, lazy_file: bool = False,
                           gpu: bool = True, max_bytes: int | None = None, split: bool = True,
-                          format: str | None = None, gpu_every: int = 1) -> Settings:
+                          format: str | None = None, gpu_every: int = 1, layers: int = 0) -> Settings:
     return Settings(
         out=path, buffer_events=buffer_events or DEFAULT_BUFFER_EVENTS, gpu=gpu, gpu_every=gpu_every, nvtx=nvtx,
         max_bytes=int(DEFAULT_MAX_MB * 2**20) if max_bytes is None else max_bytes, split=split, format=format,
         lazy_file=lazy_file, quiet=config.quiet(), engine_stream_spans=config.engine_stream_spans(),
-        caller_wait_every=config.caller_wait_every())
+        caller_wait_every=config.caller_wait_every(), layers=layers)
 
 
 def start_session(settings: Settings) -> Session:
@@ -287,6 +329,20 @@ def flight(seconds: float, path: str, on_exit: bool = False, max_bytes: int | No
     return start_session(dataclasses.replace(
         settings, flight_s=float(seconds), flight_on_exit=on_exit,
         flight_max_bytes=settings.flight_max_bytes if max_bytes is None else int(max_bytes)))
+
+
+def layers(n: int) -> None:
+    """Per-layer timing in a running process: from now on, each engine's first call runs as usual
+    and its next n calls run with Torch-TensorRT's own per-layer profiling (their layers go into
+    the session's trace; `trt-trace layers` reads them), then normal calls again; n=0 turns it off
+    (engines inside their window are back to normal at once). Needs a tracing session in this
+    process (TRT_TRACE_OUT, trt_trace.start()); raises TraceError otherwise or for a bad n."""
+    check_layers(n)
+    session = _active
+    if session is None or session.pid != os.getpid():
+        raise TraceError("no tracing session in this process: per-layer timing records into a session's trace; "
+                         "start one with TRT_TRACE_OUT=trace.json or trt_trace.start(path, layers=N)")
+    session.set_layers(n)
 
 
 def dump() -> str:

@@ -20,6 +20,9 @@ class Phase(IntEnum):
     ENQUEUE = 4
     GPU = 5
     CALLER_WAIT = 6
+    # One layer of a call profiled per layer (TRT_TRACE_LAYERS): its slice is named after the layer,
+    # on the engine's "layers" track, in the category LAYER_CATEGORY (docs/layers.md).
+    LAYER = 10
 
     @property
     def slice_name(self) -> str:
@@ -50,6 +53,8 @@ NO_DEVICE = 0xFFFF  # Record.device of a call on the CPU
 CATEGORY = "trt_trace"  # every slice's category (JSON `cat`)
 METADATA_EVENT = "trt_trace_metadata"  # the start and end metadata (JSON M events, Perfetto instants)
 FLOW_NAME = "launch"  # the flow from a call's enqueue slice to its GPU slice (flow id = call id)
+LAYER_CATEGORY = "trt_trace.layer"  # layer slices (JSON `cat`): never counted as a call or phase by name
+LAYERS_TRACK = "layers"  # an engine's layer track: "<engine> layers" (JSON), "layers" under the engine (native)
 
 FORMATS = ("json", "perfetto")
 JSON_SUFFIX = ".json"

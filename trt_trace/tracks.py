@@ -143,8 +143,10 @@ def decode_track(code: int, stride: int) -> tuple[int, int, bool]:
 # Chrome JSON track ids (tids), which the JSON writer writes and the Perfetto reader rebuilds: see
 # writers/chrome_json.py for why they look like this.
 ENGINE_TRACKS = 1000  # track ids of one engine: engine id * 1000 + ...
-GPU_LANES = 500  # ... + lane (host) or + 500 + lane (GPU)
-OVERFLOW_TRACKS = 1 << 31  # lanes past 500: OVERFLOW_TRACKS + (engine id * 2 + gpu) * 2**16 + lane
+GPU_LANES = 500  # ... + lane (host), + 500 + lane (GPU) or + 950 + lane (layers)
+LAYER_LANES = 950
+OVERFLOW_TRACKS = 1 << 31  # lanes past those: OVERFLOW_TRACKS + (engine id * 2 + gpu) * 2**16 + lane (layers:
+LAYER_OVERFLOW = 1 << 30  # + LAYER_OVERFLOW + (engine id mod 2**14) * 2**16 + lane)
 
 
 def track_id(engine_id: int, lane: int, gpu: bool = False) -> int:
@@ -155,7 +157,23 @@ def track_ids(engine_ids: np.ndarray, lanes: np.ndarray, is_gpu: np.ndarray) -> 
     """The tid of each record's track (writers/chrome_json.py says why these numbers), vectorised."""
     engines = engine_ids.astype(np.int64)
     tids = engines * ENGINE_TRACKS + is_gpu * GPU_LANES + lanes
-    past = lanes >= GPU_LANES
+    limit = np.where(is_gpu, LAYER_LANES - GPU_LANES, GPU_LANES)  # GPU lanes stop below the layer tracks
+    past = lanes >= limit
     if past.any():  # hundreds of simultaneous calls of one engine: still a track of their own
-        tids[past] = OVERFLOW_TRACKS + ((engines[past] * 2 + is_gpu[past]) << 16) + lanes[past] - GPU_LANES
+        tids[past] = OVERFLOW_TRACKS + ((engines[past] * 2 + is_gpu[past]) << 16) + lanes[past] - limit[past]
     return tids
+
+
+def layer_track_ids(engine_ids: np.ndarray, lanes: np.ndarray) -> np.ndarray:
+    """The tid of each layer record's track: right after its engine's GPU tracks (docs/layers.md)."""
+    engines = engine_ids.astype(np.int64)
+    tids = engines * ENGINE_TRACKS + LAYER_LANES + lanes
+    past = lanes >= ENGINE_TRACKS - LAYER_LANES
+    if past.any():  # (a profiled engine's calls run one at a time: more than one lane is rare)
+        tids[past] = (OVERFLOW_TRACKS + LAYER_OVERFLOW + ((engines[past] % (1 << 14)) << 16)
+                      + lanes[past] - (ENGINE_TRACKS - LAYER_LANES))
+    return tids
+
+
+def layer_track_id(engine_id: int, lane: int) -> int:
+    return int(layer_track_ids(np.array([engine_id]), np.array([lane]))[0])

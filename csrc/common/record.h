@@ -34,6 +34,11 @@ enum class Phase : uint8_t {
   // ring, holding its inner phase boundaries; the drainer expands the pair
   // into the call and its phase records (buffer/call_layout.h).
   kPhaseBounds = 9,
+  // One layer of a call profiled per layer (TRT_TRACE_LAYERS, csrc/layers): begin/end laid out from
+  // the call's enqueue begin, the duration TensorRT measured; `stream` holds the layer's interned
+  // name id (csrc/layers/layer_names.h). Leaves C++ like the public phases, but is formatted by
+  // csrc/layers/layer_format.cpp (the phase formatters skip it: it is past kLastPublicPhase).
+  kLayer = 10,
 };
 constexpr int kNumHostPhases = 4;  // workspace, inputs, outputs, enqueue
 constexpr uint8_t kLastPublicPhase = static_cast<uint8_t>(Phase::kCallerWait);  // later values stay in C++

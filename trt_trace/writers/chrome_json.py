@@ -10,7 +10,8 @@ Format decisions (the importer's rules: docs/trace-formats.md):
   "<thread name> <tid>"; so tids are small and ordered as the tracks should be: engine id * 1000,
   + lane for the host lanes, + 500 + lane for the GPU lanes ("_run_on_acc_0_engine 1000",
   "_run_on_acc_0_engine GPU 1500", "_run_on_acc_1_engine 2000"): each engine's GPU track right
-  under its host track(s), and the number reads as engine id and track. (Past 500 lanes of one
+  under its host track(s), and the number reads as engine id and track; an engine's layer track(s)
+  (TRT_TRACE_LAYERS, docs/layers.md), "<engine> layers", are + 950 + lane. (Past 500 lanes of one
   kind, lanes go to tids above 2**31, listed after all others. `thread_sort_index` is still written
   for viewers that honor it.)
 * Complete events ("X") with ts/dur in microseconds with three decimals (ns precision).
@@ -31,8 +32,18 @@ import numpy as np
 import orjson
 
 from .. import ops
-from ..trace_format import METADATA_EVENT
-from ..tracks import LaneAssigner, decode_track, place_on_lanes, present_codes, track_codes, track_id, track_ids
+from ..trace_format import LAYERS_TRACK, METADATA_EVENT
+from ..tracks import (
+    LaneAssigner,
+    decode_track,
+    layer_track_ids,
+    place_on_lanes,
+    present_codes,
+    track_codes,
+    track_id,
+    track_ids,
+)
+from . import layer_tracks
 from .trace_file import StreamedTrace, TraceFile
 
 
@@ -57,6 +68,8 @@ class ChromeJsonWriter(StreamedTrace):
         self._gpu_lanes = LaneAssigner()
         self._named_tracks: set[int] = set()
         self._format_buffer = ops.FormatBuffer()  # the formatter's output, reused from batch to batch
+        self._layers = layer_tracks.LayerTracks()  # TRT_TRACE_LAYERS: each engine's "<engine> layers" track
+        self._layer_buffer = ops.FormatBuffer()
 
     # -- the file ---------------------------------------------------------------------------------
 
@@ -91,8 +104,39 @@ class ChromeJsonWriter(StreamedTrace):
         return meta
 
     def write(self, records: np.ndarray) -> None:
-        if len(records) == 0:
-            return
+        records, layers = layer_tracks.split(records)
+        if len(records):
+            self._write_calls(records)
+        if len(layers):
+            self._write_layers(layers)
+
+    def _write_layers(self, layers: np.ndarray) -> None:
+        """Layer slices (docs/layers.md) on "<engine> layers" tracks, named once per track."""
+        lanes = self._layers.lanes(layers)
+        tids = layer_track_ids(layers["engine_id"], lanes)
+        self._layers.refresh(layers)
+        meta: list[dict[str, Any]] = []
+        for engine, lane, tid in sorted(set(zip(layers["engine_id"].tolist(), lanes.tolist(), tids.tolist(),
+                                                strict=True))):
+            if tid in self._named_tracks:
+                continue
+            self._named_tracks.add(tid)
+            name = f"{self._engine_name(engine)} {LAYERS_TRACK}" + ("" if lane == 0 else f" ({lane + 1})")
+            meta += [{"ph": "M", "name": "thread_name", "pid": self._pid, "tid": tid, "args": {"name": name}},
+                     {"ph": "M", "name": "thread_sort_index", "pid": self._pid, "tid": tid,
+                      "args": {"sort_index": tid}}]
+        self._track_meta += meta
+        self._refresh_engine_json(int(layers["engine_id"].max()))
+        body = ops.layer_json_events(layers, tids, self._pid, self._engine_json, self._layers.json_names,
+                                     self._layer_buffer)
+        self._file.write(orjson.dumps(meta)[1:-1] if meta else b"", body, len(layers), int(layers["begin_ns"].min()))
+
+    def _refresh_engine_json(self, top_engine_id: int) -> None:
+        if len(self._engine_json) < len(self._names) or top_engine_id >= len(self._engine_json):
+            self._engine_name(top_engine_id)  # refresh the names
+            self._engine_json = [orjson.dumps(n).decode() for n in self._names] or ['""']
+
+    def _write_calls(self, records: np.ndarray) -> None:
         lanes, is_gpu = place_on_lanes(records, self._lanes, self._gpu_lanes)
         tids = track_ids(records["engine_id"], lanes, is_gpu)
         # Names for tracks seen for the first time (few per batch: a Python loop over the ones present).
@@ -102,9 +146,7 @@ class ChromeJsonWriter(StreamedTrace):
             engine, lane, gpu = decode_track(code, stride)
             if track_id(engine, lane, gpu) not in self._named_tracks:
                 meta += self._track_events(engine, lane, gpu)
-        if len(self._engine_json) < len(self._names) or int(records["engine_id"].max()) >= len(self._engine_json):
-            self._engine_name(int(records["engine_id"].max()))  # refresh the names
-            self._engine_json = [orjson.dumps(n).decode() for n in self._names] or ['""']
+        self._refresh_engine_json(int(records["engine_id"].max()))
         body = ops.chrome_json_events(records, tids, self._pid, self._engine_json, self.gpu_flows, self._format_buffer)
         new_tracks = orjson.dumps(meta)[1:-1] if meta else b""
         self._file.write(new_tracks, body, len(records), int(records["begin_ns"].min()))

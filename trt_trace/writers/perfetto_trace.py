@@ -10,7 +10,8 @@ Format decisions (TrackEvent's rules: docs/trace-formats.md):
   event names (iid = phase + 1) and slice annotation names (iid = index in ANNOTATIONS + 1).
 * Tracks: the process (pid, name) -> "engines" -> one track per engine (named after it, uuid
   ENGINE_UUID_BASE + engine id, so a reader gets the id back) -> lanes "host", "host (2)", ... and
-  "GPU", "GPU (2)", ... (tracks.LaneAssigner, as in the JSON: slices on one track always nest).
+  "GPU", "GPU (2)", ... (tracks.LaneAssigner, as in the JSON: slices on one track always nest),
+  and "layers" (TRT_TRACE_LAYERS: a profiled call's layers, docs/layers.md) after them.
   Lanes get small uuids (one varint byte each in every event). The "engines" group is there for
   the order: the Perfetto UI (v52) lists a process's own child tracks by name, ignoring their
   sibling_order_rank, but honors the rank under any other track, so engines appear in engine-id
@@ -57,8 +58,9 @@ import numpy as np
 
 from .. import ops
 from ..perfetto_protos import protos
-from ..trace_format import ENGINE_UUID_BASE, METADATA_EVENT, PERFETTO_SUFFIXES, PHASE_NAMES
+from ..trace_format import ENGINE_UUID_BASE, LAYERS_TRACK, METADATA_EVENT, PERFETTO_SUFFIXES, PHASE_NAMES
 from ..tracks import LaneAssigner, decode_track, place_on_lanes, present_codes, track_codes
+from . import layer_tracks
 from .trace_file import StreamedTrace, TraceFile
 
 SUFFIXES = PERFETTO_SUFFIXES
@@ -73,6 +75,14 @@ METADATA_TRACK = "trt_trace metadata"
 ANNOTATIONS = ("engine", "call_id", "thread", "device", "stream", "error", "nested", "captured", "engine_stream")
 METADATA_NAME_IID = len(PHASE_NAMES) + 1  # event names: phase + 1, then the metadata instant
 GPU_RANK = 1 << 20  # GPU lanes sort after the host lanes under their engine
+# Layer slices (TRT_TRACE_LAYERS, docs/layers.md): on "layers" tracks after the GPU lanes; a layer's
+# name is interned as an event name and as a debug annotation string, both iid LAYER_IID_BASE + its id.
+LAYERS_RANK = 2 * GPU_RANK
+LAYER_IID_BASE = 1 << 32
+LAYER_ANNOTATION_IID = len(ANNOTATIONS) + 1  # the "layer" annotation's name
+# The layer encoder's annotation name iids: engine, call_id, thread, device, layer.
+LAYER_ANNOTATION_IIDS = [ANNOTATIONS.index(a) + 1 for a in ("engine", "call_id", "thread", "device")] + [
+    LAYER_ANNOTATION_IID]
 
 
 def _varint(v: int) -> bytes:
@@ -155,6 +165,17 @@ def _sequence_start_packet() -> bytes:
     packet.interned_data.event_names.add(iid=METADATA_NAME_IID, name=METADATA_EVENT)
     for i, name in enumerate(ANNOTATIONS):
         packet.interned_data.debug_annotation_names.add(iid=i + 1, name=name)
+    packet.interned_data.debug_annotation_names.add(iid=LAYER_ANNOTATION_IID, name="layer")
+    return frame(packet)
+
+
+def _layer_names_packet(ids: list[int], names: list[str]) -> bytes:
+    """Interns layer names (event name and annotation string, iid LAYER_IID_BASE + id) on the sequence."""
+    pb = protos()
+    packet = pb.TracePacket(trusted_packet_sequence_id=SEQUENCE_ID)
+    for i in ids:
+        packet.interned_data.event_names.add(iid=LAYER_IID_BASE + i, name=_text(names[i]))
+        packet.interned_data.debug_annotation_string_values.add(iid=LAYER_IID_BASE + i, str=_text(names[i]).encode())
     return frame(packet)
 
 
@@ -207,6 +228,8 @@ class PerfettoTraceWriter(StreamedTrace):
         self._lanes = LaneAssigner()
         self._gpu_lanes = LaneAssigner()
         self._format_buffer = ops.FormatBuffer()  # the formatter's output, reused from batch to batch
+        self._layers = layer_tracks.LayerTracks()  # TRT_TRACE_LAYERS: "layers" tracks under each engine
+        self._layer_buffer = ops.FormatBuffer()
         self._file = TraceFile(path, self._part_start, lazy=lazy, max_bytes=max_bytes, split=split)
 
     # -- the file ---------------------------------------------------------------------------------
@@ -224,9 +247,9 @@ class PerfettoTraceWriter(StreamedTrace):
             self._names = self._engine_names()
         return self._names[engine_id] if engine_id < len(self._names) else f"engine_{engine_id}"
 
-    def _uuid(self, engine_id: int, lane: int, gpu: bool) -> tuple[int, bytes]:
-        """The uuid of a lane track, and the descriptors it needs if it is new."""
-        key = (engine_id, lane, gpu)
+    def _uuid(self, engine_id: int, lane: int, gpu: bool, layers: bool = False) -> tuple[int, bytes]:
+        """The uuid of a lane track (host, GPU or layers), and the descriptors it needs if it is new."""
+        key = (engine_id, lane, "layers" if layers else gpu)
         uuid = self._track_uuid.get(key)
         if uuid is not None:
             return uuid, b""
@@ -238,8 +261,9 @@ class PerfettoTraceWriter(StreamedTrace):
                                          has_children=True, engine_id=engine_id))
         uuid = FIRST_LANE_UUID + len(self._track_uuid)
         self._track_uuid[key] = uuid
-        name = ("GPU" if gpu else "host") + ("" if lane == 0 else f" ({lane + 1})")
-        packets.append(_track_packet(uuid, name, engine_uuid, (GPU_RANK if gpu else 0) + lane))
+        kind, rank = (LAYERS_TRACK, LAYERS_RANK) if layers else ("GPU", GPU_RANK) if gpu else ("host", 0)
+        name = kind + ("" if lane == 0 else f" ({lane + 1})")
+        packets.append(_track_packet(uuid, name, engine_uuid, rank + lane))
         self._tracks += packets
         return uuid, b"".join(packets)
 
@@ -275,8 +299,33 @@ class PerfettoTraceWriter(StreamedTrace):
         return uuids[np.searchsorted(present, codes)], b"".join(new_tracks)
 
     def write(self, records: np.ndarray) -> None:
-        if len(records) == 0:
-            return
+        records, layers = layer_tracks.split(records)
+        if len(records):
+            self._write_calls(records)
+        if len(layers):
+            self._write_layers(layers)
+
+    def _write_layers(self, layers: np.ndarray) -> None:
+        """Layer slices (docs/layers.md) on "layers" tracks, their names interned once per file."""
+        self._last_end_ns = max(self._last_end_ns, int(layers["end_ns"].max()))
+        lanes = self._layers.lanes(layers)
+        new_ids = self._layers.refresh(layers)
+        new = [_layer_names_packet(new_ids, self._layers.names)] if new_ids else []
+        self._tracks += new  # every part interns them again with its tracks
+        engines = layers["engine_id"].astype(np.int64)
+        stride = int(engines.max()) + 1
+        codes = lanes * stride + engines
+        present = np.unique(codes)
+        track_uuids = np.empty(len(present), dtype=np.int64)
+        for i, code in enumerate(present.tolist()):  # a few tracks per batch
+            track_uuids[i], packets = self._uuid(code % stride, code // stride, gpu=False, layers=True)
+            new.append(packets)
+        uuids = track_uuids[np.searchsorted(present, codes)]
+        body = ops.layer_perfetto_packets(layers, uuids, SEQUENCE_ID, LAYER_ANNOTATION_IIDS, LAYER_IID_BASE,
+                                          self._layer_buffer)
+        self._file.write(b"".join(new), body, len(layers), int(layers["begin_ns"].min()))
+
+    def _write_calls(self, records: np.ndarray) -> None:
         self._last_end_ns = max(self._last_end_ns, int(records["end_ns"].max()))
         lanes, is_gpu = place_on_lanes(records, self._lanes, self._gpu_lanes)
         uuids, new_tracks = self._track_uuids(records, lanes, is_gpu)
