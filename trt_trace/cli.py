@@ -3,6 +3,7 @@
     trt-trace run -o trace.json -- python serve.py --port 8000
     trt-trace summary trace.json [--by-rank] [--plot engines.png] [--phase enqueue] [--json]
     trt-trace diff base.json new.json [--threshold 5] [--plot diff.png] [--json]
+    trt-trace layers trace.json [--json]
     trt-trace merge trace_0.json trace_1.json -o all.json
     trt-trace view trace.json [--port 10000] [--no-browser]
     trt-trace demo
@@ -32,6 +33,11 @@ def _cmd_run(args: argparse.Namespace) -> int:
         env["TRT_TRACE_BUFFER"] = args.buffer
     if args.format:
         env["TRT_TRACE_FORMAT"] = args.format
+    if args.layers is not None:
+        if args.layers < 0:
+            print(f"trt-trace run: --layers must be a number of calls >= 0, not {args.layers}", file=sys.stderr)
+            return 2
+        env["TRT_TRACE_LAYERS"] = str(args.layers)
     if args.flight is not None:
         if not args.flight > 0:
             print(f"trt-trace run: --flight must be a positive number of seconds, not {args.flight:g}",
@@ -74,6 +80,23 @@ def _cmd_summary(args: argparse.Namespace) -> int:
               file=sys.stderr)
         return 1
     print(f"plot: {args.plot}")
+    return 0
+
+
+def _cmd_layers(args: argparse.Namespace) -> int:
+    from .layers_report import layers_text
+    from .trace_summary import TraceFileError
+
+    try:
+        text = layers_text(args.trace, json=args.json)
+    except TraceFileError as exc:
+        print(f"trt-trace layers: {exc}", file=sys.stderr)
+        return 1
+    if not args.json and not text.strip():
+        print(f"trt-trace layers: {args.trace} has no per-layer timing; record it with TRT_TRACE_LAYERS=N "
+              "(or trt-trace run --layers N): each engine's next N calls after its first", file=sys.stderr)
+        return 1
+    print(text, end="")
     return 0
 
 
@@ -173,7 +196,8 @@ def _cmd_view(args: argparse.Namespace) -> int:
 def _cmd_demo(args: argparse.Namespace) -> int:
     from .demo import main as demo_main
 
-    return demo_main(["--out", args.out, "--engines", str(args.engines), "--calls", str(args.calls)])
+    return demo_main(["--out", args.out, "--engines", str(args.engines), "--calls", str(args.calls),
+                      "--layers", str(args.layers)])
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -189,6 +213,8 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--flight", type=float, metavar="SECONDS",
                      help="flight recorder: keep the last SECONDS of calls, write them on SIGUSR1, an unhandled "
                           "exception or trt_trace.dump() (TRT_TRACE_FLIGHT)")
+    run.add_argument("--layers", type=int, metavar="N",
+                     help="per-layer timing: each engine's next N calls after its first (TRT_TRACE_LAYERS)")
     run.add_argument("command", nargs=argparse.REMAINDER, help="-- command and its arguments")
     run.set_defaults(func=_cmd_run)
 
@@ -201,6 +227,11 @@ def build_parser() -> argparse.ArgumentParser:
                          help="the p50/p99 columns are of this duration (default: the call's total)")
     summary.add_argument("--json", action="store_true", help="print the table as JSON (for dashboards, scripts)")
     summary.set_defaults(func=_cmd_summary)
+
+    layers = sub.add_parser("layers", help="per engine, its layers by time (a trace recorded with TRT_TRACE_LAYERS)")
+    layers.add_argument("trace", help="trace.json / trace.pftrace written by trt_trace with per-layer timing")
+    layers.add_argument("--json", action="store_true", help="print the tables as JSON")
+    layers.set_defaults(func=_cmd_layers)
 
     diff = sub.add_parser("diff", help="per-engine change between two traces, with a significance test; "
                                        "exit code 1 on a regression")
@@ -229,6 +260,8 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--out", default="trace.json")
     demo.add_argument("--engines", type=int, default=6)
     demo.add_argument("--calls", type=int, default=25)
+    demo.add_argument("--layers", type=int, default=0, metavar="N",
+                      help="also time each engine's next N calls after its first layer by layer (TRT_TRACE_LAYERS)")
     demo.set_defaults(func=_cmd_demo)
     return parser
 

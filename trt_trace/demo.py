@@ -1,10 +1,12 @@
 """The demo: an AOTInductor package of six stand-in engines, traced with nothing but TRT_TRACE_OUT.
 
-    python -m trt_trace.demo [--out trace.json] [--engines 6] [--calls 25]
+    python -m trt_trace.demo [--out trace.json] [--engines 6] [--calls 25] [--layers N]
 
 Builds (or reuses from the cache) the package, then runs it in a fresh Python process whose only
 tracing setting is the environment variable TRT_TRACE_OUT (no trt_trace code in it), and prints the
-per-engine table of the resulting trace and its path.
+per-engine table of the resulting trace and its path. --layers N also sets TRT_TRACE_LAYERS=N: each
+engine's next N calls after its first run with the runtime's per-layer profiling, and the demo then
+prints each engine's layers by time (`trt-trace layers`).
 """
 
 from __future__ import annotations
@@ -35,7 +37,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", default="trace.json")
     parser.add_argument("--engines", type=int, default=6)
     parser.add_argument("--calls", type=int, default=25)
+    parser.add_argument("--layers", type=int, default=0)
     args = parser.parse_args(argv)
+    if args.layers < 0:
+        print(f"demo: --layers must be a number of calls >= 0, not {args.layers}", file=sys.stderr)
+        return 2
 
     import torch
 
@@ -48,7 +54,11 @@ def main(argv: list[str] | None = None) -> int:
 
     env = dict(os.environ)
     env["TRT_TRACE_OUT"] = os.path.abspath(args.out)
-    print(f"running it {args.calls} times in a fresh process with only TRT_TRACE_OUT={args.out} set ...")
+    settings = f"TRT_TRACE_OUT={args.out}"
+    if args.layers:
+        env["TRT_TRACE_LAYERS"] = str(args.layers)
+        settings += f" and TRT_TRACE_LAYERS={args.layers}"
+    print(f"running it {args.calls} times in a fresh process with only {settings} set ...")
     # Not from this directory: `python -c` puts the working directory first on sys.path, and run in a
     # checkout that would import its source folder (no compiled library) instead of the installed package.
     rc = subprocess.call([sys.executable, "-c", SERVE_SCRIPT, path, str(args.calls)], env=env,
@@ -58,6 +68,11 @@ def main(argv: list[str] | None = None) -> int:
         return rc
     print()
     print(summary_text(args.out), end="")
+    if args.layers:
+        from trt_trace.layers_report import layers_text
+
+        print()
+        print(layers_text(args.out), end="")
     print(f"\ntrace: {os.path.abspath(args.out)}  (open it in https://ui.perfetto.dev)")
     return 0
 
