@@ -336,6 +336,45 @@ def test_the_variable(monkeypatch, capsys, raw, value, warning):
     assert (warning in err and err.count("\n") == 1) if warning else err == ""
 
 
+def test_an_engine_let_go_of_inside_its_window(tmp_path, monkeypatch):
+    """A window holds its engine weakly: the program may drop it; the window's end then has nothing to
+    turn off, and the folder goes as usual."""
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    monkeypatch.setenv("TMPDIR", str(tmp))
+    path = str(tmp_path / "t.json")
+    with trt_trace.tracing(path, layers=5):
+        engine = standin.make_engine("dropped_engine", layers=LAYERS[:1])
+        call(engine, 3)  # the first, two profiled: the window is open
+        state = engine._trt_trace_standin_state()
+        del engine
+        ops.sweep_engines()
+        other = standin.make_engine("other_engine", layers=LAYERS[:1])
+        call(other, 3)
+    assert state["profile_execution"] == 1 and list(tmp.iterdir()) == []
+    assert len(calls_and_layers(path)[1]) == 4
+
+
+def test_the_variable_without_an_output_file_says_so(tmp_path):
+    done = run_python("import torch", {"TRT_TRACE_LAYERS": "3"})
+    assert done.returncode == 0 and done.stderr == (
+        "trt_trace: TRT_TRACE_LAYERS is set but TRT_TRACE_OUT is not: per-layer times go into a trace; set "
+        "TRT_TRACE_OUT=trace.json too (running untraced)\n")
+
+
+def test_the_runtimes_cuda_graph_mode_ends_the_window_unprofiled(tmp_path):
+    engine = standin.make_engine("graph_engine", layers=LAYERS[:1])
+    path = str(tmp_path / "t.json")
+    torch.ops.tensorrt.set_cudagraphs_mode(1)
+    try:
+        with trt_trace.tracing(path, layers=2):
+            call(engine, 4)
+    finally:
+        torch.ops.tensorrt.set_cudagraphs_mode(0)
+    assert engine._trt_trace_standin_state()["profiled_calls"] == 0 and calls_and_layers(path)[1] == {}
+    assert "CUDA graph mode" in end_metadata(path)["layers"]["engines"][0]["note"]
+
+
 def test_trt_trace_run_layers(tmp_path):
     path = tmp_path / "t.json"
     code = ("import torch\nfrom trt_trace import standin\ne = standin.make_engine('run_engine', layers=(('a', 5),))\n"
@@ -485,3 +524,31 @@ def test_the_demo_shows_layers(tmp_path):
     assert out.returncode == 0, out.stderr
     for i, spec in enumerate(model.demo_specs(6)):
         assert f"{spec.name}: 2 profiled calls, {len(model.demo_layers(i))} layers" in out.stdout
+
+
+def test_the_layers_table_against_gpu_spans():
+    """The comparison a GPU trace gets (the stand-in's CPU engines have no GPU span): synthetic events
+    of two profiled calls and two others, every number worked out by hand."""
+    from trt_trace.layers_report import LayerCalls, format_tables, layer_tables
+
+    def x_event(name, call, dur_us, cat=CATEGORY, **args):
+        return {"ph": "X", "cat": cat, "name": name, "ts": 0.0, "dur": dur_us, "pid": 7,
+                "args": {"engine": "gpu_engine", "engine_id": 1, "call_id": call, **args}}
+
+    events = [{"ph": "M", "name": "process_name", "pid": 7, "args": {"name": "serve.py"}}]
+    for call, (conv, fc, gpu) in {1: (300.0, 100.0, 500.0), 2: (320.0, 110.0, 520.0)}.items():
+        events += [x_event("execute_engine", call, 900.0), x_event("gpu", call, gpu), x_event("enqueue", call, 800.0),
+                   x_event("conv", call, conv, LAYER_CATEGORY, layer="conv"),
+                   x_event("fc", call, fc, LAYER_CATEGORY, layer="fc")]
+    for call, gpu in {3: 450.0, 4: 470.0, 5: 460.0}.items():
+        events += [x_event("execute_engine", call, 50.0), x_event("gpu", call, gpu)]
+    (t,) = layer_tables(LayerCalls.from_events(events))
+    assert (t.engine, t.profiled_calls, [r.layer for r in t.rows]) == ("gpu_engine", 2, ["conv", "fc"])
+    assert [(r.calls, r.total_ns, r.p50_ns) for r in t.rows] == [(2, 620_000, 300_000), (2, 210_000, 100_000)]
+    assert t.rows[0].share == pytest.approx(100 * 620 / 830)
+    # Per call sums 400 and 430 us (p50: the lower middle, 400); GPU spans 500 and 520 (p50 500).
+    assert (t.sum_p50_ns, t.gpu_p50_ns, t.gpu_calls, t.unprofiled_gpu_p50_ns) == (400_000, 500_000, 2, 460_000)
+    text = format_tables([t])
+    assert ("layers' sum per call p50 400.0 us; GPU span of the same calls p50 500.0 us (layers / GPU 0.80); "
+            "unprofiled calls' GPU span p50 460.0 us") in text
+    assert "note: the layers cover only 80% of the GPU span" in text

@@ -215,8 +215,9 @@ def format_tables(tables: list[EngineLayers], width: int = 72) -> str:
                          f"{r.p50_ns / 1000:>9.1f}")
         if t.gpu_p50_ns >= 0:
             ratio = t.layers_vs_gpu
+            shown = "-" if ratio is None else f"{ratio:.2f}"
             lines.append(f"  layers' sum per call p50 {_us(t.sum_p50_ns)}; GPU span of the same calls p50 "
-                         f"{_us(t.gpu_p50_ns)} (layers / GPU {ratio:.2f}); unprofiled calls' GPU span p50 "
+                         f"{_us(t.gpu_p50_ns)} (layers / GPU {shown}); unprofiled calls' GPU span p50 "
                          f"{_us(t.unprofiled_gpu_p50_ns)}")
             if ratio is not None and abs(ratio - 1) > NOTABLE_DIFFERENCE:
                 lines.append(f"  note: the layers {'cover only' if ratio < 1 else 'add up to'} {ratio * 100:.0f}% of "

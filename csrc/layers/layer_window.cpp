@@ -10,6 +10,7 @@
 #include <fstream>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <sstream>
 #include <thread>
 #include <vector>
@@ -57,7 +58,9 @@ struct LayerEngine {
   enum Stage : uint8_t { kFirstCall, kProfiling, kDone } stage = kFirstCall;
   int64_t remaining = 0;
   bool open = false;              // the runtime's profiling is on for this engine
-  c10::IValue engine;             // while open: the engine object (held, so the window can close from stop)
+  // While open: the engine object, weakly (a window never keeps an engine the program let go of; a
+  // dead engine's profiler and context went with it).
+  std::optional<c10::weak_intrusive_ptr<c10::ivalue::Object>> engine;
   std::string folder;             // the engine's private folder while open
   std::string old_prefix;         // profile_path_prefix as found
   EngineFacts facts;
@@ -189,6 +192,13 @@ std::vector<fs::path> layer_traces(const std::string& folder) {
   return out;
 }
 
+// The engine of an open window, if it is still alive (an undefined IValue if not).
+c10::IValue live_engine(const LayerEngine& e) {
+  if (!e.engine.has_value()) return c10::IValue();
+  c10::intrusive_ptr<c10::ivalue::Object> obj = e.engine->lock();
+  return obj ? c10::IValue(std::move(obj)) : c10::IValue();
+}
+
 // Ends the engine's window for this generation: its calls go past the gate from now on.
 void finish(LayerEngine& e, uint64_t generation, const std::string& note) {
   e.stage = LayerEngine::kDone;
@@ -199,8 +209,16 @@ void finish(LayerEngine& e, uint64_t generation, const std::string& note) {
 // Turns the runtime's profiling off again and puts back what the window changed. Never throws.
 void close_window(LayerEngine& e, uint32_t engine_id) noexcept {
   if (!e.open) return;
+  const c10::IValue engine = live_engine(e);
+  e.engine.reset();
+  e.open = false;
+  if (engine.isNone()) {  // the program let go of the engine: its profiling went with it
+    remove_engine_folder(engine_id);
+    e.folder.clear();
+    return;
+  }
   try {
-    call_method(e.engine, "disable_profiling");
+    call_method(engine, "disable_profiling");
   } catch (const std::exception& ex) {
     const std::string why = "disable_profiling() raised: " + first_line(ex);
     if (e.note.empty()) e.note = why + "; its calls may stay profiled (synchronous)";
@@ -210,19 +228,17 @@ void close_window(LayerEngine& e, uint32_t engine_id) noexcept {
   // gets its user-managed context back by switching the strategy off and on (2.13: both lazy).
   if (e.facts.dynamic) {
     try {
-      call_method(e.engine, "use_dynamically_allocated_resources", {c10::IValue(false)});
-      call_method(e.engine, "use_dynamically_allocated_resources", {c10::IValue(true)});
+      call_method(engine, "use_dynamically_allocated_resources", {c10::IValue(false)});
+      call_method(engine, "use_dynamically_allocated_resources", {c10::IValue(true)});
     } catch (const std::exception&) {
     }
   }
   try {
-    set_property(e.engine, "profile_path_prefix", c10::IValue(e.old_prefix));
+    set_property(engine, "profile_path_prefix", c10::IValue(e.old_prefix));
   } catch (const std::exception&) {
   }
   remove_engine_folder(engine_id);
-  e.engine = c10::IValue();
   e.folder.clear();
-  e.open = false;
 }
 
 // Opens the engine's window: checks, its private folder as the runtime's prefix. False: never
@@ -262,20 +278,21 @@ bool open_window(LayerEngine& e, uint32_t engine_id, const c10::IValue& engine, 
     } catch (const std::exception&) {
     }
   }
-  e.engine = engine;
+  e.engine.emplace(engine.toObject());
   e.folder = std::move(folder);
   e.open = true;
   return true;
 }
 
-// Before a profiled call: a fresh profiler (its sums are this call's alone), no stale layer trace.
-bool prepare_call(LayerEngine& e, std::string* why) {
+// Before a profiled call of `engine`: a fresh profiler (its sums are this call's alone), no stale
+// layer trace.
+bool prepare_call(LayerEngine& e, const c10::IValue& engine, std::string* why) {
   for (const fs::path& p : layer_traces(e.folder)) {
     std::error_code ec;
     fs::remove(p, ec);
   }
   try {
-    call_method(e.engine, "enable_profiling");
+    call_method(engine, "enable_profiling");
   } catch (const std::exception& ex) {
     *why = "enable_profiling() raised: " + first_line(ex);
     return false;
@@ -410,7 +427,7 @@ void gated_call(LayerEngine& e, const c10::OperatorHandle& op, c10::DispatchKeyS
     }
   }
   std::string why;
-  if (!prepare_call(e, &why)) {
+  if (!prepare_call(e, stack->back(), &why)) {
     close_window(e, engine_id);
     finish(e, generation, why);
     plain(op, next, stack, me, engine_id, device, run);
@@ -532,23 +549,25 @@ void after_fork_in_child() noexcept {
     new (&e.gate) std::timed_mutex();  // a parent thread may have held it at the fork
     e.inflight.store(0, std::memory_order_relaxed);
     if (!e.open) return;
-    // The child's copy of an engine in an open window: never into the parent's folder again.
-    // disable_profiling() synchronises CUDA, which a forked child cannot use: a CUDA engine keeps
-    // profiling (it cannot run here anyway) with a prefix where nothing can be written.
-    try {
-      set_property(e.engine, "profile_path_prefix", c10::IValue(std::string("/nonexistent/trt_trace-forked-child")));
-    } catch (const std::exception&) {
-    }
-    try {
-      call_method(e.engine, "disable_profiling");
-      set_property(e.engine, "profile_path_prefix", c10::IValue(e.old_prefix));  // off: the user's prefix back
-    } catch (const std::exception&) {
-    }
-    e.engine = c10::IValue();  // (a reference the parent's copy of the memory also counts: let go)
+    const c10::IValue engine = live_engine(e);
+    e.engine.reset();
     e.open = false;
     e.stage = LayerEngine::kDone;
     e.done_generation.store(e.generation, std::memory_order_relaxed);
     if (e.note.empty()) e.note = "the process forked inside its window";
+    if (engine.isNone()) return;
+    // The child's copy of an engine in an open window: never into the parent's folder again.
+    // disable_profiling() synchronises CUDA, which a forked child cannot use: a CUDA engine keeps
+    // profiling (it cannot run here anyway) with a prefix where nothing can be written.
+    try {
+      set_property(engine, "profile_path_prefix", c10::IValue(std::string("/nonexistent/trt_trace-forked-child")));
+    } catch (const std::exception&) {
+    }
+    try {
+      call_method(engine, "disable_profiling");
+      set_property(engine, "profile_path_prefix", c10::IValue(e.old_prefix));  // off: the user's prefix back
+    } catch (const std::exception&) {
+    }
   });
 }
 
