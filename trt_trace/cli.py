@@ -171,9 +171,12 @@ def _cmd_view(args: argparse.Namespace) -> int:
 
 
 def _cmd_demo(args: argparse.Namespace) -> int:
-    from .demo import main as demo_main
+    from .demo import run
 
-    return demo_main(["--out", args.out, "--engines", str(args.engines), "--calls", str(args.calls)])
+    try:
+        return run(args.out, args.engines, args.calls)
+    except KeyboardInterrupt:
+        return 130
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -226,9 +229,9 @@ def build_parser() -> argparse.ArgumentParser:
     view.set_defaults(func=_cmd_view)
 
     demo = sub.add_parser("demo", help="trace a stand-in AOTInductor package with TRT_TRACE_OUT (see README)")
-    demo.add_argument("--out", default="trace.json")
-    demo.add_argument("--engines", type=int, default=6)
-    demo.add_argument("--calls", type=int, default=25)
+    from .demo import add_arguments as demo_arguments  # no torch import: the module imports it when it runs
+
+    demo_arguments(demo)
     demo.set_defaults(func=_cmd_demo)
     return parser
 

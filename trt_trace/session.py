@@ -33,7 +33,8 @@ _lock = threading.RLock()
 _active: Session | None = None
 
 
-def _check_output_path(path: str) -> Path:
+def check_output_path(path: str) -> Path:
+    """The path a session (or the demo) can write, else TraceError saying why in one line."""
     if path.strip() == "":
         raise TraceError("the trace output path is empty; give a file name such as trace.json")
     p = Path(path)
@@ -78,7 +79,7 @@ class Session:
         if settings.out is None:
             raise TraceError("no trace output path; give a file name such as trace.json")
         self.settings = settings
-        self.path = str(_check_output_path(expand_path(settings.out)))
+        self.path = str(check_output_path(expand_path(settings.out)))
         try:
             self.format = resolve_format(self.path, settings.format)
         except ValueError as exc:
