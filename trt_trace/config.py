@@ -12,6 +12,7 @@ import sys
 from dataclasses import dataclass
 
 DEFAULT_BUFFER_EVENTS = 1 << 16  # per thread; 40 bytes each -> 2.5 MiB
+MAX_BUFFER_EVENTS = 1 << 30  # per thread: 40 GiB
 
 
 def warn(message: str) -> None:
@@ -61,9 +62,9 @@ def buffer_events() -> int:
             f"(using {DEFAULT_BUFFER_EVENTS})"
         )
         return DEFAULT_BUFFER_EVENTS
-    if value > (1 << 30):
-        warn(f"TRT_TRACE_BUFFER={raw!r} is over 1G events per thread; using {1 << 30}")
-        value = 1 << 30
+    if value > MAX_BUFFER_EVENTS:
+        warn(f"TRT_TRACE_BUFFER={raw!r} is over 1G events per thread; using {MAX_BUFFER_EVENTS}")
+        value = MAX_BUFFER_EVENTS
     return value
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import atexit
 import dataclasses
+import inspect
 import os
 import signal
 import sys
@@ -115,6 +116,7 @@ class Session:
         self.records_written = 0
         self.started_ns = 0
         self._switch_before = False  # set_profile_execution as the session found it
+        self._switches_before: dict[str, int | bool] = {}  # the other C++ settings as it found them
 
     def _write_batch(self, records) -> None:
         self.writer.write(records)
@@ -147,6 +149,8 @@ class Session:
         }
 
     def start(self) -> None:
+        # Every C++ setting this session changes goes back as it was when it stops (stop()).
+        self._switches_before = ops.session_switches()
         ops.set_buffer_capacity(self.buffer_events)
         # Only this session's calls reach its file: whatever the rings still hold (the tail of an
         # earlier session, a call that outlived it) is dropped before recording starts afresh.
@@ -207,9 +211,8 @@ class Session:
     def stop(self) -> None:
         ops.set_recording(False)
         ops.set_profile_execution(self._switch_before or metrics.serving())  # served metrics keep counting
-        if self.nvtx:
-            ops.set_nvtx(False)
         self.drainer.stop()
+        ops.restore_session_switches(self._switches_before)  # after the last drain: it waited for GPU spans
         end = self._end_metadata()
         threads, dropped = end["threads"], end["dropped_events"]
         if not self.drainer.failed:
@@ -250,14 +253,56 @@ def start(path: str, buffer_events: int | None = None, nvtx: bool = False, lazy_
                                                gpu_every))
 
 
-def _settings_from_kwargs(path: str, buffer_events: int | None = None, nvtx: bool = False, lazy_file: bool = False,
-                          gpu: bool = True, max_bytes: int | None = None, split: bool = True,
+def _flag(name: str, value: object) -> bool:
+    """A keyword that switches something: True or False (1 and 0 pass), else TraceError."""
+    if isinstance(value, bool) or (isinstance(value, int) and value in (0, 1)):
+        return bool(value)
+    raise TraceError(f"{name} must be True or False, not {value!r}")
+
+
+def _count(name: str, value: object, what: str, hint: str, minimum: int = 1, maximum: int | None = None) -> int:
+    """A whole number from `minimum` (to `maximum`), else TraceError naming `what` it counts and `hint`."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum or (
+            maximum is not None and value > maximum):
+        upto = f" to {maximum}" if maximum is not None else ""
+        raise TraceError(f"{name} must be a whole number of {what} from {minimum}{upto}, not {value!r}; {hint}")
+    return value
+
+
+def _buffer_events(value: object) -> int:
+    """buffer_events=: events per thread as a number or as TRT_TRACE_BUFFER writes them ('256k', '1M')."""
+    hint = "give e.g. 65536, '256k' or '1M' (None: the default, 64k)"
+    if isinstance(value, str):
+        try:
+            value = config.parse_count(value)
+        except ValueError:
+            raise TraceError(f"buffer_events must be a positive number of events per thread, not {value!r}; "
+                             f"{hint}") from None
+    return _count("buffer_events", value, "events per thread", hint, maximum=config.MAX_BUFFER_EVENTS)
+
+
+def _output_path(value: object) -> str:
+    if isinstance(value, os.PathLike):
+        value = os.fspath(value)
+    if not isinstance(value, str):
+        raise TraceError(f"the trace path must be a file name such as 'trace.json', not {value!r}")
+    return value
+
+
+def _settings_from_kwargs(path: str, buffer_events: int | str | None = None, nvtx: bool = False,
+                          lazy_file: bool = False, gpu: bool = True, max_bytes: int | None = None, split: bool = True,
                           format: str | None = None, gpu_every: int = 1) -> Settings:
+    """start()'s keywords as Settings; a value of the wrong kind or range is one TraceError line naming the fix."""
+    if format is not None and not isinstance(format, str):
+        raise TraceError(f"format must be 'json', 'perfetto' or None (by the file's suffix), not {format!r}")
     return Settings(
-        out=path, buffer_events=buffer_events or DEFAULT_BUFFER_EVENTS, gpu=gpu, gpu_every=gpu_every, nvtx=nvtx,
-        max_bytes=int(DEFAULT_MAX_MB * 2**20) if max_bytes is None else max_bytes, split=split, format=format,
-        lazy_file=lazy_file, quiet=config.quiet(), engine_stream_spans=config.engine_stream_spans(),
-        caller_wait_every=config.caller_wait_every())
+        out=_output_path(path),
+        buffer_events=DEFAULT_BUFFER_EVENTS if buffer_events is None else _buffer_events(buffer_events),
+        gpu=_flag("gpu", gpu), gpu_every=check_gpu_every(gpu_every), nvtx=_flag("nvtx", nvtx),
+        max_bytes=int(DEFAULT_MAX_MB * 2**20) if max_bytes is None else _count(
+            "max_bytes", max_bytes, "bytes", "0: no size limit, None: the default 1 GiB", minimum=0),
+        split=_flag("split", split), format=format, lazy_file=_flag("lazy_file", lazy_file), quiet=config.quiet(),
+        engine_stream_spans=config.engine_stream_spans(), caller_wait_every=config.caller_wait_every())
 
 
 def start_session(settings: Settings) -> Session:
@@ -282,12 +327,17 @@ def flight(seconds: float, path: str, on_exit: bool = False, max_bytes: int | No
     a dump: trt_trace.dump(), SIGUSR1, an unhandled exception, or the exit with on_exit=True. Dump N
     goes to `path` with `.dumpN` before its suffix (trace.dump1.json); the format is by suffix as for
     start(), whose other keywords it takes."""
-    if not seconds > 0:
-        raise TraceError(f"the flight recorder's window must be a positive number of seconds, not {seconds!r}")
+    if isinstance(seconds, bool) or not isinstance(seconds, int | float) or not 0 < seconds < float("inf"):
+        raise TraceError(f"the flight recorder's window must be a positive number of seconds, not {seconds!r}; "
+                         "give e.g. 30")
+    unknown = sorted(set(start_kwargs) - set(inspect.signature(_settings_from_kwargs).parameters) - {"path"})
+    if unknown:
+        raise TraceError(f"flight() takes no keyword {unknown[0]!r}; it takes on_exit=, max_bytes= and start()'s")
     settings = _settings_from_kwargs(path, **start_kwargs)
     return start_session(dataclasses.replace(
-        settings, flight_s=float(seconds), flight_on_exit=on_exit,
-        flight_max_bytes=settings.flight_max_bytes if max_bytes is None else int(max_bytes)))
+        settings, flight_s=float(seconds), flight_on_exit=_flag("on_exit", on_exit),
+        flight_max_bytes=settings.flight_max_bytes if max_bytes is None else _count(
+            "max_bytes", max_bytes, "bytes", "the flight recorder's memory cap, e.g. 256 * 2**20")))
 
 
 def dump() -> str:
@@ -404,6 +454,7 @@ def _after_fork_in_child() -> None:
     else:
         ops.set_recording(False)
         ops.set_profile_execution(False)
+        ops.restore_session_switches(session._switches_before)  # the parent's session is not the child's
 
 
 os.register_at_fork(before=_lock.acquire, after_in_parent=_lock.release,
