@@ -159,7 +159,7 @@ if how == "busy worker":
 
 @pytest.mark.parametrize("how,complete", [
     ("normal", True), ("sys.exit", True), ("exception", True), ("SIGTERM", True), ("SIGINT", True),
-    ("busy worker", True), ("os._exit", False), ("SIGKILL", False),
+    ("busy worker", True), ("os._exit", True), ("SIGKILL", False),
 ])
 def test_exit_paths_leave_a_loadable_trace(tmp_path, how, complete):
     out = tmp_path / "t.json"

@@ -10,11 +10,13 @@ import atexit
 import dataclasses
 import inspect
 import os
+import posix
 import signal
 import sys
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -52,6 +54,11 @@ def check_output_path(path: str) -> Path:
     except OSError as exc:
         raise TraceError(f"cannot write into {parent}: {exc.strerror or exc}; pick a writable path") from None
     return p
+
+
+def _mib(n_bytes: int) -> str:
+    """A size in MiB as TRT_TRACE_MAX_MB gives it (0.05, 2, 1024)."""
+    return f"{round(n_bytes / 2**20, 3):g}"
 
 
 def check_gpu_every(n: object) -> int:
@@ -113,14 +120,16 @@ class Session:
         except ImportError as exc:  # the perfetto package's protos
             raise TraceError(f"cannot write a Perfetto trace ({exc}); pip install perfetto, or write *.json") from exc
         self.drainer = Drainer(self._write_batch)
-        self.records_written = 0
+        self.records_written = 0  # records handed to the writer (what reached the files: writer.events_written)
+        self.failure: str | None = None  # why writing the file failed, if it did (stop())
+        self.end_written = False  # after a failure: whether the file still got its end record
         self.started_ns = 0
         self._switch_before = False  # set_profile_execution as the session found it
         self._switches_before: dict[str, int | bool] = {}  # the other C++ settings as it found them
 
     def _write_batch(self, records) -> None:
+        self.records_written += len(records)  # handed over, whether or not the write then succeeds
         self.writer.write(records)
-        self.records_written += len(records)
 
     def _metadata(self) -> dict[str, Any]:
         import torch
@@ -178,17 +187,19 @@ class Session:
         return self.writer if isinstance(self.writer, FlightWindow) else None
 
     def dump(self, trigger: str = "dump()") -> str:
-        """Flight recorder: writes the last seconds of calls as a complete trace; returns its path.
-        Tracing goes on."""
+        """Flight recorder: writes the last seconds of calls as a complete trace and says so in one line
+        (where, how many calls, the window it really holds); returns its path. Tracing goes on."""
         flight = self.flight
         if flight is None:
             raise TraceError(f"not a flight recorder: {self.path} is written as the calls come; "
                              "start one with TRT_TRACE_FLIGHT=SECONDS or trt_trace.flight()")
         self.drainer.drain_once()  # what the rings hold now belongs in the window
         try:
-            return flight.dump(self._end_metadata(), trigger)
+            done = flight.dump(self._end_metadata(), trigger)
         except OSError as exc:
             raise TraceError(f"cannot write the flight recorder's dump: {exc.strerror or exc}") from exc
+        warn(done.line())
+        return done.path
 
     def drop_counts(self) -> list[dict[str, int]]:
         rows = ops.thread_counts().tolist()
@@ -197,40 +208,70 @@ class Session:
         ]
 
     def _end_metadata(self) -> dict[str, Any]:
+        """The session's part of the end record (the writer adds what the file knows: why it ended, its
+        parts, the events written and left out: StreamedTrace.end_record)."""
         threads = self.drop_counts()
         return {
             "monotonic_ns": ops.clock_now_ns(),
             "wall_ns": time.time_ns(),
-            "records_written": self.records_written,
+            "records_drained": self.records_written,
             "dropped_events": sum(t["dropped"] for t in threads),
             "threads": threads,
             "write_failed": self.drainer.failed,
             "gpu_clock": ops.gpu_clock_stats(),
         }
 
-    def stop(self) -> None:
+    def stop(self, report_limit: bool = True) -> None:
+        """Stops recording, drains the rest and finishes the file. report_limit=False: the size limit's
+        loss is left to the caller's line (the exit line says it)."""
         ops.set_recording(False)
         ops.set_profile_execution(self._switch_before or metrics.serving())  # served metrics keep counting
         self.drainer.stop()
         ops.restore_session_switches(self._switches_before)  # after the last drain: it waited for GPU spans
         end = self._end_metadata()
         threads, dropped = end["threads"], end["dropped_events"]
-        if not self.drainer.failed:
+        if self.drainer.failed:
+            self.failure = self.drainer.error
+        else:
             try:
                 self.writer.finish(end)
-            except OSError as exc:  # a flight recorder's exit dump
-                warn(f"could not write the trace at exit: {exc.strerror or exc}")
-        else:
-            self.writer.abandon()
-        if self.writer.events_not_written:
-            warn(f"{self.writer.events_not_written} event(s) not written: {self.path} reached the size limit "
-                 "(TRT_TRACE_MAX_MB); set TRT_TRACE_ON_LIMIT=split to continue in numbered files")
+            except Exception as exc:  # the disk filled at the end, or a flight recorder's exit dump failed
+                self.failure = (exc.strerror if isinstance(exc, OSError) else None) or str(exc) or repr(exc)
+                if self.flight is not None:
+                    warn(f"could not write the flight recorder's exit dump: {self.failure}")
+        if self.failure is not None and self.flight is None:
+            # Cut back to the last whole batch and ended "write failed", where that can still be written.
+            self.end_written = self.writer.finish_after_failure(dict(end, write_failed=True), self.failure)
+        if report_limit and self.writer.events_not_written:
+            warn(f"{self.writer.events_not_written} event(s) not written: {self.path} reached the size limit of "
+                 f"{_mib(self.writer.max_bytes)} MiB (TRT_TRACE_MAX_MB); set TRT_TRACE_ON_LIMIT=split to "
+                 "continue in numbered files")
         if dropped:
             n = sum(1 for t in threads if t["dropped"])
             warn(
                 f"{dropped} event(s) dropped in {n} thread(s): the trace buffer was full; "
                 f"raise TRT_TRACE_BUFFER (now {self.buffer_events} events per thread)"
             )
+
+    def outcome(self) -> str:
+        """One line saying what is on disk now (after stop()): the files, the events in them, what the
+        size limit left out, or that writing failed and what the file holds."""
+        w = self.writer
+        if self.failure is not None:
+            held = "its end record says so and it loads" if self.end_written else (
+                "it has no end record (readers take it as cut short)")
+            return (f"writing {self.path} failed ({self.failure}) after {w.events_written} events; {held}; "
+                    f"{self.records_written - w.events_written} events drained since are not in it")
+        files = w.paths
+        if len(files) > 1:
+            where = (f"{', '.join(files)} ({w.events_written} events in {len(files)} files split at the size "
+                     f"limit of {_mib(w.max_bytes)} MiB; trt-trace merge joins them)")
+        else:
+            where = f"{files[0]} ({w.events_written} events)"
+        if w.events_not_written:
+            where += (f"; stopped at the size limit of {_mib(w.max_bytes)} MiB (TRT_TRACE_MAX_MB): "
+                      f"{w.events_not_written} more events not written (TRT_TRACE_ON_LIMIT=split keeps them)")
+        return f"trace written to {where}; open it in ui.perfetto.dev"
 
 
 def start(path: str, buffer_events: int | None = None, nvtx: bool = False, lazy_file: bool = False,
@@ -315,6 +356,7 @@ def start_session(settings: Settings) -> Session:
         session.start()
         _active = session
         _install_signal_handlers()
+        _install_exit_hook()
         if session.flight is not None:
             _install_flight_triggers()
         return session
@@ -350,15 +392,21 @@ def dump() -> str:
 
 def stop() -> str | None:
     """Stops tracing and finishes the file; returns its path (None when not tracing)."""
-    global _active
-    with _lock:
-        session, _active = _active, None
+    session = _take_active()
     if session is None:
-        return None
-    if session.pid != os.getpid():  # a fork child: the file is the parent's
         return None
     session.stop()
     return session.path
+
+
+def _take_active() -> Session | None:
+    """The process's session, no longer active (None when not tracing, or when it is a parent's)."""
+    global _active
+    with _lock:
+        session, _active = _active, None
+    if session is None or session.pid != os.getpid():  # a fork child's copy: the file is the parent's
+        return None
+    return session
 
 
 def active() -> Session | None:
@@ -387,13 +435,12 @@ def _install_signal_handlers() -> None:
 
 
 def _dump_on_trigger(trigger: str) -> None:
-    """A trigger's dump: one line saying where it went; never raises into the program."""
+    """A trigger's dump (its line is Session.dump's); never raises into the program."""
     session = _active
     if session is None or session.flight is None or session.pid != os.getpid():
         return
     try:
-        path = session.dump(trigger)
-        warn(f"flight recorder ({trigger}): last {session.settings.flight_s:g} s written to {path}")
+        session.dump(trigger)
     except Exception as exc:
         warn(f"flight recorder ({trigger}): could not write the dump ({exc})")
 
@@ -463,14 +510,42 @@ os.register_at_fork(before=_lock.acquire, after_in_parent=_lock.release,
 
 @atexit.register
 def _finish_at_exit() -> None:
-    session = _active
-    if session is None or session.pid != os.getpid():
+    """Finishes this process's trace at exit and says what is on disk, in one line."""
+    session = _take_active()
+    if session is None:
         return
-    path = stop()
-    if path is None or not session.writer.created or session.settings.quiet:
+    quiet = session.settings.quiet
+    session.stop(report_limit=quiet)  # not quiet: the line below says what the size limit left out
+    if quiet:
         return
     if session.flight is not None:
-        if session.flight.on_exit:
-            warn(f"flight recorder (exit): last {session.settings.flight_s:g} s written to {session.flight.paths[-1]}")
+        if session.flight.on_exit and session.flight.last_dump is not None:
+            warn(session.flight.last_dump.line())
         return
-    warn(f"trace written to {path} ({session.records_written} events); open it in ui.perfetto.dev")
+    if session.writer.created or session.failure is not None:
+        warn(session.outcome())
+
+
+# A process (or forked child) that leaves through os._exit runs no atexit hook and would leave its
+# file without its last batches and its end: while this process traces, os._exit finishes the trace
+# first. (posix._exit, a C-level _exit, SIGKILL and crashes cannot run Python code: what the drainer
+# wrote until then, up to its last 50 ms, is on disk, with no end record.)
+_posix_exit = posix._exit
+_exit_before: Callable[[int], Any] | None = None  # os._exit as it was (another tool may have wrapped it too)
+
+
+def _exit_finishing_the_trace(status: int) -> None:
+    try:
+        _finish_at_exit()
+    except BaseException:  # noqa: BLE001 (the process is leaving: nothing may stop it)
+        pass
+    (_exit_before or _posix_exit)(status)
+
+
+def _install_exit_hook() -> None:
+    """os._exit finishes the trace first, from the first session on (a pass-through without one)."""
+    global _exit_before
+    if _exit_before is None and os._exit is not _exit_finishing_the_trace:
+        _exit_before = os._exit
+        _exit_finishing_the_trace.__doc__ = getattr(_exit_before, "__doc__", None)
+        os._exit = _exit_finishing_the_trace
