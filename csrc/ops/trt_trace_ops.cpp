@@ -26,6 +26,7 @@
 #include "hook/gpu_sampling.h"
 #include "hook/gpu_self_time.h"
 #include "hook/nvtx_ranges.h"
+#include "hook/profiler_scopes.h"
 #include "hook/tracing_state.h"
 #include "ops/timing_table.h"
 
@@ -339,6 +340,7 @@ TORCH_LIBRARY(trt_trace, m) {
   m.def("_set_engine_stream_spans(bool enable) -> ()", &set_engine_stream_spans);
   m.def("_get_engine_stream_spans() -> bool", &get_engine_stream_spans);
   m.def("_gpu_timing_switch() -> bool", &gpu_timing_switch);
+  m.def("_profiler_op_callbacks() -> bool", [] { return profiler_op_callbacks_installed(); });
   m.def("_gpu_event_host_ns(int device, int calls, int every=1, int hand_off=0, int kernels=0, int scrub_kib=0) -> float",
         &gpu_event_host_ns);
   m.def("_gpu_self_time(bool enable) -> int[]", &gpu_self_time);
