@@ -176,7 +176,7 @@ class Session:
         self.writer.begin(f"{metadata['program']}{rank}", metadata)
         self.started_ns = time.monotonic_ns()
         self.drainer.start()
-        if self.nvtx and not ops.set_nvtx(True):
+        if not ops.set_nvtx(self.nvtx) and self.nvtx:  # off too where it was on: the session's setting holds
             warn("TRT_TRACE_NVTX: this build has no NVTX (install nvidia-nvtx and reinstall trt_trace)")
         self._switch_before = ops.get_profile_execution()
         ops.set_recording(True)
