@@ -7,7 +7,6 @@ import os
 import subprocess
 import sys
 import threading
-import time
 
 import orjson
 import torch
@@ -114,11 +113,12 @@ def test_a_call_that_outlives_its_session_is_not_in_the_next_file(tmp_path):
     fast = standin.make_engine("next_session_engine")
     first, second = tmp_path / "first.json", tmp_path / "second.json"
     trt_trace.start(str(first))
-    worker = threading.Thread(target=lambda: torch.ops.tensorrt.execute_engine([torch.ones(4)], slow))
-    worker.start()
-    time.sleep(0.1)  # the slow call is under way
-    trt_trace.stop()
-    trt_trace.start(str(second))
+    with standin.EnqueueGate() as gate:
+        worker = threading.Thread(target=lambda: torch.ops.tensorrt.execute_engine([torch.ones(4)], slow))
+        worker.start()
+        gate.wait_for(1)  # the slow call is under way, held in its enqueue
+        trt_trace.stop()
+        trt_trace.start(str(second))
     worker.join()
     torch.ops.tensorrt.execute_engine([torch.ones(4)], fast)
     trt_trace.stop()
@@ -128,7 +128,7 @@ def test_a_call_that_outlives_its_session_is_not_in_the_next_file(tmp_path):
 
 
 FORK = """
-import os, sys, time, torch, trt_trace
+import os, sys, torch, trt_trace
 from trt_trace import standin
 standin.load()
 e = standin.make_engine("forked_engine")
@@ -140,7 +140,7 @@ if pid == 0:
     for _ in range(4):  # drained between rounds: the limit is checked between batches
         for _ in range(50):
             torch.ops.tensorrt.execute_engine([torch.ones(4)], e)
-        time.sleep(0.2)
+        s.drainer.drain_once()
     trt_trace.stop()
     os._exit(0)
 os.waitpid(pid, 0)

@@ -107,7 +107,7 @@ def test_many_threads_while_switching_on_and_off_and_dumping(tmp_path):
             ops.dump_engine_timing()
             ops.set_profile_execution(True)
             ops.reset()
-            time.sleep(0.005)
+            stop.wait(0.005)  # paces the meddling (the workers' end is what stops it)
 
     with trt_trace.tracing(str(out)):
         m = threading.Thread(target=meddler)
@@ -136,12 +136,12 @@ def test_many_threads_while_switching_on_and_off_and_dumping(tmp_path):
 # -- exit paths ---------------------------------------------------------------------------------
 
 EXIT_SCRIPT = """
-import os, signal, sys, threading, time, torch
+import os, signal, sys, threading, torch, trt_trace
 from trt_trace import standin
 e = standin.make_engine("exit_engine")
 for _ in range(20):
     torch.ops.tensorrt.execute_engine([torch.ones(4)], e)
-time.sleep(0.3)  # the drainer has written these
+trt_trace.active().drainer.drain_once()  # the drainer has written these
 how = sys.argv[1]
 if how == "sys.exit":
     sys.exit(3)
@@ -149,16 +149,14 @@ if how == "exception":
     raise RuntimeError("boom")
 if how in ("SIGTERM", "SIGINT", "SIGKILL"):
     os.kill(os.getpid(), getattr(signal, how))
-    time.sleep(5)
+    signal.pause()  # SIGINT raises KeyboardInterrupt here; the others end the process
 if how == "os._exit":
     os._exit(0)
 if how == "busy worker":
-    slow = standin.make_engine("slow_engine", host_us=300000)
-    def loop():
-        while True:
-            torch.ops.tensorrt.execute_engine([torch.ones(4)], slow)
-    threading.Thread(target=loop, daemon=True).start()
-    time.sleep(0.1)
+    slow = standin.make_engine("slow_engine")
+    gate = standin.EnqueueGate().__enter__()  # never opened: the worker stays inside its call
+    threading.Thread(target=lambda: torch.ops.tensorrt.execute_engine([torch.ones(4)], slow), daemon=True).start()
+    gate.wait_for(1)  # the exit comes while it is inside the call
 """
 
 
@@ -295,7 +293,7 @@ def test_size_limit_splits_into_numbered_complete_files(tmp_path):
         for _ in range(60):
             for e in engines:
                 torch.ops.tensorrt.execute_engine([torch.ones(2)], e)
-            time.sleep(0.002)
+            session.drainer.drain_once()  # a batch per round: the limit is checked between batches
     files = session.writer.paths
     assert len(files) > 2 and files[1] == str(tmp_path / "t.1.json")
     total = 0
@@ -313,7 +311,7 @@ def test_size_limit_can_stop_writing_with_a_clear_message(tmp_path, capfd):
     with trt_trace.tracing(str(out), max_bytes=5_000, split=False) as session:
         for _ in range(100):
             torch.ops.tensorrt.execute_engine([torch.ones(2)], engine)
-            time.sleep(0.001)
+            session.drainer.drain_once()
     assert session.writer.paths == [str(out)] and session.writer.events_not_written > 0
     events = load_strict(out)
     check_trace(events)

@@ -35,6 +35,7 @@ class Drainer:
         self.failed = False
         self.error = ""  # why the sink failed (one line), once failed
         self._ticks = 0
+        self.wakes = 0  # times the thread woke to drain
         self._buffer = None  # torch uint8 tensor of BATCH_RECORDS records, and its numpy view
         self._view = np.empty(0, dtype=np.uint8)
 
@@ -90,6 +91,7 @@ class Drainer:
 
     def _run(self) -> None:
         while not self._stop.wait(self._interval_s):
+            self.wakes += 1  # before the drain, which waits while held(): tests see the thread reach it
             self.drain_once()
             self._ticks += 1
             if self._ticks % 20 == 0:
