@@ -24,6 +24,13 @@ def warn(message: str) -> None:
         pass
 
 
+def shown(text: object) -> str:
+    """A user's value (a path, a command) as a one-line message quotes it: as it is where it prints as
+    one line, else with its control characters escaped (repr)."""
+    value = str(text)
+    return value if value.isprintable() else repr(value)
+
+
 def parse_bool(name: str, default: bool) -> bool:
     raw = os.environ.get(name)
     if raw is None or raw.strip() == "":

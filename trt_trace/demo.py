@@ -66,7 +66,11 @@ def run(out: str, engines: int = DEFAULT_ENGINES, calls: int = DEFAULT_CALLS) ->
     if problem is not None:
         print(f"trt-trace demo: {problem[1]}", file=sys.stderr)
         return problem[0]
+    return build_and_serve(out, engines, calls)
 
+
+def build_and_serve(out: str, engines: int, calls: int) -> int:
+    """The demo itself, with options already checked."""
     import torch
 
     from trt_trace.standin import model

@@ -21,7 +21,16 @@ from pathlib import Path
 from typing import Any
 
 from . import __version__, config, metrics, ops
-from .config import DEFAULT_BUFFER_EVENTS, DEFAULT_MAX_MB, Settings, expand_path, host_name, rank_info, warn
+from .config import (
+    DEFAULT_BUFFER_EVENTS,
+    DEFAULT_MAX_MB,
+    Settings,
+    expand_path,
+    host_name,
+    rank_info,
+    shown,
+    warn,
+)
 from .drainer import Drainer
 from .flight import FlightWindow
 from .perfetto_protos import protos
@@ -41,18 +50,24 @@ def check_output_path(path: str) -> Path:
     if path.strip() == "":
         raise TraceError("the trace output path is empty; give a file name such as trace.json")
     p = Path(path)
-    if p.is_dir():
-        raise TraceError(f"{path} is a directory; give a file name such as {p / 'trace.json'}")
-    parent = p.parent if str(p.parent) != "" else Path(".")
-    if not parent.is_dir():
-        raise TraceError(f"cannot write {path}: directory {parent} does not exist; create it or pick another path")
-    if p.exists() and not os.access(p, os.W_OK):
-        raise TraceError(f"cannot write {path}: permission denied; pick a writable path")
+    shown_path = shown(path)
+    try:
+        if p.is_dir():
+            raise TraceError(f"{shown_path} is a directory; give a file name such as {shown(p / 'trace.json')}")
+        parent = p.parent if str(p.parent) != "" else Path(".")
+        if not parent.is_dir():
+            raise TraceError(f"cannot write {shown_path}: directory {shown(parent)} does not exist; create it or pick "
+                             "another path")
+        if p.exists() and not os.access(p, os.W_OK):
+            raise TraceError(f"cannot write {shown_path}: permission denied; pick a writable path")
+    except (OSError, ValueError) as exc:  # a name too long, a NUL byte: the file system's word
+        raise TraceError(f"cannot write {shown_path}: {getattr(exc, 'strerror', None) or exc}; pick another path") \
+            from None
     try:  # the only sure test (root passes os.access on read-only file systems)
         with tempfile.TemporaryFile(dir=parent):
             pass
     except OSError as exc:
-        raise TraceError(f"cannot write into {parent}: {exc.strerror or exc}; pick a writable path") from None
+        raise TraceError(f"cannot write into {shown(parent)}: {exc.strerror or exc}; pick a writable path") from None
     return p
 
 
@@ -116,7 +131,7 @@ class Session:
             else:
                 self.writer = file_writer(self.path, lazy=settings.lazy_file)
         except OSError as exc:
-            raise TraceError(f"cannot write {self.path}: {exc.strerror or exc}; pick a writable path") from exc
+            raise TraceError(f"cannot write {shown(self.path)}: {exc.strerror or exc}; pick a writable path") from exc
         except ImportError as exc:  # the perfetto package's protos
             raise TraceError(f"cannot write a Perfetto trace ({exc}); pip install perfetto, or write *.json") from exc
         self.drainer = Drainer(self._write_batch)

@@ -121,10 +121,14 @@ class ViewerServer:
 
     def add(self, trace: str) -> str:
         """Serves `trace` (a file) and returns the URL that opens it in the UI."""
-        if not os.path.isfile(trace):
-            raise ViewerError(f"{trace}: no such file")
-        if not os.access(trace, os.R_OK):
-            raise ViewerError(f"{trace}: permission denied")
+        shown = trace if trace.isprintable() else repr(trace)
+        try:
+            if not os.path.isfile(trace):
+                raise ViewerError(f"{shown}: no such file")
+            if not os.access(trace, os.R_OK):
+                raise ViewerError(f"{shown}: permission denied")
+        except ValueError:  # a NUL byte
+            raise ViewerError(f"{shown}: no such file") from None
         full = os.path.abspath(trace)  # compared as absolute paths: a relative one never equals its own
         name = served_name(trace)
         stem, dot, suffix = name.rpartition(".")
