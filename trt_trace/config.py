@@ -24,6 +24,12 @@ def warn(message: str) -> None:
         pass
 
 
+def mib(n_bytes: int) -> str:
+    """A size in MiB as TRT_TRACE_MAX_MB gives it: 0.05, 2, 1024; a tiny one with 3 significant digits."""
+    value = n_bytes / 2**20
+    return f"{round(value, 3):g}" if value >= 0.01 or value == 0 else f"{value:.3g}"
+
+
 def shown(text: object) -> str:
     """A user's value (a path, a command) as a one-line message quotes it: as it is where it prints as
     one line, else with its control characters escaped (repr)."""

@@ -19,6 +19,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from . import ops
+from .config import mib
 from .records import RECORD_DTYPE
 from .trace_format import Phase
 from .writers.trace_file import before_suffix
@@ -54,7 +55,7 @@ class Dump:
         if not self.capped:
             return f"flight recorder ({self.trigger}): last {self.window_s:g} s written to {self.path} ({calls})"
         return (f"flight recorder ({self.trigger}): {self.held_s:.3g} s of the last {self.window_s:g} s written to "
-                f"{self.path} ({calls}; the memory cap of {round(self.max_bytes / 2**20, 3):g} MiB let older calls "
+                f"{self.path} ({calls}; the memory cap of {mib(self.max_bytes)} MiB let older calls "
                 "go: raise TRT_TRACE_FLIGHT_MAX_MB or flight(max_bytes=) for the whole window)")
 
 
@@ -91,6 +92,11 @@ class FlightWindow:
     @property
     def created(self) -> bool:
         return bool(self.paths)
+
+    @property
+    def records_held(self) -> int:
+        """Records kept in memory now (at most max_records)."""
+        return self._records
 
     # -- the writer interface the session drives -------------------------------------------------
 

@@ -71,11 +71,6 @@ def check_output_path(path: str) -> Path:
     return p
 
 
-def _mib(n_bytes: int) -> str:
-    """A size in MiB as TRT_TRACE_MAX_MB gives it (0.05, 2, 1024)."""
-    return f"{round(n_bytes / 2**20, 3):g}"
-
-
 def check_gpu_every(n: object) -> int:
     """A session's gpu_every: a whole number of calls from 1 to config.MAX_GPU_EVERY, else TraceError."""
     if isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= config.MAX_GPU_EVERY:
@@ -259,7 +254,7 @@ class Session:
             self.end_written = self.writer.finish_after_failure(dict(end, write_failed=True), self.failure)
         if report_limit and self.writer.events_not_written:
             warn(f"{self.writer.events_not_written} event(s) not written: {self.path} reached the size limit of "
-                 f"{_mib(self.writer.max_bytes)} MiB (TRT_TRACE_MAX_MB); set TRT_TRACE_ON_LIMIT=split to "
+                 f"{config.mib(self.writer.max_bytes)} MiB (TRT_TRACE_MAX_MB); set TRT_TRACE_ON_LIMIT=split to "
                  "continue in numbered files")
         if dropped:
             n = sum(1 for t in threads if t["dropped"])
@@ -280,11 +275,11 @@ class Session:
         files = w.paths
         if len(files) > 1:
             where = (f"{', '.join(files)} ({w.events_written} events in {len(files)} files split at the size "
-                     f"limit of {_mib(w.max_bytes)} MiB; trt-trace merge joins them)")
+                     f"limit of {config.mib(w.max_bytes)} MiB; trt-trace merge joins them)")
         else:
             where = f"{files[0]} ({w.events_written} events)"
         if w.events_not_written:
-            where += (f"; stopped at the size limit of {_mib(w.max_bytes)} MiB (TRT_TRACE_MAX_MB): "
+            where += (f"; stopped at the size limit of {config.mib(w.max_bytes)} MiB (TRT_TRACE_MAX_MB): "
                       f"{w.events_not_written} more events not written (TRT_TRACE_ON_LIMIT=split keeps them)")
         return f"trace written to {where}; open it in ui.perfetto.dev"
 
