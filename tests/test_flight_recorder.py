@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import time
 
 import pytest
 import torch
@@ -26,17 +25,19 @@ def _meta(events) -> list[dict]:
     return [e["args"] for e in events if e.get("ph") == "M" and e.get("name") == "trt_trace_metadata"]
 
 
-def test_a_dump_holds_the_window_is_complete_and_tracing_goes_on(tmp_path):
-    from trt_trace import standin
+def test_a_dump_holds_the_window_is_complete_and_tracing_goes_on(tmp_path, monkeypatch):
+    from trt_trace import ops, standin
 
     old, new = standin.make_engine("before_window"), standin.make_engine("in_window")
     path = tmp_path / "flight.json"
     trt_trace.flight(0.6, str(path))
     for _ in range(5):
         torch.ops.tensorrt.execute_engine([torch.ones(4)], old)
-    time.sleep(0.9)  # the old calls fall out of the 0.6 s window
+    between = ops.clock_now_ns()
     for _ in range(3):
         torch.ops.tensorrt.execute_engine([torch.ones(4)], new)
+    # The window's clock, 0.6 s after the moment between the two: the old calls have fallen out of it.
+    monkeypatch.setattr(ops, "clock_now_ns", lambda: between + 600_000_000)
     first = trt_trace.dump()
     assert first == str(tmp_path / "flight.dump1.json")
     assert not path.exists()  # nothing written but the dumps
@@ -104,14 +105,17 @@ def test_dump_without_a_flight_recorder_is_one_clear_error(tmp_path):
 
 
 PROGRAM = """
-import os, signal, sys, time, torch
+import os, signal, sys, torch
 from trt_trace import standin
 e = standin.make_engine("served")
 for _ in range(4):
     torch.ops.tensorrt.execute_engine([torch.ones(4)], e)
 if sys.argv[1] == "signal":
-    os.kill(os.getpid(), signal.SIGUSR1)
-    time.sleep(1.0)  # the dump runs on a thread of its own
+    import threading
+    os.kill(os.getpid(), signal.SIGUSR1)  # its handler runs before the next line, and starts the dump's thread
+    for t in threading.enumerate():
+        if t.name == "trt_trace-flight-dump":
+            t.join()  # the dump runs on a thread of its own
     torch.ops.tensorrt.execute_engine([torch.ones(4)], e)
     print("still running")
 elif sys.argv[1] == "raise":
@@ -153,7 +157,7 @@ def test_exit_dump_when_asked_and_a_default_name_without_trt_trace_out(tmp_path)
 def test_the_programs_own_sigusr1_handler_is_kept(tmp_path):
     code = ("import os, signal, time; hits = []; signal.signal(signal.SIGUSR1, lambda *a: hits.append(1))\n"
             + PROGRAM.replace('sys.argv[1] == "signal"', "True") + "\nprint('hits', len(hits))")
-    proc = run_python(code.replace("import os, signal, sys, time, torch", "import sys, torch"),
+    proc = run_python(code.replace("import os, signal, sys, torch", "import sys, torch"),
                       {"TRT_TRACE_FLIGHT": "30", "TRT_TRACE_OUT": str(tmp_path / "t.json")})
     assert proc.returncode == 0 and "hits 1" in proc.stdout, proc.stderr
     assert not list(tmp_path.iterdir())

@@ -16,7 +16,6 @@ import re
 import signal
 import subprocess
 import sys
-import time
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -387,11 +386,11 @@ def test_numbered_parts_of_a_size_limited_trace(perfetto_ui, tmp_path, fmt):
     path = tmp_path / f"split{suffix(fmt)}"
     engine = standin.make_engine("split_engine")
     # About three parts: ~1.2 kB (JSON) / ~0.3 kB (native) per call of 5 slices.
-    with trt_trace.tracing(str(path), max_bytes=240_000 if fmt == "json" else 60_000, split=True):
+    with trt_trace.tracing(str(path), max_bytes=240_000 if fmt == "json" else 60_000, split=True) as session:
         for _ in range(12):
             for _ in range(50):
                 torch.ops.tensorrt.execute_engine([torch.ones(4)], engine)
-            time.sleep(0.06)  # a drain per round: the writer checks the limit between batches
+            session.drainer.drain_once()  # a batch per round: the writer checks the limit between batches
     parts = sorted(tmp_path.glob(f"split*{suffix(fmt)}"))
     assert 2 <= len(parts) <= 8, parts
     total = 0
@@ -403,12 +402,12 @@ def test_numbered_parts_of_a_size_limited_trace(perfetto_ui, tmp_path, fmt):
 
 
 KILLED_SCRIPT = """
-import os, signal, sys, time, torch
+import os, signal, sys, torch, trt_trace
 from trt_trace import standin
 e = standin.make_engine("killed_engine")
 for _ in range(20):
     torch.ops.tensorrt.execute_engine([torch.ones(4)], e)
-time.sleep(0.3)  # drained and written
+trt_trace.active().drainer.drain_once()  # drained and written
 os.kill(os.getpid(), signal.SIGKILL)
 """
 

@@ -14,6 +14,7 @@ import argparse
 import os
 import subprocess
 import sys
+from typing import NoReturn
 
 from .trace_format import DURATIONS
 
@@ -26,6 +27,21 @@ def _cmd_run(args: argparse.Namespace) -> int:
         print("trt-trace run: give the command to trace after --, e.g. trt-trace run -o t.json -- python x.py",
               file=sys.stderr)
         return 2
+    from .config import expand_path, parse_count, shown
+    from .session import TraceError, check_output_path
+
+    try:  # the file the command's first traced process will write ({pid}: any process's, the same folder)
+        check_output_path(expand_path(args.output))
+    except TraceError as exc:
+        print(f"trt-trace run: {exc}", file=sys.stderr)
+        return 2
+    if args.buffer is not None:
+        try:
+            parse_count(args.buffer)
+        except ValueError:
+            print(f"trt-trace run: --buffer {args.buffer!r} is not a positive event count; give e.g. 65536, 256k or 1M",
+                  file=sys.stderr)
+            return 2
     env = dict(os.environ)
     env["TRT_TRACE_OUT"] = args.output
     if args.buffer:
@@ -33,7 +49,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
     if args.format:
         env["TRT_TRACE_FORMAT"] = args.format
     if args.flight is not None:
-        if not args.flight > 0:
+        if not 0 < args.flight < float("inf"):
             print(f"trt-trace run: --flight must be a positive number of seconds, not {args.flight:g}",
                   file=sys.stderr)
             return 2
@@ -43,8 +59,11 @@ def _cmd_run(args: argparse.Namespace) -> int:
         # traced (give {pid} in the path to keep their files apart).
         return subprocess.call(command, env=env)
     except FileNotFoundError:
-        print(f"trt-trace run: command not found: {command[0]}", file=sys.stderr)
+        print(f"trt-trace run: command not found: {shown(command[0])}", file=sys.stderr)
         return 127
+    except OSError as exc:  # not executable, a directory, an empty name: as a shell says it
+        print(f"trt-trace run: cannot run {shown(command[0])}: {exc.strerror or exc}", file=sys.stderr)
+        return 126
     except KeyboardInterrupt:
         return 130
 
@@ -171,13 +190,25 @@ def _cmd_view(args: argparse.Namespace) -> int:
 
 
 def _cmd_demo(args: argparse.Namespace) -> int:
-    from .demo import main as demo_main
+    from .demo import run
 
-    return demo_main(["--out", args.out, "--engines", str(args.engines), "--calls", str(args.calls)])
+    try:
+        return run(args.out, args.engines, args.calls)
+    except KeyboardInterrupt:
+        return 130
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse with its usage errors in one line (`trt-trace run: argument --flight: ...`), exit code 2."""
+
+    def error(self, message: str) -> NoReturn:
+        # The message quotes what was typed: control characters in it are shown escaped, not obeyed.
+        text = "".join(c if c.isprintable() else repr(c)[1:-1] for c in message)
+        self.exit(2, f"{self.prog}: {text} (see {self.prog} --help)\n")
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="trt-trace", description="Trace Torch-TensorRT engine calls.")
+    parser = _Parser(prog="trt-trace", description="Trace Torch-TensorRT engine calls.")
     sub = parser.add_subparsers(dest="cmd", required=True)
 
     run = sub.add_parser("run", help="run a command with tracing on (sets TRT_TRACE_OUT for it)")
@@ -226,9 +257,9 @@ def build_parser() -> argparse.ArgumentParser:
     view.set_defaults(func=_cmd_view)
 
     demo = sub.add_parser("demo", help="trace a stand-in AOTInductor package with TRT_TRACE_OUT (see README)")
-    demo.add_argument("--out", default="trace.json")
-    demo.add_argument("--engines", type=int, default=6)
-    demo.add_argument("--calls", type=int, default=25)
+    from .demo import add_arguments as demo_arguments  # no torch import: the module imports it when it runs
+
+    demo_arguments(demo)
     demo.set_defaults(func=_cmd_demo)
     return parser
 
