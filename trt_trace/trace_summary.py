@@ -96,33 +96,60 @@ class _Rows:
         self.values: dict[int, dict[str, ValueCounts]] = {}
 
     def add(self, calls: np.ndarray, info: TraceInfo) -> None:
-        keys = (calls["pid"].astype(np.uint64) << np.uint64(32)) | calls["engine_id"].astype(np.uint64)
-        uniq, inverse = np.unique(keys, return_inverse=True)
-        order = np.argsort(inverse, kind="stable")
-        bounds = np.concatenate(([0], np.cumsum(np.bincount(inverse, minlength=len(uniq)))))
+        pids = calls["pid"]
+        if pids[0] == pids[-1] and (pids == pids[0]).all():  # one process (the usual chunk): no sort by pid
+            base = int(pids[0]) << 32
+            eids = calls["engine_id"].astype(np.int64)
+            present = np.flatnonzero(np.bincount(eids))
+            keys = [base | int(e) for e in present.tolist()]
+            codes = np.searchsorted(present, eids) if len(present) > 1 else np.zeros(len(eids), dtype=np.int64)
+        else:
+            full = (pids.astype(np.uint64) << np.uint64(32)) | calls["engine_id"].astype(np.uint64)
+            uniq, codes = np.unique(full, return_inverse=True)
+            keys = uniq.tolist()
+        n_groups = len(keys)
         ns = calls["ns"]
         flags = calls["flags"]
-        for g, key in enumerate(uniq.tolist()):
-            idx = order[bounds[g]: bounds[g + 1]]
-            rows_ns = ns[idx]
-            f = flags[idx]
+        has_gpu = ns[:, _GPU] != NO_SPAN
+        counts = np.bincount(codes, minlength=n_groups)
+        sums = {}
+        exact = len(ns) * int(np.abs(ns).max(initial=0)) < (1 << 53)  # float weights add exactly
+        for column, i in _NS_COLUMNS:
+            sums[column] = _group_sum(codes, ns[:, i], n_groups, exact)
+        gpu_ns = _group_sum(codes[has_gpu], ns[has_gpu, _GPU], n_groups, exact)
+        gpu_calls = np.bincount(codes[has_gpu], minlength=n_groups)
+        errors = np.bincount(codes[(flags & CALL_ERROR) != 0], minlength=n_groups)
+        out = ((flags & CALL_ON_CUDA) != 0) & ~has_gpu & ((flags & (CALL_ERROR | CALL_CAPTURED)) == 0)
+        sampled_out = np.bincount(codes[out], minlength=n_groups)
+        order = np.argsort(codes, kind="stable") if n_groups > 1 else None
+        bounds = np.concatenate(([0], np.cumsum(counts)))
+        for g, key in enumerate(keys):
             st = self.stats.get(key)
             if st is None:
                 st = self.stats[key] = np.zeros(len(STATS_COLUMNS), dtype=np.int64)
                 self.values[key] = {d: ValueCounts() for d in self.durations}
                 self.sampled_out[key] = 0
-            has_gpu = rows_ns[:, _GPU] != NO_SPAN
-            st[_COL["calls"]] += len(idx)
-            st[_COL["errors"]] += int(np.count_nonzero(f & CALL_ERROR))
-            for column, i in _NS_COLUMNS:
-                st[_COL[column]] += int(rows_ns[:, i].sum())
-            st[_COL["gpu_ns"]] += int(rows_ns[has_gpu, _GPU].sum())
-            st[_COL["gpu_calls"]] += int(np.count_nonzero(has_gpu))
-            out = (f & CALL_ON_CUDA).astype(bool) & ~has_gpu & ~(f & (CALL_ERROR | CALL_CAPTURED)).astype(bool)
-            self.sampled_out[key] += int(np.count_nonzero(out))
-            for d in self.durations:
-                col = rows_ns[:, DURATIONS.index(d)]
-                self.values[key][d].add(col[has_gpu] if d == "gpu" else col)
+            st[_COL["calls"]] += int(counts[g])
+            st[_COL["errors"]] += int(errors[g])
+            for column, _ in _NS_COLUMNS:
+                st[_COL[column]] += int(sums[column][g])
+            st[_COL["gpu_ns"]] += int(gpu_ns[g])
+            st[_COL["gpu_calls"]] += int(gpu_calls[g])
+            self.sampled_out[key] += int(sampled_out[g])
+            if self.durations:
+                idx = slice(None) if order is None else order[bounds[g]: bounds[g + 1]]
+                for d in self.durations:
+                    col = ns[idx, DURATIONS.index(d)]
+                    self.values[key][d].add(col[col != NO_SPAN] if d == "gpu" else col)
+
+
+def _group_sum(codes: np.ndarray, values: np.ndarray, n: int, exact: bool) -> np.ndarray:
+    """Per-group sums of int64 values: bincount's float weights where they add exactly, else add.at."""
+    if exact:
+        return np.rint(np.bincount(codes, weights=values, minlength=n)).astype(np.int64)
+    out = np.zeros(n, dtype=np.int64)
+    np.add.at(out, codes, values)
+    return out
 
 
 def _process_summaries(read: CallsRead, rows: _Rows) -> list[TraceSummary]:

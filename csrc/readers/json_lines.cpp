@@ -71,8 +71,9 @@ struct Cursor {
     if (p == end || *p != '"') return false;
     const char* q = p + 1;
     while (q < end && *q != '"') {
-      if (static_cast<unsigned char>(*q) < 0x20) return false;
-      if (*q == '\\') {
+      const unsigned char ch = static_cast<unsigned char>(*q);
+      if (ch < 0x20) return false;
+      if (ch == '\\') {
         if (++q == end) return false;
       }
       ++q;
@@ -95,12 +96,15 @@ bool line_ends(Cursor& c) {
 bool parse_slice(Cursor c, const char* base, Slice& s) {
   std::memset(&s, 0, sizeof(s));
   if (!c.lit(R"({"ph":"X","cat":"trt_trace","name":")")) return false;
+  // The phase's name, by its first letter and length (kPhaseNames).
   int phase = -1;
+  const char* q = static_cast<const char*>(std::memchr(c.p, '"', static_cast<size_t>(c.end - c.p)));
+  if (q == nullptr) return false;
+  const size_t n = static_cast<size_t>(q - c.p);
   for (int i = 0; i <= kLastPublicPhase; ++i) {
-    const size_t n = std::strlen(kPhaseNames[i]);
-    if (static_cast<size_t>(c.end - c.p) > n && std::memcmp(c.p, kPhaseNames[i], n) == 0 && c.p[n] == '"') {
+    if (kPhaseNames[i][0] == c.p[0] && std::strlen(kPhaseNames[i]) == n && std::memcmp(c.p, kPhaseNames[i], n) == 0) {
       phase = i;
-      c.p += n;
+      c.p = q;
       break;
     }
   }
@@ -202,13 +206,13 @@ TT_API int64_t tt_json_parse(const char* buf, int64_t len, int32_t final, Slice*
     const int64_t next = (b - buf) + (nl ? 1 : 0);
     trt_trace::Cursor c{a, b};
     Slice& s = slices[ns];
-    if (b - a > 6 && a[0] == '{' && a[1] == '"' && a[2] == 'p' && a[3] == 'h' && a[6] == 'X') {
+    if (b - a > 6 && a[0] == '{' && a[1] == '"' && a[2] == 'p' && a[3] == 'h' && a[7] == 'X') {
       if (trt_trace::parse_slice(c, buf, s)) {
         ++ns;
         pos = next;
         continue;
       }
-    } else if (b - a > 6 && a[0] == '{' && (a[6] == 's' || a[6] == 'f')) {
+    } else if (b - a > 6 && a[0] == '{' && (a[7] == 's' || a[7] == 'f')) {
       if (trt_trace::parse_flow(c, s)) {
         ++ns;
         pos = next;

@@ -11,14 +11,15 @@ keeps every complete event, as the Perfetto UI does.
 from __future__ import annotations
 
 import os
+import queue
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 import orjson
 
-from ..trace_format import CATEGORY, PHASE_NAMES
-from . import native
+from ..trace_format import CATEGORY
+from . import native, pipeline
 from .columns import SLICE_DTYPE
 from .events import Malformed, slice_fields, to_slices
 from .trace_info import TraceFileError, TraceInfo
@@ -26,7 +27,6 @@ from .trace_info import TraceFileError, TraceInfo
 BLOCK = 8 << 20  # bytes read at a time
 SLICES = 1 << 16
 ODD = 1 << 12
-_CALL = PHASE_NAMES[0]
 
 
 class Visitor:
@@ -68,6 +68,7 @@ class ChromeJsonReader:
 
     def __init__(self, path: str) -> None:
         self.path = path
+        self._known: dict[int, np.ndarray] = {}  # pid -> engine ids whose names are known
 
     # -- the parts every mode shares ----------------------------------------------------------------
 
@@ -120,17 +121,31 @@ class ChromeJsonReader:
         calls = arr[(arr["phase"] == 0) & (arr["kind"] == 0)]
         if not len(calls):
             return
-        pairs = (calls["pid"].astype(np.uint64) << np.uint64(32)) | calls["engine_id"].astype(np.uint64)
+        pids = calls["pid"]
+        eids = calls["engine_id"]
+        if pids[0] == pids[-1] and (pids == pids[0]).all():  # one process: look its ids up at once
+            known = self._known.get(int(pids[0]))
+            top = int(eids.max())
+            if known is not None and top < len(known) and known[eids].all():
+                return
+        pairs = (pids.astype(np.uint64) << np.uint64(32)) | eids.astype(np.uint64)
         uniq, first = np.unique(pairs, return_index=True)
         for pair, i in zip(uniq.tolist(), first.tolist(), strict=True):
-            p = info.process(pair >> 32)
-            eid = pair & 0xFFFFFFFF
+            pid, eid = pair >> 32, pair & 0xFFFFFFFF
+            p = info.process(pid)
             if eid not in p.engines:
                 off, n = int(calls["name_off"][i]), int(calls["name_len"][i])
                 try:
                     p.engines[eid] = str(orjson.loads(bytes(buf[off: off + n])))
                 except orjson.JSONDecodeError:
                     p.engines[eid] = f"engine_{eid}"
+            known = self._known.get(pid)
+            if known is None or eid >= len(known):
+                grown = np.zeros(max(eid + 1, 2 * (0 if known is None else len(known)), 64), dtype=bool)
+                if known is not None:
+                    grown[: len(known)] = known
+                known = self._known[pid] = grown
+            known[eid] = True
 
     # -- reading -----------------------------------------------------------------------------------
 
@@ -173,67 +188,87 @@ class ChromeJsonReader:
         return True
 
     def _read_lines(self, info: TraceInfo, visitor: Visitor, progress: Callable[[int], None] | None) -> None:
+        """Producer (a thread): blocks read and parsed natively; consumer (here): the slices to the
+        visitor, the other lines through orjson, in file order."""
         so = native.lib()
-        slices = np.empty(SLICES, dtype=SLICE_DTYPE)
-        odd = np.empty(2 * ODD, dtype=np.int64)
-        counts = np.zeros(2, dtype=np.int64)
-        buf = bytearray(BLOCK + (1 << 20))
-        filled = 0
-        line_no = 0
-        converted: list[tuple] = []
-        with open(self.path, "rb", buffering=0) as f:
+        free_bufs: queue.Queue[bytearray] = queue.Queue()
+        for _ in range(pipeline.DEPTH + 2):
+            free_bufs.put(bytearray(BLOCK + (1 << 20)))
+        free_arrays: queue.Queue[np.ndarray] = queue.Queue()
+        path = self.path
+
+        def array() -> np.ndarray:
+            try:
+                return free_arrays.get_nowait()
+            except queue.Empty:
+                return np.empty(SLICES, dtype=SLICE_DTYPE)
+
+        def produce(pipe: pipeline.Pipe) -> None:
+            counts = np.zeros(2, dtype=np.int64)
+            carry = b""
             eof = False
-            while True:
-                if not eof:
-                    if len(buf) - filled < BLOCK // 2:  # a line longer than the block: grow
-                        buf.extend(bytes(len(buf)))
-                    view = memoryview(buf)[filled:]
-                    got = f.readinto(view)
-                    view.release()
-                    if not got:
-                        eof = True
-                    filled += got or 0
-                    info.bytes_read += got or 0
-                    if progress:
-                        progress(info.bytes_read)
-                pos = 0
-                base = native.address(buf)
-                while True:
-                    used = so.tt_json_parse(base + pos, filled - pos, int(eof), slices.ctypes.data, SLICES,
-                                            odd.ctypes.data, ODD, counts.ctypes.data, counts.ctypes.data + 8)
-                    n, n_odd = int(counts[0]), int(counts[1])
-                    if n:
-                        arr = slices[:n].copy()
-                        if pos:
-                            arr["name_off"] += pos
-                        self._note(info, arr)
-                        self._names(info, arr, buf)
-                        visitor.slices(arr, buf)
-                    for i in range(n_odd):
-                        off, length = pos + int(odd[2 * i]), int(odd[2 * i + 1])
-                        line = bytes(buf[off: off + length])
-                        last = eof and off + length >= filled
-                        try:
-                            events = _events_of_line(line)
-                        except orjson.JSONDecodeError:
-                            if not last:
-                                raise TraceFileError(f"{self.path}: line {line_no + 1 + off} is not JSON "
-                                                     "(not a trace JSON file?)") from None
-                            events = _salvage(line)
-                        self._handle(info, events, visitor, converted)
-                    self._flush_converted(info, converted, visitor)
-                    pos += used
-                    if used == 0 or pos >= filled or (n < SLICES and n_odd < ODD):
-                        break
-                line_no += 0
-                rest = filled - pos
-                if rest:
-                    buf[:rest] = buf[pos:filled]
-                filled = rest
-                if eof and filled == 0:
-                    break
-                if eof and pos == 0 and filled:
-                    break  # nothing more can be parsed (cannot happen: the final call takes the last line)
+            total = 0
+            with open(path, "rb", buffering=0) as f:
+                while not eof:
+                    buf = free_bufs.get()
+                    if len(buf) < len(carry) + BLOCK // 2:
+                        buf = bytearray(2 * (len(carry) + BLOCK))  # a line longer than a block
+                    buf[: len(carry)] = carry
+                    filled = len(carry)
+                    while filled < len(buf) - (1 << 20) and not eof:
+                        with memoryview(buf) as view:
+                            got = f.readinto(view[filled:]) or 0
+                        eof = got == 0
+                        filled += got
+                        total += got
+                    base = native.address(buf)
+                    chunks = []
+                    pos = 0
+                    while True:
+                        arr = array()
+                        odd = np.empty(2 * ODD, dtype=np.int64)
+                        used = so.tt_json_parse(base + pos, filled - pos, int(eof), arr.ctypes.data, SLICES,
+                                                odd.ctypes.data, ODD, counts.ctypes.data, counts.ctypes.data + 8)
+                        n, n_odd = int(counts[0]), int(counts[1])
+                        chunks.append((arr, n, odd[: 2 * n_odd], pos))
+                        pos += used
+                        if used == 0 or pos >= filled or (n < SLICES and n_odd < ODD):
+                            break
+                    carry = bytes(buf[pos:filled])
+                    if eof and carry:  # cannot happen: the final parse takes the last line
+                        carry = b""
+                    pipe.put((buf, filled, chunks, eof, total))
+
+        def consume(item: tuple) -> None:
+            buf, filled, chunks, eof, total = item
+            info.bytes_read = total
+            converted: list[tuple] = []
+            for arr, n, odd, pos in chunks:
+                if n:
+                    rows = arr[:n]
+                    if pos:
+                        rows["name_off"] += pos
+                    self._note(info, rows)
+                    self._names(info, rows, buf)
+                    visitor.slices(rows, buf)
+                for i in range(len(odd) // 2):
+                    off, length = pos + int(odd[2 * i]), int(odd[2 * i + 1])
+                    line = bytes(buf[off: off + length])
+                    try:
+                        events = _events_of_line(line)
+                    except orjson.JSONDecodeError:
+                        if not (eof and off + length >= filled):
+                            raise TraceFileError(f"{path}: an event is not JSON ({line[:60]!r}...): not a trace JSON "
+                                                 "file?") from None
+                        events = _salvage(line)  # the line a kill cut
+                    self._handle(info, events, visitor, converted)
+                self._flush_converted(info, converted, visitor)
+                free_arrays.put(arr)
+            free_bufs.put(buf)
+            if progress:
+                progress(total)
+
+        pipeline.run(produce, consume)
 
     def _read_document(self, info: TraceInfo, visitor: Visitor) -> None:
         """Not one event per line: the whole document through orjson (another tool's layout)."""
