@@ -253,6 +253,14 @@ def _cmd_view(args: argparse.Namespace) -> int:
         return 2
     server = None
     try:  # Ctrl-C at any point, also before serving, ends it with one line
+        from .readers.view_checks import end_state_notes, too_large
+
+        if os.path.isfile(args.trace):
+            large = too_large(args.trace)
+            if large:
+                print(f"trt-trace view: {large}", file=sys.stderr)
+                return 1
+            _notes("view", end_state_notes(args.trace))
         try:
             server = ViewerServer(port)
             url = server.add(args.trace)

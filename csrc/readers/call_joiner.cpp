@@ -6,9 +6,10 @@
 // off by one ns per slice once written in microseconds). Our writers put a call's host slices next
 // to each other, so the call being assembled is kept apart from the table of calls still open (a
 // call split across two drained batches): the common case touches no hash table. A whole call on a
-// CUDA device that is not in a graph capture may still get a GPU span, which the drainer writes
-// later; it waits in a window of at most `gpu_window` calls for it and is handed out when the span
-// comes or when it leaves the window (calls sampled out by TRT_TRACE_GPU_EVERY never get one).
+// CUDA device may still get a GPU span, which the drainer writes later (also one in a graph
+// capture, which gets none in practice: the file has the last word); it waits in a window of at
+// most `gpu_window` calls for it and is handed out when the span comes or when it leaves the
+// window (calls sampled out by TRT_TRACE_GPU_EVERY never get one).
 // At the end, open calls are partial (cut by a kill: left out, their ids listed), and GPU spans
 // whose call never came are counted as orphans.
 #include <cstdlib>
@@ -191,7 +192,7 @@ class Joiner {
   void finish(const Key& key, const Open& o) {
     Call c = make_call(o);
     c.pid = key.pid;
-    const bool may_get_gpu = o.on_cuda && !(o.call.flags & kFlagCaptured) && !o.has_gpu;
+    const bool may_get_gpu = o.on_cuda && !o.has_gpu;  // captured calls get none, but a file may say otherwise
     if (!may_get_gpu || gpu_window_ <= 0) {
       out_.push_back(c);
       return;

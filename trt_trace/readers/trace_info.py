@@ -18,8 +18,9 @@ class TraceFileError(ValueError):
 
 
 def is_end_metadata(args: dict[str, Any]) -> bool:
-    """The end metadata event (older traces: the one that counts the records written)."""
-    return "ended" in args or "records_written" in args
+    """The end metadata event: it says why the trace ended; older ones count the records written,
+    and every writer's finish() adds the events it did not write."""
+    return "ended" in args or "records_written" in args or "events_not_written" in args
 
 
 def ended_of(args: dict[str, Any]) -> str:
