@@ -196,7 +196,6 @@ def _cmd_merge(args: argparse.Namespace) -> int:
 
 
 def _cmd_slice(args: argparse.Namespace) -> int:
-    from .readers.end_notes import end_line
     from .trace_slice import SliceError, slice_trace
 
     window = _window(args, "slice")
@@ -207,15 +206,13 @@ def _cmd_slice(args: argparse.Namespace) -> int:
               file=sys.stderr)
         return 2
     try:
-        sliced = slice_trace(args.trace, args.output, window)
+        sliced, notes = slice_trace(args.trace, args.output, window)
     except SliceError as exc:
         print(f"trt-trace slice: {exc}", file=sys.stderr)
         return 1
     print(f"{sliced['calls']} of {sliced['calls_in_source']} engine calls ({sliced['window']}) into {args.output} "
           f"({os.path.getsize(args.output) / 1e6:.1f} MB)")
-    line = end_line(args.trace, sliced["source_ended"], None, 0)
-    if line:
-        _notes("slice", [line])
+    _notes("slice", notes)
     return 0
 
 

@@ -437,6 +437,7 @@ def _write(out: _Output, processes: list[ProcessTrace], shift_ns: int) -> list[d
             "offset_us": (p.offset_ns + shift_ns) / 1000.0,
             "complete": p.end is not None,
             "ended": p.ended,
+            **{k: p.end[k] for k in ("events_not_written", "next_part") if p.end and p.ended != CLOSED and k in p.end},
             "partial_calls": p.partial_calls,
             "dropped_events": _int((p.end or {}).get("dropped_events", 0)),
             "calls": p.calls,
@@ -451,7 +452,7 @@ def input_notes(merged: dict[str, Any]) -> list[str]:
         if i.get("ended", CLOSED) == CLOSED:
             continue
         who = ("" if i["rank"] is None else f"rank {i['rank']} ") + f"{i['host']} pid {i['pid_in_file']}"
-        line = end_line(f"{', '.join(i['files'])} ({who})", i["ended"], None, i["partial_calls"])
+        line = end_line(f"{', '.join(i['files'])} ({who})", i["ended"], i, i["partial_calls"])
         if line:
             notes.append(line)
     return notes

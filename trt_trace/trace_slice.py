@@ -18,6 +18,7 @@ from . import __version__
 from .merge import MergeError, _Output
 from .readers import TraceFileError, Visitor, Window, native, read, read_calls
 from .readers.columns import NATIVE, keys_of
+from .readers.end_notes import end_notes
 from .trace_format import METADATA_EVENT, PERFETTO_SUFFIXES
 
 
@@ -83,8 +84,9 @@ class _Keep(Visitor):
         self.out.event(ev)
 
 
-def slice_trace(path: str, output: str, window: Window) -> dict[str, Any]:
-    """Writes the calls of `path` in `window` to `output`; returns what it did."""
+def slice_trace(path: str, output: str, window: Window) -> tuple[dict[str, Any], list[str]]:
+    """Writes the calls of `path` in `window` to `output`; returns what it did and the source's end
+    notes (cut short, size limit, ...)."""
     if output.endswith(PERFETTO_SUFFIXES):
         raise SliceError(f"{output}: slice writes Chrome JSON (which the Perfetto UI opens); name it .json")
     if os.path.exists(output) and os.path.exists(path) and os.path.samefile(path, output):
@@ -118,4 +120,4 @@ def slice_trace(path: str, output: str, window: Window) -> dict[str, Any]:
     except BaseException:
         out.abandon()
         raise
-    return sliced
+    return sliced, end_notes(read_)

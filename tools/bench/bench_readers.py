@@ -43,7 +43,6 @@ def batch(first: int, n: int, rng: np.random.Generator, t0: int) -> np.ndarray:
     ws = (total * rng.uniform(0.01, 0.03, n)).astype(np.int64) + 1
     inp = (total * rng.uniform(0.05, 0.15, n)).astype(np.int64) + 1
     out = (total * rng.uniform(0.02, 0.06, n)).astype(np.int64) + 1
-    enq = total - ws - inp - out
     begin = t0 + calls * 25_000 // THREADS * THREADS + (calls % THREADS) * 3_000
     cuda = engine % 2 == 0
     n_gpu = int(cuda.sum())
@@ -89,27 +88,13 @@ def generate(path: Path, calls: int, seed: int) -> float:
     return time.perf_counter() - start
 
 
-def run(cmd: list[str]) -> tuple[float, float, str, str]:
-    """(wall s, peak RSS MiB, stdout, stderr) of a command."""
-    start = time.perf_counter()
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    out, err = proc.communicate()
-    wall = time.perf_counter() - start
-    _, _, usage = os.wait4(proc.pid, 0) if proc.returncode is None else (0, 0, None)
-    import resource
-
-    rss = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024 if usage is None else usage.ru_maxrss / 1024
-    if proc.returncode not in (0, 1):
-        sys.exit(f"{' '.join(cmd)} failed ({proc.returncode}): {err.decode()[-2000:]}")
-    return wall, rss, out.decode(), err.decode()
-
-
 def measured(cmd: list[str]) -> tuple[float, float, str]:
     """Runs cmd under /usr/bin/time-like accounting: a child per command, its own ru_maxrss."""
     code = ("import os, resource, subprocess, sys, time; t = time.perf_counter(); "
             "p = subprocess.run(sys.argv[1:], capture_output=True); w = time.perf_counter() - t; "
             "r = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss; "
-            "sys.stdout.write(f'{w} {r} {p.returncode}\\n'); sys.stderr.buffer.write(p.stdout[-400:] + p.stderr[-800:])")
+            "sys.stdout.write(f'{w} {r} {p.returncode}\\n'); "
+            "sys.stderr.buffer.write(p.stdout[-400:] + p.stderr[-800:])")
     proc = subprocess.run([sys.executable, "-c", code, *cmd], capture_output=True, text=True)
     wall, rss_kib, rc = proc.stdout.split()
     if int(rc) not in (0, 1):
@@ -133,7 +118,8 @@ def main() -> None:
             path = d / f"t{calls}.{fmt}"
             if not (args.keep and path.exists()):
                 secs = generate(path, calls, seed=calls)
-                print(f"generated {path.name}: {calls:,} calls, {path.stat().st_size / 2**20:,.0f} MiB in {secs:.1f} s")
+                mib = path.stat().st_size / 2**20
+                print(f"generated {path.name}: {calls:,} calls, {mib:,.0f} MiB in {secs:.1f} s")
             other = d / f"u{calls}.{fmt}"
             if not (args.keep and other.exists()):
                 generate(other, calls, seed=calls + 1)
