@@ -84,6 +84,16 @@ def _gpu_records(sampled: bool) -> list[np.ndarray]:
     return [records[~gpu], records[gpu]]  # spans a batch later, as the resolver hands them over
 
 
+def _overlapping() -> np.ndarray:
+    """Calls of one engine from 3 threads, 100 µs long, 50 µs apart: two at a time, on two lanes."""
+    rows = []
+    for k in range(30):
+        begin = 1_000_000 + (k // 3) * 500_000 + (k % 3) * 50_000
+        for row in call_records(k + 1, 1, begin, begin + 30_000, begin + 200_000)[:5]:  # host records only
+            rows.append(row[:4] + (100 + k % 3,) + row[5:])
+    return np.array(rows, dtype=RECORD_DTYPE)
+
+
 def _cut(src: Path, dst: Path, fraction: float) -> Path:
     data = src.read_bytes()
     dst.write_bytes(data[: int(len(data) * fraction)])
@@ -120,7 +130,8 @@ def traces(tmp_path_factory) -> dict[str, Path]:
         key = suffix[1:]
         out[f"plain {key}"] = _run(d / f"plain{suffix}", plain, 40)
         out[f"errors {key}"] = _run(d / f"errors{suffix}", [faulty, prealloc, plain[0]], 30)
-        out[f"lanes {key}"] = _run(d / f"lanes{suffix}", [plain[1]], 25, threads=4)
+        out[f"threads {key}"] = _run(d / f"threads{suffix}", [plain[1]], 25, threads=4)
+        out[f"lanes {key}"] = _written(d / f"lanes{suffix}", [_overlapping()], ["", "l_a"])
         out[f"gpu {key}"] = _written(d / f"gpu{suffix}", _gpu_records(False), ["", "g_a", "g_b"], gpu_timing=True)
         out[f"sampled {key}"] = _written(d / f"sampled{suffix}", _gpu_records(True), ["", "g_a", "g_b"],
                                          gpu_timing=True, gpu_every=4)
@@ -143,7 +154,8 @@ def traces(tmp_path_factory) -> dict[str, Path]:
     return out
 
 
-KINDS = ["plain json", "plain pftrace", "errors json", "errors pftrace", "lanes json", "lanes pftrace", "gpu json",
+KINDS = ["plain json", "plain pftrace", "errors json", "errors pftrace", "threads json", "threads pftrace",
+         "lanes json", "lanes pftrace", "gpu json",
          "gpu pftrace", "sampled json", "sampled pftrace", "cut json mid-event", "cut json inside a call",
          "cut pftrace mid-packet", "cut pftrace at a packet", "merged", "split parts"]
 
@@ -299,6 +311,6 @@ def test_every_trace_kind_was_made(traces):
     assert int(gpu.stats[:, 8].sum()) == 10 and int(gpu.stats[:, 9].sum()) > 0  # measured, sampled out
     errors = trace_summary.aggregate_file(str(traces["errors json"]))
     assert int(errors.stats[:, 1].sum()) == 10 and "oracle_prealloc" in errors.names
-    lanes = [e for e in trace_summary.load_events(str(traces["lanes json"]))
-             if e.get("name") == "thread_name" and "(2)" in e["args"]["name"]]
-    assert lanes  # overlapping calls of one engine went to a second lane
+    lanes = {e["args"]["name"] for e in trace_summary.load_events(str(traces["lanes json"]))
+             if e.get("name") == "thread_name"}
+    assert lanes == {"l_a", "l_a (2)"}  # overlapping calls of one engine went to a second lane

@@ -191,8 +191,8 @@ bool structural(const char* a, const char* b) {
 using trt_trace::Slice;
 
 // Parses the whole lines of buf[0, len) (and, with final != 0, a last line without its newline):
-// our events into slices, the positions (offset, length) of every other non-structural line into
-// odd. Stops early when either output is full. Returns the bytes consumed (whole lines); the
+// our events into slices, every other non-structural line into odd as (offset, length, the number
+// of slices before it: where it goes in file order). Stops early when either output is full. Returns the bytes consumed (whole lines); the
 // counts go to *n_slices and *n_odd.
 TT_API int64_t tt_json_parse(const char* buf, int64_t len, int32_t final, Slice* slices, int64_t slices_cap,
                              int64_t* odd, int64_t odd_cap, int64_t* n_slices, int64_t* n_odd) {
@@ -220,8 +220,9 @@ TT_API int64_t tt_json_parse(const char* buf, int64_t len, int32_t final, Slice*
       }
     }
     if (!trt_trace::structural(a, b)) {
-      odd[2 * no] = pos;
-      odd[2 * no + 1] = b - a;
+      odd[3 * no] = pos;
+      odd[3 * no + 1] = b - a;
+      odd[3 * no + 2] = ns;
       ++no;
     }
     pos = next;

@@ -226,11 +226,11 @@ class ChromeJsonReader:
                     pos = 0
                     while True:
                         arr = array()
-                        odd = np.empty(2 * ODD, dtype=np.int64)
+                        odd = np.empty(3 * ODD, dtype=np.int64)
                         used = so.tt_json_parse(base + pos, filled - pos, int(eof), arr.ctypes.data, SLICES,
                                                 odd.ctypes.data, ODD, counts.ctypes.data, counts.ctypes.data + 8)
                         n, n_odd = int(counts[0]), int(counts[1])
-                        chunks.append((arr, n, odd[: 2 * n_odd], pos))
+                        chunks.append((arr, n, odd[: 3 * n_odd], pos))
                         pos += used
                         if used == 0 or pos >= filled or (n < SLICES and n_odd < ODD):
                             break
@@ -244,15 +244,23 @@ class ChromeJsonReader:
             info.bytes_read = total
             converted: list[tuple] = []
             for arr, n, odd, pos in chunks:
-                if n:
-                    rows = arr[:n]
-                    if pos:
-                        rows["name_off"] += pos
-                    self._note(info, rows)
-                    self._names(info, rows, buf)
-                    visitor.slices(rows, buf)
-                for i in range(len(odd) // 2):
-                    off, length = pos + int(odd[2 * i]), int(odd[2 * i + 1])
+                rows = arr[:n]
+                if n and pos:
+                    rows["name_off"] += pos
+                done = 0  # slices delivered: the other lines go in between, in file order
+
+                def deliver(upto: int, rows: np.ndarray = rows) -> None:
+                    nonlocal done
+                    if upto > done:
+                        part = rows[done:upto]
+                        self._note(info, part)
+                        self._names(info, part, buf)
+                        visitor.slices(part, buf)
+                        done = upto
+
+                for i in range(len(odd) // 3):
+                    off, length, before = pos + int(odd[3 * i]), int(odd[3 * i + 1]), int(odd[3 * i + 2])
+                    deliver(before)
                     line = bytes(buf[off: off + length])
                     try:
                         events = _events_of_line(line)
@@ -262,7 +270,8 @@ class ChromeJsonReader:
                                                  "file?") from None
                         events = _salvage(line)  # the line a kill cut
                     self._handle(info, events, visitor, converted)
-                self._flush_converted(info, converted, visitor)
+                    self._flush_converted(info, converted, visitor)
+                deliver(n)
                 free_arrays.put(arr)
             free_bufs.put(buf)
             if progress:
