@@ -92,7 +92,11 @@ def slice_trace(path: str, output: str, window: Window) -> tuple[dict[str, Any],
     if os.path.exists(output) and os.path.exists(path) and os.path.samefile(path, output):
         raise SliceError(f"{output} is the input; give another output file")
     keys: list[np.ndarray] = []
-    read_ = read_calls(path, lambda calls, info: keys.append(keys_of(calls["pid"], calls["call_id"])), window=window)
+    try:
+        read_ = read_calls(path, lambda calls, info: keys.append(keys_of(calls["pid"], calls["call_id"])),
+                           window=window)
+    except TraceFileError as exc:
+        raise SliceError(str(exc)) from None
     keep = np.sort(np.concatenate(keys).view(np.dtype("V16"))) if keys else np.zeros(0, dtype="V16")
     info = read_.info
     lo = hi = None

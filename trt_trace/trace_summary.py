@@ -58,6 +58,8 @@ class TraceSummary:
         if duration not in DURATIONS:
             raise ValueError(f"unknown phase {duration!r}; use one of {', '.join(DURATIONS)}")
         rows = self.values.get(duration)
+        if rows is None and not self.names:
+            rows = []
         if rows is None:
             raise ValueError(f"the summary kept no per-call values of {duration!r}")
         per_row = np.array([vc.quantiles() for vc in rows], dtype=np.int64).reshape(len(rows), 2)

@@ -20,8 +20,8 @@ import orjson
 
 from ..trace_format import CATEGORY
 from . import native, pipeline
-from .columns import SLICE_DTYPE
-from .events import Malformed, slice_fields, to_slices
+from .columns import SLICE_DTYPE, SLICE_X
+from .events import U32, Malformed, integer, slice_fields, to_slices
 from .trace_info import TraceFileError, TraceInfo
 
 BLOCK = 8 << 20  # bytes read at a time
@@ -79,9 +79,8 @@ class ChromeJsonReader:
                 continue
             ph = ev.get("ph")
             try:
-                pid = ev.get("pid", 0)
-                pid = pid if isinstance(pid, int) and not isinstance(pid, bool) else int(pid)
-            except (TypeError, ValueError, OverflowError):
+                pid = integer(ev.get("pid", 0), U32)
+            except Malformed:
                 info.malformed += 1
                 continue
             if ph == "M":
@@ -95,7 +94,7 @@ class ChromeJsonReader:
                 if fields is not None:
                     converted.append(fields)
                     p = info.process(fields[10])
-                    if fields[0] == 0 and fields[4] not in p.engines:
+                    if fields[13] == SLICE_X and fields[0] == 0 and fields[4] not in p.engines:
                         p.engines[fields[4]] = fields[12]
                 elif ph in ("X", "s", "f") and ev.get("cat") == CATEGORY:
                     info.process(pid)
@@ -192,10 +191,18 @@ class ChromeJsonReader:
         visitor, the other lines through orjson, in file order."""
         so = native.lib()
         free_bufs: queue.Queue[bytearray] = queue.Queue()
-        for _ in range(pipeline.DEPTH + 2):
-            free_bufs.put(bytearray(BLOCK + (1 << 20)))
         free_arrays: queue.Queue[np.ndarray] = queue.Queue()
         path = self.path
+        try:
+            block = min(BLOCK, os.path.getsize(path) + 1)  # a small file: a small buffer
+        except OSError:
+            block = BLOCK
+
+        def buffer() -> bytearray:
+            try:
+                return free_bufs.get_nowait()
+            except queue.Empty:  # at most DEPTH + 2 ever exist: the pipeline holds the rest
+                return bytearray(block + (1 << 20))
 
         def array() -> np.ndarray:
             try:
@@ -210,9 +217,9 @@ class ChromeJsonReader:
             total = 0
             with open(path, "rb", buffering=0) as f:
                 while not eof:
-                    buf = free_bufs.get()
-                    if len(buf) < len(carry) + BLOCK // 2:
-                        buf = bytearray(2 * (len(carry) + BLOCK))  # a line longer than a block
+                    buf = buffer()
+                    if len(buf) < len(carry) + block // 2:
+                        buf = bytearray(2 * (len(carry) + block))  # a line longer than a block
                     buf[: len(carry)] = carry
                     filled = len(carry)
                     while filled < len(buf) - (1 << 20) and not eof:

@@ -9,8 +9,8 @@ from typing import Any
 
 import numpy as np
 
-from ..trace_format import CATEGORY, PHASE_NAMES
-from .columns import CONVERTED, SLICE_DTYPE, SLICE_X
+from ..trace_format import CATEGORY, FLOW_NAME, PHASE_NAMES
+from .columns import CONVERTED, FLOW_END, FLOW_START, SLICE_DTYPE, SLICE_X
 
 PHASE_OF = {name: i for i, name in enumerate(PHASE_NAMES)}
 U32, U64 = (1 << 32) - 1, (1 << 64) - 1
@@ -53,9 +53,15 @@ def ns_of_us(value: Any) -> int:
 
 
 def slice_fields(ev: dict[str, Any]) -> tuple | None:
-    """(phase, begin, end, call_id, engine_id, thread, device, has_device, stream, flags, pid, tid, engine name)
-    of one of our slices with a call id; None for any other event. Raises Malformed."""
-    if ev.get("ph") != "X" or ev.get("cat") != CATEGORY:
+    """(phase, begin, end, call_id, engine_id, thread, device, has_device, stream, flags, pid, tid, engine name,
+    kind) of one of our slices with a call id or of a launch flow's end (kind FLOW_START / FLOW_END, its id
+    as call id, its ts as begin and end); None for any other event. Raises Malformed."""
+    ph = ev.get("ph")
+    if ph in ("s", "f") and ev.get("cat") == CATEGORY and ev.get("name") == FLOW_NAME and "id" in ev:
+        ts = ns_of_us(ev.get("ts", 0))
+        return (0, ts, ts, integer(ev["id"], U64), 0, 0, 0xFFFF, False, 0, 0, integer(ev.get("pid", 0), U32),
+                integer(ev.get("tid", 0), U32), None, FLOW_END if ph == "f" else FLOW_START)
+    if ph != "X" or ev.get("cat") != CATEGORY:
         return None
     phase = PHASE_OF.get(ev.get("name"))  # type: ignore[arg-type]
     if phase is None:
@@ -79,7 +85,7 @@ def slice_fields(ev: dict[str, Any]) -> tuple | None:
         4 if args.get("captured") else 0) | (8 if args.get("engine_stream") else 0)
     name = args.get("engine")
     name = f"engine_{engine_id}" if name is None else str(name)
-    return phase, begin, end, call_id, engine_id, thread, device, has_device, stream, flags, pid, tid, name
+    return phase, begin, end, call_id, engine_id, thread, device, has_device, stream, flags, pid, tid, name, SLICE_X
 
 
 def to_slices(rows: list[tuple]) -> np.ndarray:
@@ -89,8 +95,7 @@ def to_slices(rows: list[tuple]) -> np.ndarray:
         cols = list(zip(*rows, strict=True))
         for name, i in (("phase", 0), ("begin_ns", 1), ("end_ns", 2), ("call_id", 3), ("engine_id", 4),
                         ("thread_id", 5), ("device", 6), ("has_device", 7), ("stream", 8), ("flags", 9), ("pid", 10),
-                        ("tid", 11)):
+                        ("tid", 11), ("kind", 13)):
             out[name] = cols[i]
-        out["kind"] = SLICE_X
         out["origin"] = CONVERTED
     return out

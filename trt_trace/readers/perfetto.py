@@ -12,6 +12,7 @@ every whole packet; a trailing byte that is no packet ends the trace there.
 from __future__ import annotations
 
 import ctypes
+import os
 from collections.abc import Callable
 from typing import Any
 
@@ -149,29 +150,34 @@ class PerfettoReader:
         state = _OpenSlice()
         n_out = ctypes.c_int64()
         status = ctypes.c_int32()
-        buf = bytearray(BLOCK)
+        try:
+            block = min(BLOCK, os.fstat(f.fileno()).st_size + 1)
+        except OSError:
+            block = BLOCK
+        buf = bytearray(block)
         filled = pos = 0
         file_pos = 0  # the file offset of buf[0]
         eof = False
+        need_more = True
         while True:
-            if not eof and (filled - pos) < BLOCK // 2:
-                if pos:  # keep the unread tail (an open begin stays in the native state)
+            if need_more and not eof:  # keep the unread tail (an open begin stays in the native state), read on
+                if pos:
                     buf[: filled - pos] = buf[pos:filled]
                     file_pos += pos
                     if state.open:
                         state.open_pos -= pos
                     filled -= pos
                     pos = 0
-                if len(buf) - filled < BLOCK // 2:
-                    buf.extend(bytes(len(buf)))
-                view = memoryview(buf)[filled:]
-                got = f.readinto(view) or 0
-                view.release()
+                if len(buf) - filled < block // 2:
+                    buf.extend(bytes(max(len(buf), block)))
+                with memoryview(buf) as view:
+                    got = f.readinto(view[filled:]) or 0
                 eof = got == 0
                 filled += got
                 info.bytes_read += got
                 if progress:
                     progress(info.bytes_read)
+            need_more = False
             base = native.address(buf)
             pos = so.tt_pf_parse(base, filled, pos, self.name_phase.ctypes.data, self.ann_kind.ctypes.data,
                                  self.track_engine.ctypes.data, self.track_tid.ctypes.data, len(self.track_engine),
@@ -187,6 +193,7 @@ class PerfettoReader:
             if code == NEED_MORE:
                 if eof:
                     break
+                need_more = True
                 continue
             if code == GARBAGE:
                 break
