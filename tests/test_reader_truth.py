@@ -149,3 +149,22 @@ def test_summary_of_two_ranks_windowed_and_skipped(tmp_path):
     assert json.loads(proc.stdout)["all"]["calls"] == 6  # calls 2, 3, 4 of each rank (1 ms apart)
     proc = cli("summary", str(tmp_path / "all.json"), "--from", "5", "--to", "1")
     assert proc.returncode == 2 and proc.stderr.startswith("trt-trace summary: --to 1 must come after --from 5")
+
+
+@pytest.mark.parametrize("suffix,size", [(".json", 1_100 << 20), (".pftrace", 400 << 20)])
+def test_view_of_a_file_too_large_for_the_ui_says_so_and_names_slice(tmp_path, suffix, size):
+    path = write_trace(tmp_path / f"big{suffix}", _calls(2), ["", "e"], end={})
+    with open(path, "r+b") as f:
+        f.truncate(size)  # sparse: the size of a long run, without its disk
+    proc = cli("view", str(path), "--no-browser", "--port", "0")
+    assert proc.returncode == 1 and proc.stdout == "" and proc.stderr.count("\n") == 1
+    assert proc.stderr.startswith(f"trt-trace view: {path} is {size >> 20:,} MiB, more than the Perfetto UI holds")
+    assert f"trt-trace slice big{suffix} -o window.json --from 0 --to 10" in proc.stderr
+
+
+def test_view_says_how_a_trace_ended_before_serving(tmp_path):
+    path = write_trace(tmp_path / "t.json", _calls(3), ["", "e"], end=None)
+    from trt_trace.readers.view_checks import end_state_notes, too_large
+
+    assert too_large(str(path)) is None
+    assert end_state_notes(str(path)) == [f"{path} was cut short: no end record (process killed?)"]
