@@ -88,18 +88,19 @@ def generate(path: Path, calls: int, seed: int) -> float:
     return time.perf_counter() - start
 
 
-def measured(cmd: list[str]) -> tuple[float, float, str]:
-    """Runs cmd under /usr/bin/time-like accounting: a child per command, its own ru_maxrss."""
+def measured(cmd: list[str]) -> tuple[float, float, float, str]:
+    """(wall s, peak RSS MiB, CPU s (user + system, all threads), output) of cmd, run by a child
+    process of its own so that ru_maxrss is this command's alone."""
     code = ("import os, resource, subprocess, sys, time; t = time.perf_counter(); "
             "p = subprocess.run(sys.argv[1:], capture_output=True); w = time.perf_counter() - t; "
-            "r = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss; "
-            "sys.stdout.write(f'{w} {r} {p.returncode}\\n'); "
+            "u = resource.getrusage(resource.RUSAGE_CHILDREN); "
+            "sys.stdout.write(f'{w} {u.ru_maxrss} {u.ru_utime + u.ru_stime} {p.returncode}\\n'); "
             "sys.stderr.buffer.write(p.stdout[-400:] + p.stderr[-800:])")
     proc = subprocess.run([sys.executable, "-c", code, *cmd], capture_output=True, text=True)
-    wall, rss_kib, rc = proc.stdout.split()
+    wall, rss_kib, cpu, rc = proc.stdout.split()
     if int(rc) not in (0, 1):
         sys.exit(f"{' '.join(cmd)} failed ({rc}): {proc.stderr}")
-    return float(wall), int(rss_kib) / 1024, proc.stderr
+    return float(wall), int(rss_kib) / 1024, float(cpu), proc.stderr
 
 
 def main() -> None:
@@ -134,12 +135,13 @@ def main() -> None:
                 ("slice --from 1 --to 2", [cli, "slice", str(path), "-o", str(d / "window.json"), "--from", "1",
                                            "--to", "2"]),
             ):
-                wall, rss, _ = measured(cmd)
+                wall, rss, cpu, _ = measured(cmd)
                 reads = 2 if name == "diff" else 1
-                rate = f"{slices * reads / wall / 1e6:6.2f} M events/s, {size * reads / wall / 2**20:7.0f} MiB/s" \
-                    if name.startswith(("summary", "diff")) else ""
-                print(f"  {fmt:8s} {calls:>10,} calls  {name:22s} {wall:7.2f} s  peak RSS {rss:6.0f} MiB  {rate}",
-                      flush=True)
+                rate = (f"{slices * reads / wall / 1e6:5.2f} M events/s, {slices * reads / cpu / 1e6:5.2f} M per "
+                        f"CPU-s, {size * reads / wall / 2**20:5.0f} MiB/s") if name.startswith(("summary", "diff")) \
+                    else ""
+                print(f"  {fmt:8s} {calls:>10,} calls  {name:22s} {wall:7.2f} s  CPU {cpu:7.2f} s  "
+                      f"peak RSS {rss:5.0f} MiB  {rate}", flush=True)
             for extra in (d / "merged.json", d / "calls.parquet", d / "window.json"):
                 extra.unlink(missing_ok=True)
             if not args.keep:
