@@ -240,7 +240,11 @@ class _Output:
         self.events += events
 
     def event(self, ev: dict[str, Any]) -> None:
-        self.piece(orjson.dumps(ev), 1)
+        try:
+            text = orjson.dumps(ev)
+        except TypeError:  # an integer past 64 bits, a key that is no string: as plain JSON values
+            text = orjson.dumps(_plain(ev))
+        self.piece(text, 1)
 
     def close(self) -> None:
         try:
@@ -347,6 +351,19 @@ class _Rewrite(Visitor):
         if ph in ("s", "t", "f") and self.index and isinstance(ev.get("id"), int):
             out["id"] = ev["id"] + self.flow_add
         self.out.event(out)
+
+
+def _plain(value: Any) -> Any:
+    """A value orjson writes: keys as strings, integers past 64 bits and other objects as text."""
+    if isinstance(value, dict):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_plain(v) for v in value]
+    if isinstance(value, bool) or value is None or isinstance(value, str | float):
+        return value
+    if isinstance(value, int) and -(1 << 63) <= value < (1 << 64):
+        return value
+    return str(value)
 
 
 def _codes(pids: np.ndarray, ids: np.ndarray) -> np.ndarray:

@@ -21,7 +21,7 @@ import numpy as np
 from ..perfetto_protos import protos
 from ..trace_format import ANNOTATIONS, ENGINE_UUID_BASE, METADATA_EVENT, PHASE_NAMES
 from ..tracks import track_id
-from . import native
+from . import native, pipeline
 from .chrome_json import ChromeJsonReader, Visitor
 from .columns import SLICE_DTYPE
 from .perfetto_general import SequenceState, annotation_value, lane_of, replay
@@ -130,14 +130,33 @@ class PerfettoReader:
 
     def read(self, visitor: Visitor, info: TraceInfo | None = None,
              progress: Callable[[int], None] | None = None) -> TraceInfo:
-        """Reads the whole file into `visitor`; returns (and fills, where given) its TraceInfo."""
+        """Reads the whole file into `visitor`; returns (and fills, where given) its TraceInfo. A
+        producer thread decodes (native code, protobuf for the rare other packets); the visitor
+        gets slices and events on this thread, in file order (pipeline.py)."""
         info = info or TraceInfo(self.path, self.format)
         try:
             f = open(self.path, "rb", buffering=0)  # noqa: SIM115 (closed below)
         except OSError as exc:
             raise TraceFileError(f"cannot read {self.path}: {exc.strerror or exc}") from None
+
+        def produce(pipe: pipeline.Pipe) -> None:
+            class _Forward(Visitor):
+                def slices(self, slices: np.ndarray, buf: Any) -> None:
+                    pipe.put((0, slices, buf))
+
+                def event(self, ev: dict[str, Any]) -> None:
+                    pipe.put((1, ev, None))
+
+            self._read(f, info, _Forward(), progress)
+
+        def consume(item: tuple) -> None:
+            if item[0] == 0:
+                visitor.slices(item[1], item[2])
+            else:
+                visitor.event(item[1])
+
         with f:
-            self._read(f, info, visitor, progress)
+            pipeline.run(produce, consume)
         return info
 
     def _read(self, f: Any, info: TraceInfo, visitor: Visitor, progress: Callable[[int], None] | None) -> None:
