@@ -109,6 +109,7 @@ def main() -> None:
     ap.add_argument("--dir", default="/tmp/bench_readers")
     ap.add_argument("--keep", action="store_true", help="keep the generated traces (and reuse them)")
     ap.add_argument("--formats", nargs="+", default=["json", "pftrace"])
+    ap.add_argument("--commands", nargs="+", help="only these (summary, diff, merge, export, slice)")
     args = ap.parse_args()
     d = Path(args.dir)
     d.mkdir(parents=True, exist_ok=True)
@@ -135,6 +136,8 @@ def main() -> None:
                 ("slice --from 1 --to 2", [cli, "slice", str(path), "-o", str(d / "window.json"), "--from", "1",
                                            "--to", "2"]),
             ):
+                if args.commands and name.split()[0] not in args.commands:
+                    continue
                 wall, rss, cpu, _ = measured(cmd)
                 reads = 2 if name == "diff" else 1
                 rate = (f"{slices * reads / wall / 1e6:5.2f} M events/s, {slices * reads / cpu / 1e6:5.2f} M per "
