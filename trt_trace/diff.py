@@ -6,9 +6,9 @@ ranks up). For each engine and each duration (the call, its four host phases, it
 both traces have one) the two traces' per-call durations are compared with a two-sided
 Mann-Whitney U test (mann_whitney.py: scipy's test, on value counts): it asks whether a call
 of one build tends to take longer than a call of the other, with no assumption on the shape of
-the distribution. That matters here: call durations are skewed and have long tails (a lock wait, a page fault), so a t-test on the means
-would let one slow call decide. Its effect measure is the shift of the median, so a change is
-the relative change of the per-call p50.
+the distribution. That matters here: call durations are skewed and have long tails (a lock
+wait, a page fault), so a t-test on the means would let one slow call decide. Its effect
+measure is the shift of the median, so a change is the relative change of the per-call p50.
 
 A change is **slower** (a regression) or **faster** when all hold: the test's p-value is below
 ALPHA divided by the number of tests made (Bonferroni: with 40 engines and their phases some
