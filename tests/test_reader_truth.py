@@ -168,3 +168,17 @@ def test_view_says_how_a_trace_ended_before_serving(tmp_path):
 
     assert too_large(str(path)) is None
     assert end_state_notes(str(path)) == [f"{path} was cut short: no end record (process killed?)"]
+
+
+def test_the_reading_verbs_never_import_torch(tmp_path):
+    """summary, diff, merge, slice, export: numpy's memory, not torch's (about 220 MB)."""
+    import sys
+
+    path = write_trace(tmp_path / "t.json", _calls(3), ["", "e"], end={})
+    code = ("import sys, trt_trace_cli; verbs = [['summary', P], ['diff', P, P], ['merge', P, '-o', D + '/m.json'], "
+            "['slice', P, '-o', D + '/s.json', '--skip-first', '1'], ['export', P, D + '/c.parquet']]\n"
+            "for v in verbs:\n    sys.argv = ['trt-trace', *v]\n    try:\n        trt_trace_cli.main()\n"
+            "    except SystemExit:\n        pass\nprint('torch' in sys.modules)")
+    proc = subprocess.run([sys.executable, "-c", f"P, D = {str(path)!r}, {str(tmp_path)!r}\n" + code],
+                          capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    assert proc.returncode == 0 and proc.stdout.strip().splitlines()[-1] == "False", proc.stdout + proc.stderr
