@@ -13,7 +13,7 @@ from pftrace_checks import check_pftrace, parse
 from trace_checks import check_trace, load_strict
 
 import trt_trace
-from trt_trace.complete_calls import partial_calls
+from trt_trace.readers import read_calls
 from trt_trace.trace_summary import aggregate, load_events
 
 
@@ -44,7 +44,7 @@ def test_a_dump_holds_the_window_is_complete_and_tracing_goes_on(tmp_path, monke
     events = load_strict(first)  # a complete JSON array
     check_trace(events)
     assert [c["args"]["engine"] for c in _calls(events)] == ["in_window"] * 3
-    assert not partial_calls(events)
+    assert len(read_calls(first, lambda calls, info: None).partial) == 0
     start, end = _meta(events)
     assert start["flight"]["window_s"] == 0.6 and start["flight"]["dump"] == 1 and end["flight"]["calls"] == 3
     # The program goes on and so does the recorder: a second dump, numbered.
@@ -86,7 +86,7 @@ def test_memory_is_capped_and_the_oldest_calls_go_first(tmp_path):
     events = load_strict(path)
     calls = _calls(events)
     records = sum(1 for e in events if e.get("ph") == "X")
-    assert 0 < records <= 400 and not partial_calls(events)
+    assert 0 < records <= 400 and len(read_calls(path, lambda calls, info: None).partial) == 0
     ids = sorted(c["args"]["call_id"] for c in calls)
     assert len(ids) < 600 and ids[-1] == max(ids)
     # The newest calls stayed: the call ids of one thread increase, so the kept ones are the last.

@@ -28,7 +28,7 @@ def public_ops(namespace: str = "trt_trace") -> list[str]:
 
 def library_path() -> Path:
     here = Path(__file__).resolve().parent
-    found = sorted(here.glob("_trt_trace*.so"))
+    found = sorted(p for p in here.glob("_trt_trace*.so") if not p.name.startswith("_trt_trace_read"))
     if not found:
         raise ImportError(
             f"trt_trace: the compiled library is missing from {here}; install the package with "

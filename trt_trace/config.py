@@ -211,10 +211,12 @@ def trace_format() -> str | None:
     raw = os.environ.get("TRT_TRACE_FORMAT")
     if raw is None or raw.strip().lower() in ("", "auto"):
         return None
+    from .formats import written  # the format registry: every format a session can write
+
     value = raw.strip().lower()
-    if value in ("json", "perfetto"):
+    if value in written():
         return value
-    warn(f"TRT_TRACE_FORMAT={raw!r} must be json or perfetto (using the file name's suffix)")
+    warn(f"TRT_TRACE_FORMAT={raw!r} must be {' or '.join(written())} (using the file name's suffix)")
     return None
 
 

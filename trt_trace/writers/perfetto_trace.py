@@ -57,7 +57,7 @@ import numpy as np
 
 from .. import ops
 from ..perfetto_protos import protos
-from ..trace_format import ENGINE_UUID_BASE, METADATA_EVENT, PERFETTO_SUFFIXES, PHASE_NAMES
+from ..trace_format import ANNOTATIONS, ENGINE_UUID_BASE, METADATA_EVENT, PERFETTO_SUFFIXES, PHASE_NAMES
 from ..tracks import LaneAssigner, decode_track, place_on_lanes, present_codes, track_codes
 from .trace_file import StreamedTrace, TraceFile
 
@@ -69,8 +69,6 @@ ENGINES_UUID = 3
 ENGINES_TRACK = "engines"
 FIRST_LANE_UUID = 16
 METADATA_TRACK = "trt_trace metadata"
-# Slice annotation names, interned in this order (iid = index + 1): csrc/ops/perfetto_format.cpp's Annotation.
-ANNOTATIONS = ("engine", "call_id", "thread", "device", "stream", "error", "nested", "captured", "engine_stream")
 METADATA_NAME_IID = len(PHASE_NAMES) + 1  # event names: phase + 1, then the metadata instant
 GPU_RANK = 1 << 20  # GPU lanes sort after the host lanes under their engine
 
