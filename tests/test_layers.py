@@ -514,7 +514,7 @@ def test_the_layers_table_of_a_cut_file_and_of_a_file_without_layers(tmp_path):
     none = subprocess.run([*trt_trace_cli(), "layers", str(plain)], capture_output=True, text=True)
     assert none.returncode == 1 and none.stderr.startswith(f"trt-trace layers: {plain} has no per-layer timing")
     missing = subprocess.run([*trt_trace_cli(), "layers", str(tmp_path / "nope.json")], capture_output=True, text=True)
-    assert missing.returncode == 1 and missing.stderr.startswith("trt-trace layers: cannot read")
+    assert (missing.returncode, missing.stderr) == (1, f"trt-trace layers: {tmp_path / 'nope.json'}: no such file\n")
 
 
 def test_the_demo_shows_layers(tmp_path):
@@ -524,31 +524,3 @@ def test_the_demo_shows_layers(tmp_path):
     assert out.returncode == 0, out.stderr
     for i, spec in enumerate(model.demo_specs(6)):
         assert f"{spec.name}: 2 profiled calls, {len(model.demo_layers(i))} layers" in out.stdout
-
-
-def test_the_layers_table_against_gpu_spans():
-    """The comparison a GPU trace gets (the stand-in's CPU engines have no GPU span): synthetic events
-    of two profiled calls and two others, every number worked out by hand."""
-    from trt_trace.layers_report import LayerCalls, format_tables, layer_tables
-
-    def x_event(name, call, dur_us, cat=CATEGORY, **args):
-        return {"ph": "X", "cat": cat, "name": name, "ts": 0.0, "dur": dur_us, "pid": 7,
-                "args": {"engine": "gpu_engine", "engine_id": 1, "call_id": call, **args}}
-
-    events = [{"ph": "M", "name": "process_name", "pid": 7, "args": {"name": "serve.py"}}]
-    for call, (conv, fc, gpu) in {1: (300.0, 100.0, 500.0), 2: (320.0, 110.0, 520.0)}.items():
-        events += [x_event("execute_engine", call, 900.0), x_event("gpu", call, gpu), x_event("enqueue", call, 800.0),
-                   x_event("conv", call, conv, LAYER_CATEGORY, layer="conv"),
-                   x_event("fc", call, fc, LAYER_CATEGORY, layer="fc")]
-    for call, gpu in {3: 450.0, 4: 470.0, 5: 460.0}.items():
-        events += [x_event("execute_engine", call, 50.0), x_event("gpu", call, gpu)]
-    (t,) = layer_tables(LayerCalls.from_events(events))
-    assert (t.engine, t.profiled_calls, [r.layer for r in t.rows]) == ("gpu_engine", 2, ["conv", "fc"])
-    assert [(r.calls, r.total_ns, r.p50_ns) for r in t.rows] == [(2, 620_000, 300_000), (2, 210_000, 100_000)]
-    assert t.rows[0].share == pytest.approx(100 * 620 / 830)
-    # Per call sums 400 and 430 us (p50: the lower middle, 400); GPU spans 500 and 520 (p50 500).
-    assert (t.sum_p50_ns, t.gpu_p50_ns, t.gpu_calls, t.unprofiled_gpu_p50_ns) == (400_000, 500_000, 2, 460_000)
-    text = format_tables([t])
-    assert ("layers' sum per call p50 400.0 us; GPU span of the same calls p50 500.0 us (layers / GPU 0.80); "
-            "unprofiled calls' GPU span p50 460.0 us") in text
-    assert "note: the layers cover only 80% of the GPU span" in text

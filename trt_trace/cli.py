@@ -3,7 +3,7 @@
     trt-trace run -o trace.json -- python serve.py --port 8000
     trt-trace summary trace.json [--by-rank] [--plot engines.png] [--phase enqueue] [--json]
     trt-trace diff base.json new.json [--threshold 5] [--plot diff.png] [--json]
-    trt-trace layers trace.json [--json]
+    trt-trace layers trace.json [--json] [--skip-first 1] [--from 5 --to 65]
     trt-trace merge trace_0.json trace_1.json -o all.json
     trt-trace slice trace.json -o window.json --from 60 --to 70 [--engines a,b] [--skip-first 1]
     trt-trace export trace.json calls.parquet
@@ -149,19 +149,24 @@ def _cmd_summary(args: argparse.Namespace) -> int:
 
 
 def _cmd_layers(args: argparse.Namespace) -> int:
-    from .layers_report import layers_text
-    from .trace_summary import TraceFileError
+    from .layers_report import layers_report
+    from .readers import TraceFileError
+
+    window = _window(args, "layers")
+    if window is None:
+        return 2
+    def shown(line: str) -> str:  # a path's control characters escaped: each line stays one line
+        return "".join(c if c.isprintable() else repr(c)[1:-1] for c in line)
 
     try:
-        text = layers_text(args.trace, json=args.json)
+        text, notes = layers_report(args.trace, json=args.json, window=window)
     except TraceFileError as exc:
-        print(f"trt-trace layers: {exc}", file=sys.stderr)
-        return 1
-    if not args.json and not text.strip():
-        print(f"trt-trace layers: {args.trace} has no per-layer timing; record it with TRT_TRACE_LAYERS=N "
-              "(or trt-trace run --layers N): each engine's next N calls after its first", file=sys.stderr)
+        print(f"trt-trace layers: {shown(str(exc))}", file=sys.stderr)
         return 1
     print(text, end="")
+    _notes("layers", [shown(n) for n in notes])
+    if window.active and not args.json:
+        print(f"window: {window.describe()}")
     return 0
 
 
@@ -371,6 +376,7 @@ def build_parser() -> argparse.ArgumentParser:
     layers = sub.add_parser("layers", help="per engine, its layers by time (a trace recorded with TRT_TRACE_LAYERS)")
     layers.add_argument("trace", help="trace.json / trace.pftrace written by trt_trace with per-layer timing")
     layers.add_argument("--json", action="store_true", help="print the tables as JSON")
+    _add_window(layers)
     layers.set_defaults(func=_cmd_layers)
 
     diff = sub.add_parser("diff", help="per-engine change between two traces, with a significance test; "
