@@ -681,6 +681,8 @@ def report_layers(label: str, path: str, truth: dict[str, list[int]], stats: dic
         print(f"      {plan.name}: profiled call host p50 {median(window):.1f} us, after the window "
               f"{host_after:.1f} us; layers' sum p50 {median(sums):.1f} us, GPU span of the profiled calls p50 "
               f"{median(spans):.1f} us")
+        check_layers_verb(label, path, plan.name, names, len(profiled), [c for c in calls[1:LAYER_CALLS + 1]
+                                                                           if "gpu" in c])
         if baseline is not None:
             base = baseline.get(plan.name, [])[1:]
             host_base = median([c["execute_engine"][1] for c in base])
@@ -690,6 +692,22 @@ def report_layers(label: str, path: str, truth: dict[str, list[int]], stats: dic
                   "within 10% + 5 us)", abs(host_after - host_base) <= 0.1 * host_base + 5
                   and abs(gpu_after - gpu_base) <= 0.1 * gpu_base + 5,
                   f"host {host_after:.1f} vs {host_base:.1f} us; GPU span {gpu_after:.1f} vs {gpu_base:.1f} us")
+
+
+def check_layers_verb(label: str, path: str, engine: str, names: list[str], profiled: int, with_gpu: list) -> None:
+    """`trt-trace layers --json` (the streamed readers, no torch) on the same trace: the engine's profiled
+    calls, its layers by name, and a GPU span for each profiled call."""
+    exe = os.path.join(os.path.dirname(sys.executable), "trt-trace")
+    done = subprocess.run([exe, "layers", path, "--json"], capture_output=True, text=True, timeout=300)
+    doc = json.loads(done.stdout) if done.returncode == 0 else {"engines": []}
+    mine = [e for e in doc["engines"] if e["engine"] == engine]
+    got = mine[0] if mine else {}
+    check(f"{label}, {engine}: trt-trace layers counts its {profiled} profiled calls, its layers and their GPU spans",
+          done.returncode == 0 and got.get("profiled_calls") == profiled
+          and sorted(r["layer"] for r in got.get("layers", [])) == sorted(names)
+          and got.get("gpu_calls") == len(with_gpu) == profiled,
+          f"exit {done.returncode}; {done.stderr.strip()[:200]} profiled {got.get('profiled_calls')}, GPU spans "
+          f"{got.get('gpu_calls')}, layers / GPU {got.get('layers_vs_gpu')}")
 
 
 def layer_engine_calls(engines: list, x, runs: int):  # noqa: ANN001, ANN201
