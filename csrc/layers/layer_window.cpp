@@ -6,7 +6,6 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
-#include <filesystem>
 #include <fstream>
 #include <memory>
 #include <mutex>
@@ -16,6 +15,7 @@
 #include <vector>
 
 #include "buffer/thread_rings.h"
+#include "common/posix_files.h"
 #include "common/record.h"
 #include "hook/engine_registry.h"
 #include "hook/tracing_state.h"
@@ -36,7 +36,6 @@ std::atomic<int64_t> g_calls_per_engine{0};
 
 namespace {
 
-namespace fs = std::filesystem;
 
 constexpr const char* kLayerTraceSuffix = "_engine_execution_profile.trace";
 // How long the call that opens a window waits for calls of the engine that bypassed the gate.
@@ -179,14 +178,12 @@ Skip hazard(uint16_t device) {
 }
 
 // The layer trace files the runtime wrote into `folder` (one per engine name; one engine here).
-std::vector<fs::path> layer_traces(const std::string& folder) {
-  std::vector<fs::path> out;
-  std::error_code ec;
-  for (fs::directory_iterator it(folder, ec), end; !ec && it != end; it.increment(ec)) {
-    const std::string name = it->path().filename().string();
+std::vector<std::string> layer_traces(const std::string& folder) {
+  std::vector<std::string> out;
+  for (const std::string& name : files::names_in(folder)) {
     if (name.size() > std::strlen(kLayerTraceSuffix) &&
         name.compare(name.size() - std::strlen(kLayerTraceSuffix), std::string::npos, kLayerTraceSuffix) == 0) {
-      out.push_back(it->path());
+      out.push_back(files::join(folder, name));
     }
   }
   return out;
@@ -287,10 +284,7 @@ bool open_window(LayerEngine& e, uint32_t engine_id, const c10::IValue& engine, 
 // Before a profiled call of `engine`: a fresh profiler (its sums are this call's alone), no stale
 // layer trace.
 bool prepare_call(LayerEngine& e, const c10::IValue& engine, std::string* why) {
-  for (const fs::path& p : layer_traces(e.folder)) {
-    std::error_code ec;
-    fs::remove(p, ec);
-  }
+  for (const std::string& p : layer_traces(e.folder)) files::remove_file(p);
   try {
     call_method(engine, "enable_profiling");
   } catch (const std::exception& ex) {

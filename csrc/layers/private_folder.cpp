@@ -6,18 +6,15 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <chrono>
 #include <cstring>
-#include <filesystem>
 #include <mutex>
-#include <system_error>
+
+#include "common/posix_files.h"
 
 namespace trt_trace {
 namespace layers {
 
 namespace {
-
-namespace fs = std::filesystem;
 
 constexpr const char* kPrefix = "trt_trace_layers_";
 
@@ -28,18 +25,16 @@ pid_t g_owner = 0;     // the process that made it
 // Folders of processes that are gone ("trt_trace_layers_<pid>_..." whose pid does not exist here)
 // and untouched for an hour (a process of another pid namespace sharing the directory may be
 // alive: its windows rewrite their files every profiled call).
-void remove_orphans(const fs::path& tmp) noexcept {
-  std::error_code ec;
-  for (fs::directory_iterator it(tmp, ec), end; !ec && it != end; it.increment(ec)) {
-    const std::string name = it->path().filename().string();
+void remove_orphans(const std::string& tmp) noexcept {
+  for (const std::string& name : files::names_in(tmp)) {
     if (name.rfind(kPrefix, 0) != 0) continue;
     const long pid = std::strtol(name.c_str() + std::strlen(kPrefix), nullptr, 10);
     if (pid <= 0 || pid == getpid()) continue;
     if (kill(static_cast<pid_t>(pid), 0) == 0 || errno != ESRCH) continue;  // alive, or not ours to judge
-    std::error_code ignored;
-    const auto touched = fs::last_write_time(it->path(), ignored);
-    if (ignored || fs::file_time_type::clock::now() - touched < std::chrono::hours(1)) continue;
-    fs::remove_all(it->path(), ignored);
+    const std::string path = files::join(tmp, name);
+    const double age = files::seconds_since_modified(path);
+    if (age < 0 || age < 3600) continue;  // unreadable, or touched within the hour
+    files::remove_tree(path);
   }
 }
 
@@ -48,45 +43,35 @@ void remove_orphans(const fs::path& tmp) noexcept {
 std::string engine_folder(uint32_t engine_id, std::string* error) {
   std::lock_guard<std::mutex> lock(g_mutex);
   if (g_folder.empty() || g_owner != getpid()) {
-    std::error_code ec;
-    fs::path tmp = fs::temp_directory_path(ec);
-    if (ec) {
-      *error = "no temporary directory (" + ec.message() + ")";
-      return {};
-    }
+    const std::string tmp = files::temp_directory();
     remove_orphans(tmp);
-    std::string templ = (tmp / (std::string(kPrefix) + std::to_string(getpid()) + "_XXXXXX")).string();
+    std::string templ = files::join(tmp, std::string(kPrefix) + std::to_string(getpid()) + "_XXXXXX");
     if (mkdtemp(templ.data()) == nullptr) {
-      *error = "cannot make a folder in " + tmp.string() + " (" + std::strerror(errno) + ")";
+      *error = "cannot make a folder in " + tmp + " (" + std::strerror(errno) + ")";
       return {};
     }
     g_folder = templ;
     g_owner = getpid();
   }
-  const fs::path folder = fs::path(g_folder) / std::to_string(engine_id);
-  std::error_code ec;
-  fs::create_directories(folder, ec);
-  if (ec) {
-    *error = "cannot make " + folder.string() + " (" + ec.message() + ")";
+  const std::string folder = files::join(g_folder, std::to_string(engine_id));
+  std::string why;
+  if (!files::make_folders(folder, &why)) {
+    *error = "cannot make " + folder + " (" + why + ")";
     return {};
   }
-  return folder.string();
+  return folder;
 }
 
 void remove_engine_folder(uint32_t engine_id) noexcept {
   std::lock_guard<std::mutex> lock(g_mutex);
   if (g_folder.empty() || g_owner != getpid()) return;
-  std::error_code ec;
-  fs::remove_all(fs::path(g_folder) / std::to_string(engine_id), ec);
+  files::remove_tree(files::join(g_folder, std::to_string(engine_id)));
 }
 
 void remove_private_folder() noexcept {
   std::lock_guard<std::mutex> lock(g_mutex);
   if (g_folder.empty()) return;
-  if (g_owner == getpid()) {
-    std::error_code ec;
-    fs::remove_all(g_folder, ec);
-  }
+  if (g_owner == getpid()) files::remove_tree(g_folder);
   g_folder.clear();
 }
 

@@ -1,12 +1,13 @@
 #include "layers/runtime_profiling.h"
 
+#include "common/posix_files.h"
+
 #include <ATen/core/class_type.h>
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <ATen/core/function.h>
 
 #include <cmath>
 #include <cstdlib>
-#include <filesystem>
 
 namespace trt_trace {
 namespace layers {
@@ -91,7 +92,7 @@ EngineFacts engine_facts(const c10::IValue& engine) {
 }
 
 std::string layer_trace_path(const std::string& folder, const std::string& engine_name) {
-  return (std::filesystem::path(folder) / (engine_name + "_engine_execution_profile.trace")).string();
+  return files::join(folder, engine_name + "_engine_execution_profile.trace");
 }
 
 bool parse_layer_trace(std::string_view text, std::vector<TracedLayer>* out) {

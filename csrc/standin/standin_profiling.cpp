@@ -1,9 +1,9 @@
 #include "standin/standin_profiling.h"
 
-#include <filesystem>
 #include <fstream>
 #include <sstream>
 
+#include "common/posix_files.h"
 #include "standin/standin_engine.h"
 
 namespace trt_standin {
@@ -16,7 +16,7 @@ void LayerProfiler::report(const std::string& name, float ms) {
 }
 
 std::string profile_file(const StandInEngine& engine, const char* suffix) {
-  return std::filesystem::path{engine.profile_path_prefix + "/" + engine.name + suffix}.string();
+  return files::join(engine.profile_path_prefix, engine.name + suffix);
 }
 
 // The runtime's layout: an array of one object per layer, a field per line; names are written as
