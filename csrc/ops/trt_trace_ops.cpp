@@ -147,6 +147,31 @@ bool gpu_stream_trace_installed() { return gpu::engine_stream_trace_installed();
 void set_engine_stream_spans(bool enable) { gpu::g_engine_stream_spans.store(enable, std::memory_order_relaxed); }
 bool get_engine_stream_spans() { return gpu::g_engine_stream_spans.load(std::memory_order_relaxed); }
 
+// A session's settings, whole (trt_trace/config.py Settings.native(), in ops.NATIVE_SETTINGS's order), and
+// put back whole when it stops. Returns whether GPU timing and NVTX are available in this build.
+std::tuple<bool, bool> apply_settings(int64_t buffer_capacity, bool gpu_timing, int64_t gpu_every,
+                                      bool engine_stream_spans, int64_t caller_wait_every, bool nvtx) {
+  TORCH_CHECK(buffer_capacity > 0, "trt_trace::_apply_settings: buffer_capacity must be positive");
+  TORCH_CHECK(gpu_every >= 1 && gpu_every <= gpu::kMaxGpuEvery, "trt_trace::_apply_settings: gpu_every must be an "
+              "integer from 1 (every call) to ", gpu::kMaxGpuEvery, ", not ", gpu_every);
+  TORCH_CHECK(caller_wait_every >= 1 && caller_wait_every <= gpu::kMaxGpuEvery, "trt_trace::_apply_settings: "
+              "caller_wait_every must be an integer from 1 to ", gpu::kMaxGpuEvery, ", not ", caller_wait_every);
+  ThreadRings::instance().set_capacity(static_cast<size_t>(buffer_capacity));
+  const bool gpu_available = gpu::set_enabled(gpu_timing);
+  gpu::set_sample_every(gpu_every);
+  gpu::g_engine_stream_spans.store(engine_stream_spans, std::memory_order_relaxed);
+  gpu::set_caller_wait_every(caller_wait_every);
+  const bool nvtx_available = nvtx::set_enabled(nvtx);
+  return {gpu_available, nvtx_available};
+}
+
+// The same settings as they are now (the GPU timing switch itself, also in a CPU-only build).
+std::vector<int64_t> native_settings() {
+  return {static_cast<int64_t>(ThreadRings::instance().capacity()), gpu::enabled() ? 1 : 0, gpu::sample_every(),
+          gpu::g_engine_stream_spans.load(std::memory_order_relaxed) ? 1 : 0, gpu::caller_wait_every(),
+          nvtx::enabled() ? 1 : 0};
+}
+
 // Named, so that no reader depends on an order of fields.
 c10::Dict<std::string, double> gpu_clock_stats() {
   const gpu::ClockStats s = gpu::Resolver::instance().clock_stats();
@@ -319,6 +344,9 @@ std::vector<int64_t> record_layout() {
 TORCH_LIBRARY(trt_trace, m) {
   using namespace trt_trace;
   m.def("set_profile_execution(bool enable) -> ()", &set_profile_execution);
+  m.def("_apply_settings(int buffer_capacity, bool gpu_timing, int gpu_every, bool engine_stream_spans, "
+        "int caller_wait_every, bool nvtx) -> (bool, bool)", &apply_settings);
+  m.def("_native_settings() -> int[]", &native_settings);
   m.def("get_profile_execution() -> bool", &get_profile_execution);
   m.def("_set_recording(bool enable) -> ()", &trt_trace::set_recording);
   m.def("_get_recording() -> bool", &get_recording);
