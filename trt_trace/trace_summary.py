@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 import orjson
 
+from .phases import NS_STAT_COLUMNS
 from .readers import CallsRead, EventsReader, TraceFileError, TraceInfo, Window, load_events, native, read_calls
 from .readers.columns import CALL_CAPTURED, CALL_ERROR, CALL_ON_CUDA, NO_SPAN
 from .readers.end_notes import end_notes, state_fields
@@ -24,7 +25,7 @@ __all__ = ["TraceFileError", "TraceSummary", "aggregate", "aggregate_by_process"
 
 _COL = {name: i for i, name in enumerate(STATS_COLUMNS)}
 _GPU = DURATIONS.index("gpu")
-_NS_COLUMNS = (("total_ns", 0), ("workspace_ns", 1), ("inputs_ns", 2), ("outputs_ns", 3), ("enqueue_ns", 4))
+_NS_COLUMNS = NS_STAT_COLUMNS
 
 
 def cut_short_note(n_partial: int) -> str:
