@@ -23,7 +23,8 @@ from synthetic_traces import call_rows, write_trace
 from trt_trace import cli, ops
 from trt_trace.layers_report import LayerCalls, collect, format_tables, layer_tables
 from trt_trace.readers.perfetto import PerfettoReader
-from trt_trace.trace_format import CATEGORY, LAYER_CATEGORY, Phase
+from trt_trace.phases import LAYER_RECORD
+from trt_trace.trace_format import CATEGORY, LAYER_CATEGORY
 from trt_trace.trace_summary import load_events
 
 CLI = trt_trace_cli()
@@ -48,7 +49,7 @@ def layer_rows(call_id: int, engine: int, begin: int, layers: dict[str, int], de
     """A profiled call's layer records as the hook writes them: end to end from its enqueue phase."""
     rows, t = [], begin + ENQUEUE_AT
     for name, ns in layers.items():
-        rows.append((t, t + ns, call_id, engine, 42, Phase.LAYER, 0, device, LAYER_NAMES.index(name)))
+        rows.append((t, t + ns, call_id, engine, 42, LAYER_RECORD, 0, device, LAYER_NAMES.index(name)))
         t += ns
     return rows
 

@@ -142,6 +142,9 @@ def check_result(code: int, out: str, err: str) -> None:
 def test_run_takes_any_options(options, tmp_path, capsys, monkeypatch):
     # A harmless command after the options (the options are the input here, not the program).
     monkeypatch.chdir(tmp_path)
+    # A generated word before `--` becomes the command (`run yes -- ...` would run `yes` for ever): the
+    # command is not run here, only handed over as `run` would hand it.
+    monkeypatch.setattr(cli.subprocess, "call", lambda command, env: 0)
     argv = ["run", *[o for o in options if o != "--"], "--", sys.executable, "-c", "pass"]
     check_result(*run_cli(argv, capsys))
 

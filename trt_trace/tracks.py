@@ -1,5 +1,9 @@
 """Places calls on tracks so that every track nests (Perfetto's rule for JSON slices).
 
+The TrackBook is the one place that decides tracks for both writers: engines' host and GPU lanes, and
+the layer tracks of calls profiled per layer (TRT_TRACE_LAYERS, docs/layers.md), whose records it
+takes out of a batch (`split_layers`) and whose layer names it keeps.
+
 One engine normally has one track. Calls of one engine that overlap in time (several threads, or
 the part of a call before the engine's lock) would partially overlap on that track, which Perfetto
 cannot show where they belong; such a call goes to the engine's next lane instead, shown as a
@@ -9,9 +13,12 @@ second track "<engine> (2)" right under the first. A call's phases always share 
 from __future__ import annotations
 
 from collections import OrderedDict
+from collections.abc import Callable
+from dataclasses import dataclass
 
 import numpy as np
 
+from .phases import LAYER_RECORD
 from .trace_format import GPU_PHASES, Phase
 
 # Calls whose phase records may still arrive in the next drained batch.
@@ -138,6 +145,121 @@ def decode_track(code: int, stride: int) -> tuple[int, int, bool]:
     """(engine id, lane, GPU track) of a track_codes() code."""
     lane_gpu, engine = divmod(code, stride)
     return engine, lane_gpu // 2, bool(lane_gpu % 2)
+
+
+@dataclass(frozen=True)
+class Track:
+    """One track of a trace: an engine's host or GPU lane, numbered in the order tracks first appear."""
+
+    engine_id: int
+    lane: int
+    gpu: bool
+    index: int  # 0, 1, ...: the order of first appearance (the Perfetto writer's uuids follow it)
+    first_of_engine: bool  # the engine's first track (its parent track is new too)
+    layers: bool = False  # a layer track: the layers of the engine's calls profiled per layer
+
+
+@dataclass
+class Placement:
+    """Where the records of one batch go: each record's lane and kind, its track's code, and the tracks."""
+
+    lanes: np.ndarray  # int64 per record
+    is_gpu: np.ndarray  # bool per record
+    codes: np.ndarray  # track_codes() per record
+    present: np.ndarray  # the batch's distinct codes, sorted
+    tracks: list[Track]  # the track of each code in `present`, in that order
+    new_tracks: list[Track]  # those seen for the first time in this batch, in that order
+
+    def track_index(self) -> np.ndarray:
+        """Each record's Track.index (a gather: few distinct tracks per batch)."""
+        index = np.fromiter((t.index for t in self.tracks), dtype=np.int64, count=len(self.tracks))
+        return index[np.searchsorted(self.present, self.codes)]
+
+
+class TrackBook:
+    """The one place that assigns tracks, for every writer: lanes so that each track nests (host records
+    follow their call, GPU spans get lanes of their own), the tracks of each batch and which are new, and
+    the engines' names. The writers then only encode what it says (tids and name events in JSON, uuids and
+    descriptors in Perfetto)."""
+
+    def __init__(self, engine_names: Callable[[], list[str]],
+                 layer_names: Callable[[], list[str]] | None = None) -> None:
+        self._engine_names = engine_names
+        self._layer_names = layer_names or (lambda: [])
+        self.names: list[str] = []  # engine names by id, as last fetched
+        self.layer_names: list[str] = []  # layer names by id (a layer record's `stream`), as last fetched
+        self._host = LaneAssigner()
+        self._gpu = LaneAssigner()
+        self._layers = LaneAssigner()  # per engine, like host lanes: one call's layers are one span
+        self._tracks: dict[tuple[int, int, bool | str], Track] = {}
+        self._engines: set[int] = set()
+
+    def engine_name(self, engine_id: int) -> str:
+        if engine_id >= len(self.names):
+            self.names = self._engine_names()
+        return self.names[engine_id] if engine_id < len(self.names) else f"engine_{engine_id}"
+
+    def place(self, records: np.ndarray) -> Placement:
+        lanes, is_gpu = place_on_lanes(records, self._host, self._gpu)
+        codes, stride = track_codes(records, lanes, is_gpu)
+        present = present_codes(codes)
+        tracks, new = [], []
+        for code in present.tolist():  # few per batch: a Python loop over the ones present only
+            tracks.append(self._track(decode_track(code, stride), new))
+        return Placement(lanes, is_gpu, codes, present, tracks, new)
+
+    def _track(self, key: tuple[int, int, bool | str], new: list[Track]) -> Track:
+        track = self._tracks.get(key)
+        if track is None:
+            engine = key[0]
+            track = Track(engine, key[1], key[2] is True, len(self._tracks), engine not in self._engines,
+                          layers=key[2] == "layers")
+            self._engines.add(engine)
+            self._tracks[key] = track
+            new.append(track)
+        return track
+
+    def place_layers(self, layers: np.ndarray) -> tuple[Placement, list[int]]:
+        """Where a batch's layer records go (split_layers), and the layer ids new to this book (their names in
+        `layer_names`). A profiled call's layers lie end to end on one lane of its engine's layer track; calls of
+        an engine that would overlap there (rare: a profiled engine runs one call at a time) go to the next
+        lane, as calls do on host tracks."""
+        lanes = np.zeros(len(layers), dtype=np.int64)
+        call_ids = layers["call_id"]
+        starts = np.flatnonzero(np.concatenate(([True], call_ids[1:] != call_ids[:-1])))
+        bounds = np.append(starts, len(layers))
+        begins, ends, engines = layers["begin_ns"], layers["end_ns"], layers["engine_id"]
+        for g in np.argsort(begins[starts], kind="stable").tolist():  # calls in time order
+            lo, hi = int(bounds[g]), int(bounds[g + 1])
+            lanes[lo:hi] = self._layers._place(int(engines[lo]), int(begins[lo]), int(ends[lo:hi].max()))
+        stride = int(engines.max()) + 1
+        codes = lanes * stride + engines.astype(np.int64)
+        present = np.unique(codes)
+        tracks: list[Track] = []
+        new: list[Track] = []
+        for code in present.tolist():  # a few tracks per batch
+            tracks.append(self._track((code % stride, code // stride, "layers"), new))
+        return Placement(lanes, np.zeros(len(layers), dtype=bool), codes, present, tracks, new), \
+            self._refresh_layer_names(layers)
+
+    def _refresh_layer_names(self, layers: np.ndarray) -> list[int]:
+        """Makes sure every layer id of the batch has its name; returns the ids new to this book."""
+        top = int(layers["stream"].max()) if len(layers) else -1
+        if top < len(self.layer_names):
+            return []
+        first = len(self.layer_names)
+        self.layer_names = list(self._layer_names())
+        if top >= len(self.layer_names):
+            raise ValueError(f"layer record with id {top}, but only {len(self.layer_names)} layer names are interned")
+        return list(range(first, len(self.layer_names)))
+
+
+def split_layers(records: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(the batch without its layer records, its layer records); no copy when it has none."""
+    layers = records["phase"] == LAYER_RECORD
+    if not layers.any():
+        return records, records[:0]
+    return records[~layers], records[layers]
 
 
 # Chrome JSON track ids (tids), which the JSON writer writes and the Perfetto reader rebuilds: see

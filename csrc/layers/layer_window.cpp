@@ -17,8 +17,7 @@
 #include "buffer/thread_rings.h"
 #include "common/posix_files.h"
 #include "common/record.h"
-#include "hook/engine_registry.h"
-#include "hook/tracing_state.h"
+#include "engines/engine_registry.h"
 #include "layers/layer_names.h"
 #include "layers/layer_switch.h"
 #include "layers/private_folder.h"
@@ -48,6 +47,8 @@ std::atomic<uint64_t> g_session{0};     // bumped at a session's arming: the rep
 enum Skip : int { kNested, kTorchProfiler, kCapturing, kBusy, kNumSkips };
 constexpr const char* kSkipNames[kNumSkips] = {"nested", "torch_profiler", "capturing", "busy"};
 
+}  // namespace
+
 struct LayerEngine {
   std::atomic<int32_t> inflight{0};            // calls running past the gate (the window was over)
   std::atomic<uint64_t> done_generation{0};    // == g_generation: the window is over, no gate
@@ -72,6 +73,8 @@ struct LayerEngine {
   bool info_asked = false;
   std::string layer_info;
 };
+
+namespace {
 
 // Engine id -> LayerEngine, two levels of 1024, made on first use and never freed (a call may
 // still hold one while the switch goes off).
@@ -123,20 +126,6 @@ std::string first_line(const std::exception& e) {
   const size_t nl = s.find('\n');
   return nl == std::string::npos ? s : s.substr(0, nl);
 }
-
-// Runs a call as usual (a CallScope of its own).
-inline void plain(const c10::OperatorHandle& op, c10::DispatchKeySet next, torch::jit::Stack* stack,
-                  detail::HookThread& me, uint32_t engine_id, uint16_t device, RunCall run) {
-  CallScope call(me, engine_id, device, /*record=*/true);
-  run(op, next, stack, call);
-}
-
-// Counted in `inflight` for as long as it lives.
-struct Counted {
-  explicit Counted(LayerEngine& e) : e_(e) { e_.inflight.fetch_add(1, std::memory_order_seq_cst); }
-  ~Counted() { e_.inflight.fetch_sub(1, std::memory_order_release); }
-  LayerEngine& e_;
-};
 
 void reset_report_if_new_session(LayerEngine& e) {
   const uint64_t session = g_session.load(std::memory_order_acquire);
@@ -295,7 +284,7 @@ bool prepare_call(LayerEngine& e, const c10::IValue& engine, std::string* why) {
 }
 
 // After a profiled call that returned: its layers from the runtime's file, into this thread's ring.
-void record_layers(LayerEngine& e, uint32_t engine_id, const CallScope& call) {
+void record_layers(LayerEngine& e, uint32_t engine_id, const ProfiledCall& call) {
   const auto files = layer_traces(e.folder);
   std::string text;
   if (files.size() == 1) {
@@ -313,7 +302,7 @@ void record_layers(LayerEngine& e, uint32_t engine_id, const CallScope& call) {
   if (traced.empty()) return;  // nothing reported (e.g. a CUDA graph replay): no layer, no record
   std::vector<uint32_t> ids;
   LayerNames::instance().intern(engine_id, traced, &ids);
-  if (call.epoch() == 0 || call.epoch() != recording_epoch()) {
+  if (!call.recorded) {
     ++e.not_recorded;
     return;
   }
@@ -323,17 +312,17 @@ void record_layers(LayerEngine& e, uint32_t engine_id, const CallScope& call) {
     ++e.not_recorded;  // (the ring counted the drop)
     return;
   }
-  int64_t t = call.enqueue_begin();
+  int64_t t = call.enqueue_begin_ns;
   for (size_t i = 0; i < traced.size(); ++i) {
     const int64_t end = t + traced[i].ns;
-    w.ring->slot(at + i) = Record{t, end, call.call_id(), engine_id, w.thread_id, static_cast<uint8_t>(Phase::kLayer), 0,
-                                  call.device(), ids[i]};
+    w.ring->slot(at + i) = Record{t, end, call.call_id, engine_id, w.thread_id, static_cast<uint8_t>(Phase::kLayer), 0,
+                                  call.device, ids[i]};
     t = end;
   }
   w.ring->publish(at + traced.size());
 }
 
-void after_profiled(LayerEngine& e, uint32_t engine_id, uint64_t generation, const CallScope& call,
+void after_profiled(LayerEngine& e, uint32_t engine_id, uint64_t generation, const ProfiledCall& call,
                     bool error) noexcept {
   --e.remaining;
   try {
@@ -363,10 +352,13 @@ bool wait_quiet(LayerEngine& e) {
   return true;
 }
 
-void gated_call(LayerEngine& e, const c10::OperatorHandle& op, c10::DispatchKeySet next, torch::jit::Stack* stack,
-                detail::HookThread& me, uint32_t engine_id, uint16_t device, RunCall run) {
-  std::unique_lock<std::timed_mutex> lock(e.gate);
+// A call that passed the gate's lock (`lock`, held): whether it is profiled. Every call that is not runs as
+// usual: with the gate still held while the engine's window is not over, or counted in `inflight` past
+// the released gate (*counted) once it is.
+bool enter_gate(LayerEngine& e, uint32_t engine_id, const c10::IValue& engine, bool nested, uint16_t device,
+                std::unique_lock<std::timed_mutex>& lock, uint64_t* generation_out, bool* counted) {
   const uint64_t generation = g_generation.load(std::memory_order_seq_cst);
+  *generation_out = generation;
   const int64_t n = g_calls_per_engine.load(std::memory_order_seq_cst);
   reset_report_if_new_session(e);
   if (n > 0 && e.generation != generation) {  // the switch was set (again): this engine's window starts
@@ -376,65 +368,51 @@ void gated_call(LayerEngine& e, const c10::OperatorHandle& op, c10::DispatchKeyS
     e.remaining = n;
   }
   if (n <= 0 || e.stage == LayerEngine::kDone) {  // switched off, or the window is over: past the gate
-    Counted counted(e);
+    e.inflight.fetch_add(1, std::memory_order_seq_cst);
+    *counted = true;
     lock.unlock();
-    plain(op, next, stack, me, engine_id, device, run);
-    return;
+    return false;
   }
   e.reached = true;
-  const bool nested = me.current_call != nullptr;
   if (e.stage == LayerEngine::kFirstCall || nested) {
     if (nested) {
       ++e.skipped[kNested];
     } else {
       e.stage = LayerEngine::kProfiling;
     }
-    plain(op, next, stack, me, engine_id, device, run);
-    return;
+    return false;
   }
   // The window: this call is to be profiled, unless something keeps it from that now.
   const Skip skip = hazard(device);
   if (skip != kNumSkips) {
     close_window(e, engine_id);  // the runtime would profile it too
     ++e.skipped[skip];
-    plain(op, next, stack, me, engine_id, device, run);
-    return;
+    return false;
   }
   if (cudagraphs_mode() == 1) {
     close_window(e, engine_id);
     finish(e, generation, "the runtime's CUDA graph mode replays the engine without TensorRT's enqueue (no layer is "
                           "reported), and turning profiling off would leave the graph on a freed context");
-    plain(op, next, stack, me, engine_id, device, run);
-    return;
+    return false;
   }
   if (!e.open) {
     if (!wait_quiet(e)) {
       ++e.skipped[kBusy];
-      plain(op, next, stack, me, engine_id, device, run);
-      return;
+      return false;
     }
     std::string why;
-    if (!open_window(e, engine_id, stack->back(), &why)) {
+    if (!open_window(e, engine_id, engine, &why)) {
       finish(e, generation, why);
-      plain(op, next, stack, me, engine_id, device, run);
-      return;
+      return false;
     }
   }
   std::string why;
-  if (!prepare_call(e, stack->back(), &why)) {
+  if (!prepare_call(e, engine, &why)) {
     close_window(e, engine_id);
     finish(e, generation, why);
-    plain(op, next, stack, me, engine_id, device, run);
-    return;
+    return false;
   }
-  CallScope call(me, engine_id, device, /*record=*/true);
-  try {
-    run(op, next, stack, call);
-  } catch (...) {
-    after_profiled(e, engine_id, generation, call, /*error=*/true);
-    throw;  // unchanged, as every traced call's
-  }
-  after_profiled(e, engine_id, generation, call, /*error=*/false);
+  return true;
 }
 
 std::string json_string(const std::string& s) {
@@ -461,29 +439,35 @@ std::string json_string(const std::string& s) {
 
 }  // namespace
 
-void windowed_call(const c10::OperatorHandle& op, c10::DispatchKeySet next, torch::jit::Stack* stack,
-                   detail::HookThread& me, uint32_t engine_id, uint16_t device, RunCall run) {
-  LayerEngine* e = engine_state(engine_id);
-  if (e == nullptr) {  // no engine id (not an engine object), or past a million engines
-    plain(op, next, stack, me, engine_id, device, run);
+LayerCall::LayerCall(uint32_t engine_id, const c10::IValue& engine, bool nested, uint16_t device)
+    : engine_id_(engine_id) {
+  e_ = engine_state(engine_id);
+  if (e_ == nullptr) return;  // no engine id (not an engine object), or past a million engines: as usual
+  // Counted first, then the generation read: a window that opens after this call read an old
+  // generation waits for it (layer_window.h).
+  e_->inflight.fetch_add(1, std::memory_order_seq_cst);
+  const uint64_t generation = g_generation.load(std::memory_order_seq_cst);
+  if (e_->done_generation.load(std::memory_order_seq_cst) == generation) {
+    counted_ = true;  // the window is over: no gate
     return;
   }
-  {
-    // Counted first, then the generation read: a window that opens after this call read an old
-    // generation waits for it (layer_window.h).
-    Counted counted(*e);
-    const uint64_t generation = g_generation.load(std::memory_order_seq_cst);
-    if (e->done_generation.load(std::memory_order_seq_cst) == generation) {
-      plain(op, next, stack, me, engine_id, device, run);
-      return;
-    }
-  }
-  gated_call(*e, op, next, stack, me, engine_id, device, run);
+  e_->inflight.fetch_sub(1, std::memory_order_release);
+  lock_ = std::unique_lock<std::timed_mutex>(e_->gate);
+  profiled_ = enter_gate(*e_, engine_id, engine, nested, device, lock_, &generation_, &counted_);
 }
 
-void set_calls_per_engine(int64_t n, bool new_session, double wait_s) {
+LayerCall::~LayerCall() {
+  if (counted_) e_->inflight.fetch_sub(1, std::memory_order_release);
+}
+
+void LayerCall::finished(const ProfiledCall& call, bool error) noexcept {
+  if (profiled_) after_profiled(*e_, engine_id_, generation_, call, error);
+}
+
+void new_session_report() { g_session.fetch_add(1, std::memory_order_acq_rel); }
+
+void set_calls_per_engine(int64_t n, double wait_s) {
   if (n < 0) n = 0;
-  if (new_session) g_session.fetch_add(1, std::memory_order_acq_rel);
   if (n > 0) {
     g_generation.fetch_add(1, std::memory_order_seq_cst);
     g_calls_per_engine.store(n, std::memory_order_seq_cst);

@@ -1,6 +1,7 @@
 // Per-layer GPU time of engine calls (TRT_TRACE_LAYERS=N): each engine's layer window.
 //
-// With the switch on (layer_switch.h), every traced call goes through windowed_call(). Per engine
+// With the switch on (layer_switch.h), every traced call goes through a LayerCall (the hook's
+// execute_engine_hook.cpp makes one around its call scope). Per engine
 // and per arming of the switch (a "generation"), the first call runs as usual, the next N calls
 // run with Torch-TensorRT's own per-layer profiling (runtime_profiling.h), then the window closes
 // and the engine's calls are normal again. A profiled call is the runtime's synchronous, profiled
@@ -30,27 +31,57 @@
 // profiled; the trace's metadata says why (report_json()).
 #pragma once
 
-#include <ATen/core/dispatch/Dispatcher.h>
+#include <ATen/core/ivalue.h>
 
 #include <cstdint>
+#include <mutex>
 #include <string>
-
-#include "hook/call_scope.h"
 
 namespace trt_trace {
 namespace layers {
 
-// Hands the call on inside `call` and ends it (the hook's own, execute_engine_hook.cpp).
-using RunCall = void (*)(const c10::OperatorHandle&, c10::DispatchKeySet, torch::jit::Stack*, CallScope&);
+struct LayerEngine;  // an engine's window (layer_window.cpp)
 
-// A traced, recorded call while the switch is on.
-void windowed_call(const c10::OperatorHandle& op, c10::DispatchKeySet next, torch::jit::Stack* stack,
-                   detail::HookThread& me, uint32_t engine_id, uint16_t device, RunCall run);
+// What a profiled call hands back once it has run (the hook's CallScope facts; this folder lies below
+// hook/ and knows no call scope).
+struct ProfiledCall {
+  uint64_t call_id = 0;
+  uint16_t device = 0;
+  int64_t enqueue_begin_ns = 0;  // the layers are laid end to end from here
+  bool recorded = false;         // the call began in the current recording epoch: its records reach the trace
+};
+
+// One traced call while the switch is on, around the hook's call scope: made before the call (it may
+// wait at the engine's gate and open its window), asked whether the call is profiled, told when a
+// profiled call has run (finished), and gone after the call (the gate released, the call counted out).
+class LayerCall {
+ public:
+  // engine: the call's engine object (the stack's last argument); nested: inside another traced call.
+  LayerCall(uint32_t engine_id, const c10::IValue& engine, bool nested, uint16_t device);
+  ~LayerCall();
+  LayerCall(const LayerCall&) = delete;
+  LayerCall& operator=(const LayerCall&) = delete;
+
+  bool profiled() const noexcept { return profiled_; }
+  // After a profiled call (error: it threw): its layers from the runtime's file into the calling
+  // thread's ring; the window closes after its last call. Never throws.
+  void finished(const ProfiledCall& call, bool error) noexcept;
+
+ private:
+  LayerEngine* e_ = nullptr;
+  uint32_t engine_id_ = 0;
+  uint64_t generation_ = 0;
+  bool counted_ = false;   // counted in the engine's `inflight` (past the gate) until the call ends
+  bool profiled_ = false;
+  std::unique_lock<std::timed_mutex> lock_;  // the engine's gate, held for the call while its window is not over
+};
 
 // N calls per engine from now on (a new generation: every engine's window starts afresh); 0: off,
 // after closing every open window (waiting up to `wait_s` for a call in one to end) and removing
-// the private folder. new_session: the report starts afresh too.
-void set_calls_per_engine(int64_t n, bool new_session, double wait_s = 5.0);
+// the private folder. The session's `layers` setting (ops/trt_trace_ops.cpp _apply_settings).
+void set_calls_per_engine(int64_t n, double wait_s = 5.0);
+// A session starts: the report (report_json) starts afresh.
+void new_session_report();
 int64_t calls_per_engine();
 
 // What the windows of this session did, per engine, as JSON: {"calls_per_engine": N, "engines": [

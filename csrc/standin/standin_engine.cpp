@@ -171,7 +171,7 @@ StandInEngine::StandInEngine(std::vector<std::string> serialized_info)
   TORCH_CHECK(params.layers.empty() || device_index < 0, "stand-in engine '", name,
               "': layers are modelled on CPU engines (the GPU proof of per-layer timing is tests/faketrt)");
   context_user_managed = dynamic_allocation;
-  profile_path_prefix = files::temp_directory();
+  profile_path_prefix = trt_trace::files::temp_directory();
 #ifndef STANDIN_WITH_CUDA
   TORCH_CHECK(device_index < 0, "stand-in engine '", name,
               "' targets a CUDA device but this stand-in runtime was built without CUDA");

@@ -19,7 +19,7 @@
 #include <string>
 #include <vector>
 
-#include "standin/standin_profiling.h"
+#include "standin/layer_profiler.h"
 #include "standin/standin_runtime_version.h"
 
 #ifdef STANDIN_WITH_CUDA

@@ -17,6 +17,7 @@
 #include <thread>
 
 #include "standin/standin_engine.h"
+#include "standin/standin_profiling.h"
 
 #ifdef STANDIN_WITH_CUDA
 #include <ATen/cuda/CUDAEvent.h>

@@ -16,7 +16,7 @@ void LayerProfiler::report(const std::string& name, float ms) {
 }
 
 std::string profile_file(const StandInEngine& engine, const char* suffix) {
-  return files::join(engine.profile_path_prefix, engine.name + suffix);
+  return trt_trace::files::join(engine.profile_path_prefix, engine.name + suffix);
 }
 
 // The runtime's layout: an array of one object per layer, a field per line; names are written as

@@ -21,24 +21,12 @@
 // workspace bound to a static context is what TensorRT reports as an error: counted).
 #pragma once
 
-#include <cstdint>
-#include <map>
-#include <memory>
 #include <string>
-#include <vector>
+
+#include "standin/layer_profiler.h"
+#include "standin/standin_engine.h"
 
 namespace trt_standin {
-
-struct StandInEngine;
-
-// TRTEngineProfiler's behaviour: layer name -> (total ms as a float, count), names in the order
-// first reported; the layer trace in the perfetto (default) or trex format.
-struct LayerProfiler {
-  std::vector<std::string> names;
-  std::map<std::string, std::pair<float, int>> profile;
-  bool trex = false;
-  void report(const std::string& name, float ms);
-};
 
 // The runtime's profile files of one engine: <prefix>/<engine name><suffix>.
 std::string profile_file(const StandInEngine& engine, const char* suffix);

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "standin/standin_engine.h"
+#include "standin/standin_profiling.h"
 
 namespace trt_standin {
 namespace {

@@ -33,17 +33,7 @@ import orjson
 
 from .. import ops
 from ..trace_format import LAYERS_TRACK, METADATA_EVENT
-from ..tracks import (
-    LaneAssigner,
-    decode_track,
-    layer_track_ids,
-    place_on_lanes,
-    present_codes,
-    track_codes,
-    track_id,
-    track_ids,
-)
-from . import layer_tracks
+from ..tracks import TrackBook, layer_track_ids, split_layers, track_id, track_ids
 from .trace_file import StreamedTrace, TraceFile
 
 
@@ -58,20 +48,15 @@ class ChromeJsonWriter(StreamedTrace):
                                max_bytes=max_bytes, split=split, end_event=self._metadata_event)
         self.path = path
         self._track_meta: list[dict[str, Any]] = []  # every track's name events, for each new file
-        self._engine_names = engine_names
-        self._names: list[str] = []
+        # Tracks, lanes, engine and layer names: this writer only encodes them.
+        self._book = TrackBook(engine_names, ops.layer_names)
         self._engine_json: list[str] = []  # names as JSON string literals, for the C++ formatter
         self._process_meta: list[dict[str, Any]] = []
         self.gpu_flows = True  # set False when GPU timing is off (no GPU slice to point at)
         self._pid = os.getpid()
-        self._lanes = LaneAssigner()
-        self._gpu_lanes = LaneAssigner()
-        self._named_tracks: set[int] = set()
         self._format_buffer = ops.FormatBuffer()  # the formatter's output, reused from batch to batch
-        self._layers = layer_tracks.LayerTracks()  # TRT_TRACE_LAYERS: each engine's "<engine> layers" track
+        self._layer_json: list[str] = []  # layer names as JSON string literals (TRT_TRACE_LAYERS)
         self._layer_buffer = ops.FormatBuffer()
-
-    # -- the file ---------------------------------------------------------------------------------
 
     def _part_start(self, first_ns: int) -> bytes:
         """Every file opens the array with the process's names and metadata and every track's name."""
@@ -85,17 +70,9 @@ class ChromeJsonWriter(StreamedTrace):
             {"ph": "M", "name": METADATA_EVENT, "pid": self._pid, "tid": 0, "args": metadata},
         ]
 
-    def _engine_name(self, engine_id: int) -> str:
-        if engine_id >= len(self._names):
-            self._names = self._engine_names()
-        return self._names[engine_id] if engine_id < len(self._names) else f"engine_{engine_id}"
-
     def _track_events(self, engine_id: int, lane: int, gpu: bool = False) -> list[dict[str, Any]]:
         tid = track_id(engine_id, lane, gpu)
-        if tid in self._named_tracks:
-            return []
-        self._named_tracks.add(tid)
-        name = self._engine_name(engine_id) + (" GPU" if gpu else "") + ("" if lane == 0 else f" ({lane + 1})")
+        name = self._book.engine_name(engine_id) + (" GPU" if gpu else "") + ("" if lane == 0 else f" ({lane + 1})")
         meta = [  # the tid order is the designed order; the sort index says so to viewers that read it
             {"ph": "M", "name": "thread_name", "pid": self._pid, "tid": tid, "args": {"name": name}},
             {"ph": "M", "name": "thread_sort_index", "pid": self._pid, "tid": tid, "args": {"sort_index": tid}},
@@ -104,52 +81,47 @@ class ChromeJsonWriter(StreamedTrace):
         return meta
 
     def write(self, records: np.ndarray) -> None:
-        records, layers = layer_tracks.split(records)
+        records, layers = split_layers(records)
         if len(records):
             self._write_calls(records)
         if len(layers):
             self._write_layers(layers)
 
+    def _refresh_engine_json(self, top_engine_id: int) -> None:
+        if len(self._engine_json) < len(self._book.names) or top_engine_id >= len(self._engine_json):
+            self._book.engine_name(top_engine_id)  # refresh the names
+            self._engine_json = [orjson.dumps(n).decode() for n in self._book.names] or ['""']
+
+    def _write_calls(self, records: np.ndarray) -> None:
+        placed = self._book.place(records)
+        tids = track_ids(records["engine_id"], placed.lanes, placed.is_gpu)
+        # Names for tracks seen for the first time.
+        meta: list[dict[str, Any]] = []
+        for track in placed.new_tracks:
+            meta += self._track_events(track.engine_id, track.lane, track.gpu)
+        self._refresh_engine_json(int(records["engine_id"].max()))
+        body = ops.chrome_json_events(records, tids, self._pid, self._engine_json, self.gpu_flows, self._format_buffer)
+        new_tracks = orjson.dumps(meta)[1:-1] if meta else b""
+        self._file.write(new_tracks, body, len(records), int(records["begin_ns"].min()))
+
     def _write_layers(self, layers: np.ndarray) -> None:
         """Layer slices (docs/layers.md) on "<engine> layers" tracks, named once per track."""
-        lanes = self._layers.lanes(layers)
-        tids = layer_track_ids(layers["engine_id"], lanes)
-        self._layers.refresh(layers)
+        placed, new_ids = self._book.place_layers(layers)
+        if new_ids:
+            self._layer_json += [orjson.dumps(self._book.layer_names[i]).decode() for i in new_ids]
+        tids = layer_track_ids(layers["engine_id"], placed.lanes)
         meta: list[dict[str, Any]] = []
-        for engine, lane, tid in sorted(set(zip(layers["engine_id"].tolist(), lanes.tolist(), tids.tolist(),
-                                                strict=True))):
-            if tid in self._named_tracks:
-                continue
-            self._named_tracks.add(tid)
-            name = f"{self._engine_name(engine)} {LAYERS_TRACK}" + ("" if lane == 0 else f" ({lane + 1})")
+        for track in placed.new_tracks:
+            tid = int(layer_track_ids(np.array([track.engine_id]), np.array([track.lane]))[0])
+            name = f"{self._book.engine_name(track.engine_id)} {LAYERS_TRACK}" + (
+                "" if track.lane == 0 else f" ({track.lane + 1})")
             meta += [{"ph": "M", "name": "thread_name", "pid": self._pid, "tid": tid, "args": {"name": name}},
                      {"ph": "M", "name": "thread_sort_index", "pid": self._pid, "tid": tid,
                       "args": {"sort_index": tid}}]
         self._track_meta += meta
         self._refresh_engine_json(int(layers["engine_id"].max()))
-        body = ops.layer_json_events(layers, tids, self._pid, self._engine_json, self._layers.json_names,
-                                     self._layer_buffer)
+        body = ops.layer_json_events(layers, tids, self._pid, self._engine_json, self._layer_json, self._layer_buffer)
         self._file.write(orjson.dumps(meta)[1:-1] if meta else b"", body, len(layers), int(layers["begin_ns"].min()))
-
-    def _refresh_engine_json(self, top_engine_id: int) -> None:
-        if len(self._engine_json) < len(self._names) or top_engine_id >= len(self._engine_json):
-            self._engine_name(top_engine_id)  # refresh the names
-            self._engine_json = [orjson.dumps(n).decode() for n in self._names] or ['""']
-
-    def _write_calls(self, records: np.ndarray) -> None:
-        lanes, is_gpu = place_on_lanes(records, self._lanes, self._gpu_lanes)
-        tids = track_ids(records["engine_id"], lanes, is_gpu)
-        # Names for tracks seen for the first time (few per batch: a Python loop over the ones present).
-        meta: list[dict[str, Any]] = []
-        codes, stride = track_codes(records, lanes, is_gpu)
-        for code in present_codes(codes).tolist():
-            engine, lane, gpu = decode_track(code, stride)
-            if track_id(engine, lane, gpu) not in self._named_tracks:
-                meta += self._track_events(engine, lane, gpu)
-        self._refresh_engine_json(int(records["engine_id"].max()))
-        body = ops.chrome_json_events(records, tids, self._pid, self._engine_json, self.gpu_flows, self._format_buffer)
-        new_tracks = orjson.dumps(meta)[1:-1] if meta else b""
-        self._file.write(new_tracks, body, len(records), int(records["begin_ns"].min()))
 
     def _metadata_event(self, args: dict[str, Any]) -> bytes:
         return orjson.dumps({"ph": "M", "name": METADATA_EVENT, "pid": self._pid, "tid": 0, "args": args})

@@ -59,8 +59,7 @@ import numpy as np
 from .. import ops
 from ..perfetto_protos import protos
 from ..trace_format import ANNOTATIONS, ENGINE_UUID_BASE, LAYERS_TRACK, METADATA_EVENT, PERFETTO_SUFFIXES, PHASE_NAMES
-from ..tracks import LaneAssigner, decode_track, place_on_lanes, present_codes, track_codes
-from . import layer_tracks
+from ..tracks import Track, TrackBook, split_layers
 from .trace_file import StreamedTrace, TraceFile
 
 SUFFIXES = PERFETTO_SUFFIXES
@@ -213,20 +212,15 @@ class PerfettoTraceWriter(StreamedTrace):
         file; split=True continues in numbered files, False stops writing (trace_file.py)."""
         protos()  # fail here, at start, if the `perfetto` package is missing
         self.path = path
-        self._engine_names = engine_names
-        self._names: list[str] = []
+        # Tracks, lanes, engine and layer names: this writer only encodes them.
+        self._book = TrackBook(engine_names, ops.layer_names)
         self._start_metadata: dict[str, Any] = {}  # begin()'s, in every file's start metadata instant
         self._start_tracks = b""  # interned names, the process and its groups: what every file starts with
         self._last_end_ns = 0
         self._tracks: list[bytes] = []  # every engine/lane track descriptor so far, for each new file
-        self._track_uuid: dict[tuple[int, int, bool], int] = {}  # (engine id, lane, gpu) -> uuid
-        self._engines: set[int] = set()
         self.gpu_flows = True
         self._pid = os.getpid()
-        self._lanes = LaneAssigner()
-        self._gpu_lanes = LaneAssigner()
         self._format_buffer = ops.FormatBuffer()  # the formatter's output, reused from batch to batch
-        self._layers = layer_tracks.LayerTracks()  # TRT_TRACE_LAYERS: "layers" tracks under each engine
         self._layer_buffer = ops.FormatBuffer()
         self._file = TraceFile(path, self._part_start, lazy=lazy, max_bytes=max_bytes, split=split,
                                end_event=self._part_end_event)
@@ -241,30 +235,18 @@ class PerfettoTraceWriter(StreamedTrace):
 
     # -- tracks ----------------------------------------------------------------------------------
 
-    def _engine_name(self, engine_id: int) -> str:
-        if engine_id >= len(self._names):
-            self._names = self._engine_names()
-        return self._names[engine_id] if engine_id < len(self._names) else f"engine_{engine_id}"
-
-    def _uuid(self, engine_id: int, lane: int, gpu: bool, layers: bool = False) -> tuple[int, bytes]:
-        """The uuid of a lane track (host, GPU or layers), and the descriptors it needs if it is new."""
-        key = (engine_id, lane, "layers" if layers else gpu)
-        uuid = self._track_uuid.get(key)
-        if uuid is not None:
-            return uuid, b""
+    def _descriptors(self, track: Track) -> bytes:
+        """The descriptors of a new lane track (and of its engine's track where that is new too)."""
         packets = []
-        engine_uuid = ENGINE_UUID_BASE + engine_id
-        if engine_id not in self._engines:
-            self._engines.add(engine_id)
-            packets.append(_track_packet(engine_uuid, self._engine_name(engine_id), ENGINES_UUID, engine_id,
-                                         has_children=True, engine_id=engine_id))
-        uuid = FIRST_LANE_UUID + len(self._track_uuid)
-        self._track_uuid[key] = uuid
-        kind, rank = (LAYERS_TRACK, LAYERS_RANK) if layers else ("GPU", GPU_RANK) if gpu else ("host", 0)
-        name = kind + ("" if lane == 0 else f" ({lane + 1})")
-        packets.append(_track_packet(uuid, name, engine_uuid, rank + lane))
+        engine_uuid = ENGINE_UUID_BASE + track.engine_id
+        if track.first_of_engine:
+            packets.append(_track_packet(engine_uuid, self._book.engine_name(track.engine_id), ENGINES_UUID,
+                                         track.engine_id, has_children=True, engine_id=track.engine_id))
+        kind, rank = (LAYERS_TRACK, LAYERS_RANK) if track.layers else ("GPU", GPU_RANK) if track.gpu else ("host", 0)
+        name = kind + ("" if track.lane == 0 else f" ({track.lane + 1})")
+        packets.append(_track_packet(FIRST_LANE_UUID + track.index, name, engine_uuid, rank + track.lane))
         self._tracks += packets
-        return uuid, b"".join(packets)
+        return b"".join(packets)
 
     # -- the writer interface --------------------------------------------------------------------
 
@@ -285,20 +267,8 @@ class PerfettoTraceWriter(StreamedTrace):
             _track_packet(METADATA_UUID, METADATA_TRACK, PROCESS_UUID, 1),
         ])
 
-    def _track_uuids(self, records: np.ndarray, lanes: np.ndarray, is_gpu: np.ndarray) -> tuple[np.ndarray, bytes]:
-        """The track uuid of each record, and the descriptors of tracks new in this batch."""
-        codes, stride = track_codes(records, lanes, is_gpu)
-        # Few distinct tracks per batch: a Python loop over the ones present only, then a gather.
-        present = present_codes(codes)
-        uuids = np.empty(len(present), dtype=np.int64)
-        new_tracks = []
-        for i, code in enumerate(present.tolist()):
-            uuids[i], packets = self._uuid(*decode_track(code, stride))
-            new_tracks.append(packets)
-        return uuids[np.searchsorted(present, codes)], b"".join(new_tracks)
-
     def write(self, records: np.ndarray) -> None:
-        records, layers = layer_tracks.split(records)
+        records, layers = split_layers(records)
         if len(records):
             self._write_calls(records)
         if len(layers):
@@ -306,19 +276,11 @@ class PerfettoTraceWriter(StreamedTrace):
 
     def _write_layers(self, layers: np.ndarray) -> None:
         """Layer slices (docs/layers.md) on "layers" tracks, their names interned once per file."""
-        lanes = self._layers.lanes(layers)
-        new_ids = self._layers.refresh(layers)
-        new = [_layer_names_packet(new_ids, self._layers.names)] if new_ids else []
+        placed, new_ids = self._book.place_layers(layers)
+        new = [_layer_names_packet(new_ids, self._book.layer_names)] if new_ids else []
         self._tracks += new  # every part interns them again with its tracks
-        engines = layers["engine_id"].astype(np.int64)
-        stride = int(engines.max()) + 1
-        codes = lanes * stride + engines
-        present = np.unique(codes)
-        track_uuids = np.empty(len(present), dtype=np.int64)
-        for i, code in enumerate(present.tolist()):  # a few tracks per batch
-            track_uuids[i], packets = self._uuid(code % stride, code // stride, gpu=False, layers=True)
-            new.append(packets)
-        uuids = track_uuids[np.searchsorted(present, codes)]
+        new += [self._descriptors(track) for track in placed.new_tracks]
+        uuids = FIRST_LANE_UUID + placed.track_index()
         body = ops.layer_perfetto_packets(layers, uuids, SEQUENCE_ID, LAYER_ANNOTATION_IIDS, LAYER_IID_BASE,
                                           self._layer_buffer)
         self._file.write(b"".join(new), body, len(layers), int(layers["begin_ns"].min()))
@@ -326,8 +288,9 @@ class PerfettoTraceWriter(StreamedTrace):
         self._last_end_ns = max(self._last_end_ns, int(layers["end_ns"].max()))
 
     def _write_calls(self, records: np.ndarray) -> None:
-        lanes, is_gpu = place_on_lanes(records, self._lanes, self._gpu_lanes)
-        uuids, new_tracks = self._track_uuids(records, lanes, is_gpu)
+        placed = self._book.place(records)
+        uuids = FIRST_LANE_UUID + placed.track_index()
+        new_tracks = b"".join(self._descriptors(track) for track in placed.new_tracks)
         body = ops.perfetto_slice_packets(records, uuids, SEQUENCE_ID, list(range(1, len(ANNOTATIONS) + 1)),
                                           self.gpu_flows, self._format_buffer)
         self._file.write(new_tracks, body, len(records), int(records["begin_ns"].min()))

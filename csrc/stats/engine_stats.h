@@ -27,9 +27,9 @@
 #include <c10/macros/Macros.h>
 
 #include "common/record.h"
-#include "common/stat_columns.h"
-#include "hook/duration_histogram.h"
-#include "hook/gpu_sampling.h"
+#include "stats/stat_columns.h"
+#include "stats/duration_histogram.h"
+#include "stats/gpu_sampling.h"
 
 namespace trt_trace {
 
@@ -71,7 +71,10 @@ class EngineStats {
     bool take_gpu_sample(uint32_t engine_id, int64_t every) noexcept {
       Row* r = row(engine_id);
       if (C10_UNLIKELY(r == nullptr)) return true;
-      if (gpu::take_sample((*r)[kRowGpuCountdown], every)) return true;
+      if (gpu::take_sample((*r)[kRowGpuCountdown], every)) {
+        gpu::note_sampled_rate(every);
+        return true;
+      }
       add((*r)[kStatGpuSampledOut], 1);
       return false;
     }
