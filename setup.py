@@ -78,7 +78,7 @@ setup(
     ext_modules=[
         Extension(
             name="trt_trace._trt_trace",
-            sources=sources("buffer", "stats", "engines", "integrations", "hook", "drainer", "ops"),
+            sources=sources("buffer", "stats", "engines", "integrations", "layers", "hook", "drainer", "ops"),
             define_macros=tracer_macros,
             libraries=["dl"],
             **common,

@@ -2,11 +2,12 @@
 TRT_TRACE_METRICS_PORT is, with no code change.
 
 trt_trace_autostart.pth (installed at the top of site-packages) imports this module at interpreter
-start-up, only when one of them (or TRT_TRACE_FLIGHT) is set. It is a top-level module, not part of the trt_trace
-package, because `import trt_trace` imports torch and loads the tracer: that would cost every
-Python process (pip, shell helpers, ...) a second. Instead tracing starts right after the process
-imports torch, which any process that can run an engine does before its first call. A problem
-with the settings is one warning line; the program always runs on.
+start-up, only when one of them (or TRT_TRACE_FLIGHT, or TRT_TRACE_LAYERS: alone it gets a warning)
+is set. It is a top-level module, not part of the trt_trace package, because `import trt_trace`
+imports torch and loads the tracer: that would cost every Python process (pip, shell helpers, ...)
+a second. Instead tracing starts right after the process imports torch, which any process that can
+run an engine does before its first call. A problem with the settings is one warning line; the
+program always runs on.
 """
 
 from __future__ import annotations
@@ -26,6 +27,9 @@ def _start_from_env() -> None:
 
             live_metrics.serve_when_engines_run(metrics, quiet=config.quiet())
         settings = config.from_env()  # no output path: metrics alone (TRT_TRACE_FLIGHT names one itself)
+        if settings.out is None and settings.layers and metrics is None:
+            config.warn("TRT_TRACE_LAYERS is set but TRT_TRACE_OUT is not: per-layer times go into a trace; set "
+                        "TRT_TRACE_OUT=trace.json too (running untraced)")
         if settings.out is None or session.active() is not None:
             return
         try:

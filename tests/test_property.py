@@ -118,8 +118,8 @@ def test_the_flight_recorders_own_keywords_too(tmp_path, seconds, on_exit, max_b
 # -- the CLI verbs, in-process: exit code and what they printed ------------------------------------
 
 TOKENS = st.one_of(ENV_TEXT, NEAR_MISSES, st.sampled_from(
-    ["-o", "--output", "--buffer", "--format", "--flight", "--port", "--no-browser", "--out", "--engines",
-     "--calls", "--", "-h", "json", "perfetto", "t.json", "missing/t.json", ".", "/", "t_{pid}.json", "-1", "0"]))
+    ["-o", "--output", "--buffer", "--format", "--flight", "--port", "--no-browser", "--out", "--engines", "--calls",
+     "--layers", "--", "-h", "json", "perfetto", "t.json", "missing/t.json", ".", "/", "t_{pid}.json", "-1", "0"]))
 
 
 def run_cli(argv: list[str], capsys) -> tuple[int, str, str]:
@@ -170,11 +170,12 @@ def test_demo_takes_any_options(options, tmp_path, capsys, monkeypatch):
     monkeypatch.chdir(tmp_path)
     ran = []
     # Options it takes start the demo: stand-ins for its package build and serving process.
-    monkeypatch.setattr(demo, "build_and_serve", lambda out, engines, calls: ran.append((out, engines, calls)) or 0)
+    monkeypatch.setattr(demo, "build_and_serve",
+                        lambda out, engines, calls, layers=0: ran.append((out, engines, calls, layers)) or 0)
     code, out, err = run_cli(["demo", *options], capsys)
     check_result(code, out, err)
     if ran:
-        assert code == 0 and 1 <= ran[0][1] <= demo.MAX_ENGINES and ran[0][2] >= 1
+        assert code == 0 and 1 <= ran[0][1] <= demo.MAX_ENGINES and ran[0][2] >= 1 and ran[0][3] >= 0
 
 
 def test_a_cli_usage_error_is_one_line_from_the_installed_script(tmp_path):

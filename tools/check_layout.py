@@ -24,6 +24,7 @@ CSRC_LAYERS: list[tuple[str, ...]] = [
     ("buffer", "stats", "format"),  # rings; per-engine counters, histograms, the table; a JSON event's text
     ("engines",),  # engine object -> id and name (the registry)
     ("integrations",),  # NVTX ranges, torch.profiler scopes
+    ("layers",),  # per-layer timing: each engine's window, the runtime's profiling methods, layer names, the folder
     ("hook",),  # the calling thread's hot path: the hook, the call scope, the op observer, GPU events
     ("drainer",),  # the drainer thread's side: the GPU resolver and its clock fit
     ("ops", "readers", "standin"),  # torch.ops.trt_trace.*; the torch-free readers; the stand-in runtime

@@ -17,7 +17,7 @@ from typing import Any
 
 from . import _library
 from .ops import dump_engine_timing, get_nvtx, get_profile_execution, reset, set_nvtx, set_profile_execution
-from .session import Session, TraceError, active, dump, flight, start, stop
+from .session import Session, TraceError, active, dump, flight, layers, start, stop
 from .version import __version__
 
 # Importing trt_trace installs everything: the execute_engine hook, torch.profiler scopes, the
@@ -72,6 +72,7 @@ __all__ = [
     "flight",
     "get_nvtx",
     "get_profile_execution",
+    "layers",
     "reset",
     "serve_metrics",
     "set_nvtx",

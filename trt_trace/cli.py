@@ -3,6 +3,7 @@
     trt-trace run -o trace.json -- python serve.py --port 8000
     trt-trace summary trace.json [--by-rank] [--plot engines.png] [--phase enqueue] [--json]
     trt-trace diff base.json new.json [--threshold 5] [--plot diff.png] [--json]
+    trt-trace layers trace.json [--json] [--skip-first 1] [--from 5 --to 65]
     trt-trace merge trace_0.json trace_1.json -o all.json
     trt-trace slice trace.json -o window.json --from 60 --to 70 [--engines a,b] [--skip-first 1]
     trt-trace export trace.json calls.parquet
@@ -130,6 +131,28 @@ def _cmd_summary(args: argparse.Namespace) -> int:
               file=sys.stderr)
         return 1
     print(f"plot: {args.plot}")
+    return 0
+
+
+def _cmd_layers(args: argparse.Namespace) -> int:
+    from .layers_report import layers_report
+    from .readers import TraceFileError
+
+    window = _window(args, "layers")
+    if window is None:
+        return 2
+    def shown(line: str) -> str:  # a path's control characters escaped: each line stays one line
+        return "".join(c if c.isprintable() else repr(c)[1:-1] for c in line)
+
+    try:
+        text, notes = layers_report(args.trace, json=args.json, window=window)
+    except TraceFileError as exc:
+        print(f"trt-trace layers: {shown(str(exc))}", file=sys.stderr)
+        return 1
+    print(text, end="")
+    _notes("layers", [shown(n) for n in notes])
+    if window.active and not args.json:
+        print(f"window: {window.describe()}")
     return 0
 
 
@@ -293,7 +316,7 @@ def _cmd_demo(args: argparse.Namespace) -> int:
 
     _library.load_at_import()  # the CLI imports the package without its tracer (trt_trace_cli.py)
     try:
-        return run(args.out, args.engines, args.calls)
+        return run(args.out, args.engines, args.calls, args.layers)
     except KeyboardInterrupt:
         return 130
 
@@ -335,6 +358,12 @@ def build_parser() -> argparse.ArgumentParser:
     summary.add_argument("--json", action="store_true", help="print the table as JSON (for dashboards, scripts)")
     _add_window(summary)
     summary.set_defaults(func=_cmd_summary)
+
+    layers = verb("layers", "per engine, its layers by time (a trace recorded with TRT_TRACE_LAYERS)")
+    layers.add_argument("trace", help="trace.json / trace.pftrace written by trt_trace with per-layer timing")
+    layers.add_argument("--json", action="store_true", help="print the tables as JSON")
+    _add_window(layers)
+    layers.set_defaults(func=_cmd_layers)
 
     diff = verb("diff", "per-engine change between two traces, with a significance test; "
                                        "exit code 1 on a regression")

@@ -31,6 +31,7 @@ FLIGHT_DEFAULT_OUT = "trt_trace_flight_{pid}.json"  # dumps' name when TRT_TRACE
 MAX_GPU_EVERY = 1 << 20  # csrc/stats/gpu_sampling.h kMaxGpuEvery
 DEFAULT_GPU_EVERY = 1
 DEFAULT_CALLER_WAIT_EVERY = 8  # csrc/stats/gpu_sampling.h kCallerWaitEvery
+MAX_LAYER_CALLS = 1 << 20  # TRT_TRACE_LAYERS: calls per engine profiled layer by layer
 
 
 def warn(message: str) -> None:
@@ -146,6 +147,22 @@ def _calls(hint: str) -> Callable[[str, str, int], int]:
     return read
 
 
+def _layer_calls(name: str, raw: str, default: int) -> int:
+    """TRT_TRACE_LAYERS: a whole number of calls from 0 (off) to MAX_LAYER_CALLS; nonsense: one line and 0."""
+    try:
+        value = int(raw.strip())
+    except ValueError:
+        value = -1
+    if value < 0:
+        warn(f"{name}={raw!r} is not a number of calls; use e.g. 10 for each engine's next 10 calls "
+             f"with per-layer timing, or 0 for none (using {default})")
+        return default
+    if value > MAX_LAYER_CALLS:
+        warn(f"{name}={raw!r} is over {MAX_LAYER_CALLS} calls; using {MAX_LAYER_CALLS}")
+        return MAX_LAYER_CALLS
+    return value
+
+
 def _on_limit(name: str, raw: str, default: bool) -> bool:
     value = raw.strip().lower()
     if value in ("split", "stop"):
@@ -221,6 +238,14 @@ def check_gpu_every(n: object) -> int:
     return n
 
 
+def check_layers(n: object) -> int:
+    """A session's layers: a whole number of calls from 0 (off) to MAX_LAYER_CALLS, else TraceError."""
+    if isinstance(n, bool) or not isinstance(n, int) or not 0 <= n <= MAX_LAYER_CALLS:
+        raise TraceError(f"layers must be a whole number of calls from 0 (off) to {MAX_LAYER_CALLS}, not {n!r}; "
+                         "e.g. layers=10 profiles each engine's next 10 calls layer by layer")
+    return n
+
+
 def _max_bytes_keyword(name: str, value: object) -> int:
     if value is None:
         return int(DEFAULT_MAX_MB * 2**20)
@@ -245,6 +270,12 @@ def _buffer_flag(value: str) -> str | None:
 
 def _flight_flag(value: float) -> str | None:
     return None if 0 < value < float("inf") else f"--flight must be a positive number of seconds, not {value:g}"
+
+
+def _layers_flag(value: int) -> str | None:
+    if 0 <= value <= MAX_LAYER_CALLS:
+        return None
+    return f"--layers must be a number of calls from 0 to {MAX_LAYER_CALLS}, not {value}"
 
 
 def _format_choices() -> list[str]:
@@ -353,6 +384,14 @@ class Settings:
              "first of a session included, per calling thread) also get a `caller stream wait`; the others record "
              "the engine stream's events only (`1`: every measured call, see "
              "[gpu-clock.md](gpu-clock.md#spans-on-the-engines-own-stream-two-spans-per-call))", default_doc="`8`")
+    layers: int = _row(
+        0, env="TRT_TRACE_LAYERS", read=_layer_calls, keyword=lambda name, value: check_layers(value),
+        native="layers",
+        help="`N` (0 to 1048576): each engine's next N calls after its first run with per-layer timing (the "
+             "runtime's own profiler), then normal calls again; `trt-trace layers` reads them (see "
+             "[layers.md](layers.md))",
+        flag=("--layers",), flag_options={"type": int, "metavar": "N"}, flag_check=_layers_flag,
+        default_doc="`0` (off)")
 
     def native(self) -> dict[str, int | bool]:
         """The settings C++ needs, by their C++ names (ops.apply_settings takes them whole)."""
@@ -483,6 +522,11 @@ def caller_wait_every() -> int:
     """TRT_TRACE_CALLER_WAIT_EVERY=N: 1 in N measured calls on an engine's own stream also get a caller-stream
     wait (default 8)."""
     return env_value("caller_wait_every")
+
+
+def layer_calls() -> int:
+    """TRT_TRACE_LAYERS=N: each engine's next N calls after its first run with per-layer timing (0: off)."""
+    return env_value("layers")
 
 
 def trace_format() -> str | None:

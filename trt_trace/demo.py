@@ -1,10 +1,12 @@
 """The demo: an AOTInductor package of six stand-in engines, traced with nothing but TRT_TRACE_OUT.
 
-    python -m trt_trace.demo [--out trace.json] [--engines 6] [--calls 25]
+    python -m trt_trace.demo [--out trace.json] [--engines 6] [--calls 25] [--layers N]
 
 Builds (or reuses from the cache) the package, then runs it in a fresh Python process whose only
 tracing setting is the environment variable TRT_TRACE_OUT (no trt_trace code in it), and prints the
-per-engine table of the resulting trace and its path.
+per-engine table of the resulting trace and its path. --layers N also sets TRT_TRACE_LAYERS=N: each
+engine's next N calls after its first run with the runtime's per-layer profiling, and the demo then
+prints each engine's layers by time (`trt-trace layers`).
 """
 
 from __future__ import annotations
@@ -43,10 +45,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help=f"stand-in engines in the package, 1 to {MAX_ENGINES} (default {DEFAULT_ENGINES})")
     parser.add_argument("--calls", type=int, default=DEFAULT_CALLS, metavar="N",
                         help=f"times the package is run, each running every engine once (default {DEFAULT_CALLS})")
+    parser.add_argument("--layers", type=int, default=0, metavar="N",
+                        help="also time each engine's next N calls after its first layer by layer (TRT_TRACE_LAYERS)")
 
 
-def check_arguments(out: str, engines: int, calls: int) -> tuple[int, str] | None:
+def check_arguments(out: str, engines: int, calls: int, layers: int = 0) -> tuple[int, str] | None:
     """(exit code, the one line saying what is wrong) for options the demo cannot run with, else None."""
+    if layers < 0:
+        return 2, f"--layers {layers}: give a number of calls >= 0"
     if not 1 <= engines <= MAX_ENGINES:
         return 2, f"--engines {engines}: give a number of engines from 1 to {MAX_ENGINES}"
     if calls < 1:
@@ -60,16 +66,17 @@ def check_arguments(out: str, engines: int, calls: int) -> tuple[int, str] | Non
     return None
 
 
-def run(out: str, engines: int = DEFAULT_ENGINES, calls: int = DEFAULT_CALLS) -> int:
-    """Builds the package, runs it `calls` times with TRT_TRACE_OUT=out, prints the table; an exit code."""
-    problem = check_arguments(out, engines, calls)
+def run(out: str, engines: int = DEFAULT_ENGINES, calls: int = DEFAULT_CALLS, layers: int = 0) -> int:
+    """Builds the package, runs it `calls` times with TRT_TRACE_OUT=out (and TRT_TRACE_LAYERS=layers),
+    prints the table (and the layers'); an exit code."""
+    problem = check_arguments(out, engines, calls, layers)
     if problem is not None:
         print(f"trt-trace demo: {problem[1]}", file=sys.stderr)
         return problem[0]
-    return build_and_serve(out, engines, calls)
+    return build_and_serve(out, engines, calls, layers)
 
 
-def build_and_serve(out: str, engines: int, calls: int) -> int:
+def build_and_serve(out: str, engines: int, calls: int, layers: int = 0) -> int:
     """The demo itself, with options already checked."""
     import torch
 
@@ -82,7 +89,11 @@ def build_and_serve(out: str, engines: int, calls: int) -> int:
 
     env = dict(os.environ)
     env["TRT_TRACE_OUT"] = os.path.abspath(out)
-    print(f"running it {calls} times in a fresh process with only TRT_TRACE_OUT={out} set ...")
+    settings = f"TRT_TRACE_OUT={out}"
+    if layers:
+        env["TRT_TRACE_LAYERS"] = str(layers)
+        settings += f" and TRT_TRACE_LAYERS={layers}"
+    print(f"running it {calls} times in a fresh process with only {settings} set ...")
     # Not from this directory: `python -c` puts the working directory first on sys.path, and run in a
     # checkout that would import its source folder (no compiled library) instead of the installed package.
     rc = subprocess.call([sys.executable, "-c", SERVE_SCRIPT, path, str(calls)], env=env,
@@ -93,6 +104,11 @@ def build_and_serve(out: str, engines: int, calls: int) -> int:
     print()
     try:
         print(summary_text(out), end="")
+        if layers:
+            from trt_trace.layers_report import layers_text
+
+            print()
+            print(layers_text(out), end="")
     except TraceFileError as exc:
         print(f"trt-trace demo: {exc}", file=sys.stderr)
         return 1
@@ -105,7 +121,7 @@ def main(argv: list[str] | None = None) -> int:
     add_arguments(parser)
     args = parser.parse_args(argv)
     try:
-        return run(args.out, args.engines, args.calls)
+        return run(args.out, args.engines, args.calls, args.layers)
     except KeyboardInterrupt:
         return 130
 

@@ -90,6 +90,36 @@ def drain_into(out: torch.Tensor, wait_gpu: bool = False) -> int:
 
 def after_fork_in_child() -> None:
     _op("_after_fork_in_child")()
+    _op("_layers_after_fork_in_child")()
+
+
+def new_layer_report() -> None:
+    """A session starts: the layer windows' report (layer_report) starts afresh. Per-layer timing itself
+    is the `layers` setting (apply_settings)."""
+    _op("_new_layer_report")()
+
+
+def layer_report() -> dict:
+    """What the layer windows of this session did, per engine (csrc/layers/layer_window.h report_json)."""
+    import orjson
+
+    return orjson.loads(_op("_layer_report")())
+
+
+def layer_names() -> list[str]:
+    """Every interned layer name, by the id layer records carry in their `stream` field."""
+    return list(_op("_layer_names")())
+
+
+def layer_private_folder() -> str:
+    """The folder the runtime writes its profile files into now ("" when there is none)."""
+    return str(_op("_layer_private_folder")())
+
+
+def parse_layer_trace(text: str) -> tuple[list[str], list[int]]:
+    """(names, ns) of a layer trace as Torch-TensorRT's profiler writes it; RuntimeError if it is not one."""
+    names, ns = _op("_parse_layer_trace")(text)
+    return list(names), list(ns)
 
 
 def set_gpu_timing(enable: bool) -> bool:
@@ -260,6 +290,32 @@ def perfetto_slice_packets(records, track_uuids, seq_id: int, annotation_iids: l
                                                      buffer.tensor))
 
 
+def layer_json_events(records, tids, pid: int, engine_json: list[str], layer_json: list[str],
+                      buffer: FormatBuffer | None = None) -> memoryview:
+    """Chrome JSON text of a batch of layer records (csrc/ops/layer_format.cpp); layer_json: every
+    layer name as a JSON string literal, by layer id."""
+    import numpy as np
+    import torch
+
+    raw = torch.from_numpy(np.ascontiguousarray(records).view(np.uint8).reshape(-1))
+    buffer = buffer or FormatBuffer()
+    return buffer.take(_op("_layer_json_events")(raw, torch.from_numpy(np.ascontiguousarray(tids, dtype=np.int64)),
+                                                int(pid), engine_json, layer_json, buffer.tensor))
+
+
+def layer_perfetto_packets(records, track_uuids, seq_id: int, annotation_iids: list[int], name_iid_base: int,
+                           buffer: FormatBuffer | None = None) -> memoryview:
+    """Framed Perfetto packets of a batch of layer records (csrc/ops/layer_format.cpp)."""
+    import numpy as np
+    import torch
+
+    raw = torch.from_numpy(np.ascontiguousarray(records).view(np.uint8).reshape(-1))
+    uuids = torch.from_numpy(np.ascontiguousarray(track_uuids, dtype=np.int64))
+    buffer = buffer or FormatBuffer()
+    return buffer.take(_op("_layer_perfetto_packets")(raw, uuids, int(seq_id), list(annotation_iids),
+                                                     int(name_iid_base), buffer.tensor))
+
+
 def perfetto_field_numbers() -> dict[str, int]:
     """The proto field numbers the C++ encoder uses, by proto name (for the test against the descriptors)."""
     names, numbers = _op("_perfetto_field_numbers")()
@@ -269,7 +325,8 @@ def perfetto_field_numbers() -> dict[str, int]:
 # The process-wide C++ settings a session sets from its Settings (config.Settings.native()), in the order of
 # the one op that takes them whole: a session takes a snapshot when it starts and puts it back when it stops,
 # so that none outlives it.
-NATIVE_SETTINGS = ("buffer_capacity", "gpu_timing", "gpu_every", "engine_stream_spans", "caller_wait_every", "nvtx")
+NATIVE_SETTINGS = ("buffer_capacity", "gpu_timing", "gpu_every", "engine_stream_spans", "caller_wait_every", "nvtx",
+                   "layers")
 _BOOL_SETTINGS = ("gpu_timing", "engine_stream_spans", "nvtx")
 
 

@@ -34,6 +34,12 @@ Phase = IntEnum("Phase", [(p.name, i) for i, p in enumerate(PHASES)], module=__n
 Phase.__doc__ = "Record.phase (csrc/common/phases.h). The four host phases partition each call."
 Phase.slice_name = property(lambda self: PHASE_NAMES[self])  # type: ignore[attr-defined]
 
+# A record kind past the public phases (csrc/common/record.h Phase::kLayer): one layer of a call profiled per
+# layer (TRT_TRACE_LAYERS, docs/layers.md). It reaches the trace, but through a formatter of its own
+# (csrc/ops/layer_format.cpp) on tracks of its own (tracks.TrackBook.place_layers), never as a phase of a call
+# or a column of the table, so it is not in PHASES.
+LAYER_RECORD = 10
+
 # A record's slice name in both formats, by Phase.
 PHASE_NAMES = tuple(p.slice_name for p in PHASES)
 # Spans on an engine's GPU track: its own GPU work and, where it ran on a stream of its own, what the

@@ -16,7 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from . import config, formats, metrics, ops, process_hooks
-from .config import Settings, check_gpu_every, expand_path, from_keywords, host_name, rank_info, shown, warn
+from .config import (Settings, check_gpu_every, check_layers, expand_path, from_keywords, host_name, rank_info, shown,
+                     warn)
 from .drainer import Drainer
 from .errors import TraceError
 from .flight import FlightWindow
@@ -82,6 +83,7 @@ class Session:
         if not formats.suffix_matches(self.path, self.format):
             warn(f"{self.path}: writing {fmt.description} (name the file *{fmt.suffixes[0]} to say so)")
         check_gpu_every(settings.gpu_every)  # a Settings made by hand gets the keyword's line too
+        self.layers_used = check_layers(settings.layers) > 0  # per-layer timing was on at some point
         self.pid = os.getpid()
         writer_class = fmt.writer_class()
 
@@ -136,6 +138,8 @@ class Session:
             "gpu_every": ops.get_gpu_every(),
             # Where an engine runs on a stream of its own: 1 in N measured calls also have a caller-stream wait.
             "caller_wait_every": self.settings.caller_wait_every,
+            # Each engine's next N calls after its first profiled layer by layer (docs/layers.md); 0: off.
+            "layers": self.settings.layers,
         }
 
     def start(self) -> None:
@@ -146,6 +150,7 @@ class Session:
         ops.set_recording(False)
         self.drainer.discard_pending()
         ops.reset_thread_counts()
+        ops.new_layer_report()  # the layer windows' report is this session's alone
         available = ops.apply_settings(self.settings.native())  # C++ gets the session's settings whole
         self.writer.gpu_flows = available["gpu_timing"] and self.settings.gpu
         metadata = self._metadata()
@@ -179,6 +184,31 @@ class Session:
         warn(done.line())
         return done.path
 
+    def set_layers(self, n: int) -> None:
+        """Per-layer timing from now on: each engine's next n calls after its first (0: off)."""
+        check_layers(n)
+        self.settings = dataclasses.replace(self.settings, layers=n)  # (a forked child starts with them)
+        self.layers_used |= n > 0
+        ops.apply_settings(self.settings.native())  # the one settings op: every engine's window starts afresh
+
+    def _layer_metadata(self) -> dict[str, Any] | None:
+        """What the layer windows did per engine, with each engine's layer information (the engine
+        inspector's JSON) as an object where it parses; None when per-layer timing was never on."""
+        if not self.layers_used:
+            return None
+        import orjson
+
+        report = ops.layer_report()
+        for engine in report["engines"]:
+            text = engine.pop("layer_information", "")
+            if text:
+                try:
+                    engine["layer_information"] = orjson.loads(text)
+                except orjson.JSONDecodeError:
+                    engine["layer_information"] = text
+        report["calls_per_engine"] = self.settings.layers
+        return report
+
     def drop_counts(self) -> list[dict[str, int]]:
         rows = ops.thread_counts().tolist()
         return [
@@ -189,7 +219,8 @@ class Session:
         """The session's part of the end record (the writer adds what the file knows: why it ended, its
         parts, the events written and left out: StreamedTrace.end_record)."""
         threads = self.drop_counts()
-        return {
+        layers = self._layer_metadata()
+        return ({"layers": layers} if layers is not None else {}) | {
             "monotonic_ns": ops.clock_now_ns(),
             "wall_ns": time.time_ns(),
             "records_drained": self.records_written,
@@ -205,7 +236,9 @@ class Session:
         ops.set_recording(False)
         ops.set_profile_execution(self._switch_before or metrics.serving())  # served metrics keep counting
         self.drainer.stop()
-        ops.restore_session_switches(self._switches_before)  # after the last drain: it waited for GPU spans
+        # After the last drain: it waited for GPU spans. Per-layer timing goes off with it (every engine back to
+        # normal calls, the runtime's private folder removed) before the end record reports the windows.
+        ops.restore_session_switches(self._switches_before)
         end = self._end_metadata()
         threads, dropped = end["threads"], end["dropped_events"]
         if self.drainer.failed:
@@ -266,7 +299,9 @@ def start(path: str | os.PathLike, **overrides: Any) -> Session:
     turns off GPU spans (CUDA events) of CUDA calls; gpu_every=N gives them to every Nth CUDA call of
     each engine only (per calling thread; the table's GPU column is then scaled and marked sampled).
     max_bytes: size limit of one file (default 1 GiB, 0 none); past it split=True continues in
-    numbered files, split=False stops writing."""
+    numbered files, split=False stops writing. layers=N: each engine's first call runs as usual, its
+    next N calls with per-layer timing (Torch-TensorRT's own profiler; docs/layers.md), then normal
+    calls again; `trt-trace layers` reads them back."""
     return start_session(from_keywords(path, overrides))
 
 
@@ -303,6 +338,20 @@ def flight(seconds: float, path: str, on_exit: bool = False, max_bytes: int | No
         settings, flight_s=float(seconds), flight_on_exit=config.check_flag("on_exit", on_exit),
         flight_max_bytes=settings.flight_max_bytes if max_bytes is None else config.check_count(
             "max_bytes", max_bytes, "bytes", "the flight recorder's memory cap, e.g. 256 * 2**20")))
+
+
+def layers(n: int) -> None:
+    """Per-layer timing in a running process: from now on, each engine's first call runs as usual
+    and its next n calls run with Torch-TensorRT's own per-layer profiling (their layers go into
+    the session's trace; `trt-trace layers` reads them), then normal calls again; n=0 turns it off
+    (engines inside their window are back to normal at once). Needs a tracing session in this
+    process (TRT_TRACE_OUT, trt_trace.start()); raises TraceError otherwise or for a bad n."""
+    check_layers(n)
+    session = _active
+    if session is None or session.pid != os.getpid():
+        raise TraceError("no tracing session in this process: per-layer timing records into a session's trace; "
+                         "start one with TRT_TRACE_OUT=trace.json or trt_trace.start(path, layers=N)")
+    session.set_layers(n)
 
 
 def dump() -> str:

@@ -27,6 +27,8 @@ NO_DEVICE = 0xFFFF  # Record.device of a call on the CPU
 CATEGORY = "trt_trace"  # every slice's category (JSON `cat`)
 METADATA_EVENT = "trt_trace_metadata"  # the start and end metadata (JSON M events, Perfetto instants)
 FLOW_NAME = "launch"  # the flow from a call's enqueue slice to its GPU slice (flow id = call id)
+LAYER_CATEGORY = "trt_trace.layer"  # layer slices (JSON `cat`): never counted as a call or phase by name
+LAYERS_TRACK = "layers"  # an engine's layer track: "<engine> layers" (JSON), "layers" under the engine (native)
 
 JSON_SUFFIX = ".json"
 PERFETTO_SUFFIXES = (".pftrace", ".perfetto-trace", ".pb")

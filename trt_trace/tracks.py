@@ -1,5 +1,9 @@
 """Places calls on tracks so that every track nests (Perfetto's rule for JSON slices).
 
+The TrackBook is the one place that decides tracks for both writers: engines' host and GPU lanes, and
+the layer tracks of calls profiled per layer (TRT_TRACE_LAYERS, docs/layers.md), whose records it
+takes out of a batch (`split_layers`) and whose layer names it keeps.
+
 One engine normally has one track. Calls of one engine that overlap in time (several threads, or
 the part of a call before the engine's lock) would partially overlap on that track, which Perfetto
 cannot show where they belong; such a call goes to the engine's next lane instead, shown as a
@@ -14,6 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .phases import LAYER_RECORD
 from .trace_format import GPU_PHASES, Phase
 
 # Calls whose phase records may still arrive in the next drained batch.
@@ -151,6 +156,7 @@ class Track:
     gpu: bool
     index: int  # 0, 1, ...: the order of first appearance (the Perfetto writer's uuids follow it)
     first_of_engine: bool  # the engine's first track (its parent track is new too)
+    layers: bool = False  # a layer track: the layers of the engine's calls profiled per layer
 
 
 @dataclass
@@ -176,12 +182,16 @@ class TrackBook:
     the engines' names. The writers then only encode what it says (tids and name events in JSON, uuids and
     descriptors in Perfetto)."""
 
-    def __init__(self, engine_names: Callable[[], list[str]]) -> None:
+    def __init__(self, engine_names: Callable[[], list[str]],
+                 layer_names: Callable[[], list[str]] | None = None) -> None:
         self._engine_names = engine_names
+        self._layer_names = layer_names or (lambda: [])
         self.names: list[str] = []  # engine names by id, as last fetched
+        self.layer_names: list[str] = []  # layer names by id (a layer record's `stream`), as last fetched
         self._host = LaneAssigner()
         self._gpu = LaneAssigner()
-        self._tracks: dict[tuple[int, int, bool], Track] = {}
+        self._layers = LaneAssigner()  # per engine, like host lanes: one call's layers are one span
+        self._tracks: dict[tuple[int, int, bool | str], Track] = {}
         self._engines: set[int] = set()
 
     def engine_name(self, engine_id: int) -> str:
@@ -195,23 +205,70 @@ class TrackBook:
         present = present_codes(codes)
         tracks, new = [], []
         for code in present.tolist():  # few per batch: a Python loop over the ones present only
-            key = decode_track(code, stride)
-            track = self._tracks.get(key)
-            if track is None:
-                engine = key[0]
-                track = Track(engine, key[1], key[2], len(self._tracks), engine not in self._engines)
-                self._engines.add(engine)
-                self._tracks[key] = track
-                new.append(track)
-            tracks.append(track)
+            tracks.append(self._track(decode_track(code, stride), new))
         return Placement(lanes, is_gpu, codes, present, tracks, new)
+
+    def _track(self, key: tuple[int, int, bool | str], new: list[Track]) -> Track:
+        track = self._tracks.get(key)
+        if track is None:
+            engine = key[0]
+            track = Track(engine, key[1], key[2] is True, len(self._tracks), engine not in self._engines,
+                          layers=key[2] == "layers")
+            self._engines.add(engine)
+            self._tracks[key] = track
+            new.append(track)
+        return track
+
+    def place_layers(self, layers: np.ndarray) -> tuple[Placement, list[int]]:
+        """Where a batch's layer records go (split_layers), and the layer ids new to this book (their names in
+        `layer_names`). A profiled call's layers lie end to end on one lane of its engine's layer track; calls of
+        an engine that would overlap there (rare: a profiled engine runs one call at a time) go to the next
+        lane, as calls do on host tracks."""
+        lanes = np.zeros(len(layers), dtype=np.int64)
+        call_ids = layers["call_id"]
+        starts = np.flatnonzero(np.concatenate(([True], call_ids[1:] != call_ids[:-1])))
+        bounds = np.append(starts, len(layers))
+        begins, ends, engines = layers["begin_ns"], layers["end_ns"], layers["engine_id"]
+        for g in np.argsort(begins[starts], kind="stable").tolist():  # calls in time order
+            lo, hi = int(bounds[g]), int(bounds[g + 1])
+            lanes[lo:hi] = self._layers._place(int(engines[lo]), int(begins[lo]), int(ends[lo:hi].max()))
+        stride = int(engines.max()) + 1
+        codes = lanes * stride + engines.astype(np.int64)
+        present = np.unique(codes)
+        tracks: list[Track] = []
+        new: list[Track] = []
+        for code in present.tolist():  # a few tracks per batch
+            tracks.append(self._track((code % stride, code // stride, "layers"), new))
+        return Placement(lanes, np.zeros(len(layers), dtype=bool), codes, present, tracks, new), \
+            self._refresh_layer_names(layers)
+
+    def _refresh_layer_names(self, layers: np.ndarray) -> list[int]:
+        """Makes sure every layer id of the batch has its name; returns the ids new to this book."""
+        top = int(layers["stream"].max()) if len(layers) else -1
+        if top < len(self.layer_names):
+            return []
+        first = len(self.layer_names)
+        self.layer_names = list(self._layer_names())
+        if top >= len(self.layer_names):
+            raise ValueError(f"layer record with id {top}, but only {len(self.layer_names)} layer names are interned")
+        return list(range(first, len(self.layer_names)))
+
+
+def split_layers(records: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(the batch without its layer records, its layer records); no copy when it has none."""
+    layers = records["phase"] == LAYER_RECORD
+    if not layers.any():
+        return records, records[:0]
+    return records[~layers], records[layers]
 
 
 # Chrome JSON track ids (tids), which the JSON writer writes and the Perfetto reader rebuilds: see
 # writers/chrome_json.py for why they look like this.
 ENGINE_TRACKS = 1000  # track ids of one engine: engine id * 1000 + ...
-GPU_LANES = 500  # ... + lane (host) or + 500 + lane (GPU)
-OVERFLOW_TRACKS = 1 << 31  # lanes past 500: OVERFLOW_TRACKS + (engine id * 2 + gpu) * 2**16 + lane
+GPU_LANES = 500  # ... + lane (host), + 500 + lane (GPU) or + 950 + lane (layers)
+LAYER_LANES = 950
+OVERFLOW_TRACKS = 1 << 31  # lanes past those: OVERFLOW_TRACKS + (engine id * 2 + gpu) * 2**16 + lane (layers:
+LAYER_OVERFLOW = 1 << 30  # + LAYER_OVERFLOW + (engine id mod 2**14) * 2**16 + lane)
 
 
 def track_id(engine_id: int, lane: int, gpu: bool = False) -> int:
@@ -222,7 +279,23 @@ def track_ids(engine_ids: np.ndarray, lanes: np.ndarray, is_gpu: np.ndarray) -> 
     """The tid of each record's track (writers/chrome_json.py says why these numbers), vectorised."""
     engines = engine_ids.astype(np.int64)
     tids = engines * ENGINE_TRACKS + is_gpu * GPU_LANES + lanes
-    past = lanes >= GPU_LANES
+    limit = np.where(is_gpu, LAYER_LANES - GPU_LANES, GPU_LANES)  # GPU lanes stop below the layer tracks
+    past = lanes >= limit
     if past.any():  # hundreds of simultaneous calls of one engine: still a track of their own
-        tids[past] = OVERFLOW_TRACKS + ((engines[past] * 2 + is_gpu[past]) << 16) + lanes[past] - GPU_LANES
+        tids[past] = OVERFLOW_TRACKS + ((engines[past] * 2 + is_gpu[past]) << 16) + lanes[past] - limit[past]
     return tids
+
+
+def layer_track_ids(engine_ids: np.ndarray, lanes: np.ndarray) -> np.ndarray:
+    """The tid of each layer record's track: right after its engine's GPU tracks (docs/layers.md)."""
+    engines = engine_ids.astype(np.int64)
+    tids = engines * ENGINE_TRACKS + LAYER_LANES + lanes
+    past = lanes >= ENGINE_TRACKS - LAYER_LANES
+    if past.any():  # (a profiled engine's calls run one at a time: more than one lane is rare)
+        tids[past] = (OVERFLOW_TRACKS + LAYER_OVERFLOW + ((engines[past] % (1 << 14)) << 16)
+                      + lanes[past] - (ENGINE_TRACKS - LAYER_LANES))
+    return tids
+
+
+def layer_track_id(engine_id: int, lane: int) -> int:
+    return int(layer_track_ids(np.array([engine_id]), np.array([lane]))[0])

@@ -32,11 +32,18 @@ enum class Phase : uint8_t {
   // ring, holding its inner phase boundaries; the drainer expands the pair
   // into the call and its phase records (buffer/call_layout.h).
   kPhaseBounds,
+  // One layer of a call profiled per layer (TRT_TRACE_LAYERS, csrc/layers): begin/end laid out from
+  // the call's enqueue begin, the duration TensorRT measured; `stream` holds the layer's interned
+  // name id (csrc/layers/layer_names.h). A record kind of its own past the public phases: it reaches
+  // the trace, but through its own formatter (csrc/ops/layer_format.cpp; the phase formatters skip
+  // it) and its own tracks (trt_trace/tracks.py), never as a phase of the table.
+  kLayer,
 };
 // The values are the trace's (and trt_trace/phases.py's): they must not move.
 static_assert(static_cast<int>(Phase::kCall) == 0 && static_cast<int>(Phase::kEnqueue) == 4 &&
                   static_cast<int>(Phase::kGpu) == 5 && static_cast<int>(Phase::kCallerWait) == 6 &&
-                  static_cast<int>(Phase::kGpuPending) == 7 && static_cast<int>(Phase::kPhaseBounds) == 9,
+                  static_cast<int>(Phase::kGpuPending) == 7 && static_cast<int>(Phase::kPhaseBounds) == 9 &&
+                  static_cast<int>(Phase::kLayer) == 10,
               "Record.phase values are part of the trace format");
 constexpr uint8_t kLastPublicPhase = static_cast<uint8_t>(Phase::kCallerWait);  // later values stay in C++
 static_assert(kLastPublicPhase + 1 == kNumPublicPhases, "every public phase has a name");

@@ -29,6 +29,7 @@ void CallScope::finish(bool error) noexcept {
   if (finished_) return;
   finished_ = true;
   const int64_t end = now_ns();
+  end_ = end;
   thread_->current_call = outer_;
   observe_.reset();
   if (nvtx_) {
@@ -38,22 +39,7 @@ void CallScope::finish(bool error) noexcept {
   profiler_.end();
   if (!record_) return;
 
-  // Boundaries of the inner phases: workspace [begin_, b1), inputs [b1, b2), outputs [b2, b3), enqueue [b3, end).
-  int64_t b1, b2, b3;
-  switch (stage_) {
-    case kBeforeInputs:
-      b1 = b2 = b3 = end;
-      break;
-    case kInputs:  // no output allocation observed (pre-allocated outputs)
-      b1 = inputs_begin_;
-      b2 = b3 = last_input_op_end_;
-      break;
-    default:  // kOutputs, kAfterOutputs
-      b1 = inputs_begin_;
-      b2 = outputs_begin_;
-      b3 = enqueue_begin_;
-      break;
-  }
+  const auto [b1, b2, b3] = inner_bounds(end);
 
   const bool gpu_measured = gpu_on_ && !error;  // a measured call that ran: it tells which streams it used
   if (gpu_on_) {

@@ -26,6 +26,7 @@
 // overlap and always add up to the call exactly.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <optional>
 
@@ -82,6 +83,10 @@ class CallScope {
 
   uint64_t call_id() const noexcept { return call_id_; }
   uint16_t device() const noexcept { return device_; }
+  // The recording epoch the call began in (0: not recorded in the rings).
+  uint32_t epoch() const noexcept { return epoch_; }
+  // After finish(): where the call's enqueue phase began (per-layer records are laid out from there).
+  int64_t enqueue_begin() const noexcept { return inner_bounds(end_)[2]; }
   // Only before any GPU event was recorded (CPU inputs: the outputs name the device).
   void set_device(uint16_t device) noexcept { device_ = device; }
 
@@ -120,6 +125,19 @@ class CallScope {
   }
 
   enum Stage : uint8_t { kBeforeInputs, kInputs, kOutputs, kAfterOutputs };
+
+  // The inner phase boundaries of a call that ended at `end`: workspace [begin_, b1), inputs [b1, b2),
+  // outputs [b2, b3), enqueue [b3, end).
+  std::array<int64_t, 3> inner_bounds(int64_t end) const noexcept {
+    switch (stage_) {
+      case kBeforeInputs:
+        return {end, end, end};
+      case kInputs:  // no output allocation observed (pre-allocated outputs)
+        return {inputs_begin_, last_input_op_end_, last_input_op_end_};
+      default:  // kOutputs, kAfterOutputs
+        return {inputs_begin_, outputs_begin_, enqueue_begin_};
+    }
+  }
 
   // The phase on_op_start will switch the live ranges to for an op of `kind` starting now (kCall:
   // none), without changing anything: the profiler's scopes switch before the op's event begins.
@@ -173,6 +191,7 @@ class CallScope {
   int64_t last_input_op_end_ = 0;
   int64_t outputs_begin_ = 0;
   int64_t enqueue_begin_ = 0;
+  int64_t end_ = 0;             // set by finish()
   CallScope* outer_;
   detail::HookThread* thread_;  // detail::t_hook of the calling thread (looked up once)
 };

@@ -17,6 +17,8 @@
 #include "engines/engine_registry.h"
 #include "integrations/profiler_scopes.h"
 #include "hook/tracing_state.h"
+#include "layers/layer_switch.h"
+#include "layers/layer_window.h"
 
 namespace trt_trace {
 namespace {
@@ -42,11 +44,9 @@ uint16_t cuda_device_of_first(const c10::IValue& tensors) {
   return t.defined() && t.is_cuda() ? static_cast<uint16_t>(t.get_device()) : kNoDevice;
 }
 
-// record = false: tracing is off, a profiler records (scopes only, see profiler_scopes.h).
-void traced_call(const c10::OperatorHandle& op, c10::DispatchKeySet next, torch::jit::Stack* stack, bool record) {
-  detail::HookThread& me = detail::t_hook;  // the call's one look-up of the hook's thread-local state
-  const uint32_t engine_id = EngineRegistry::instance().id_for(stack->back(), me.registry_cache);
-  CallScope call(me, engine_id, cuda_device_of((*stack)[stack->size() - 2]), record);
+// Hands the call on inside `call` and ends it.
+C10_ALWAYS_INLINE void run_call(const c10::OperatorHandle& op, c10::DispatchKeySet next, torch::jit::Stack* stack,
+                                       CallScope& call) {
   try {
     op.redispatchBoxed(next, stack);
   } catch (...) {
@@ -56,6 +56,42 @@ void traced_call(const c10::OperatorHandle& op, c10::DispatchKeySet next, torch:
   // CPU inputs are moved to the engine's GPU by the runtime: its outputs, all on that device, name it.
   if (call.device() == kNoDevice && !stack->empty()) call.set_device(cuda_device_of_first(stack->back()));
   call.finish(/*error=*/false);
+}
+
+// A traced call while per-layer timing is on: its engine's window (layers/layer_window.h) decides, around
+// the call scope, whether the runtime profiles it; a profiled call's layers go into the ring after it.
+void layered_call(const c10::OperatorHandle& op, c10::DispatchKeySet next, torch::jit::Stack* stack,
+                  detail::HookThread& me, uint32_t engine_id, uint16_t device) {
+  layers::LayerCall window(engine_id, stack->back(), /*nested=*/me.current_call != nullptr, device);
+  CallScope call(me, engine_id, device, /*record=*/true);
+  if (!window.profiled()) {
+    run_call(op, next, stack, call);
+    return;
+  }
+  const auto facts = [&call] {
+    return layers::ProfiledCall{call.call_id(), call.device(), call.enqueue_begin(),
+                                call.epoch() != 0 && call.epoch() == recording_epoch()};
+  };
+  try {
+    run_call(op, next, stack, call);
+  } catch (...) {
+    window.finished(facts(), /*error=*/true);
+    throw;  // unchanged, as every traced call's
+  }
+  window.finished(facts(), /*error=*/false);
+}
+
+// record = false: tracing is off, a profiler records (scopes only, see profiler_scopes.h).
+void traced_call(const c10::OperatorHandle& op, c10::DispatchKeySet next, torch::jit::Stack* stack, bool record) {
+  detail::HookThread& me = detail::t_hook;  // the call's one look-up of the hook's thread-local state
+  const uint32_t engine_id = EngineRegistry::instance().id_for(stack->back(), me.registry_cache);
+  const uint16_t device = cuda_device_of((*stack)[stack->size() - 2]);
+  if (C10_UNLIKELY(record && layers::armed())) {  // per-layer timing (TRT_TRACE_LAYERS) switched on
+    layered_call(op, next, stack, me, engine_id, device);
+    return;
+  }
+  CallScope call(me, engine_id, device, record);
+  run_call(op, next, stack, call);
 }
 
 void execute_engine_hook(const c10::OperatorHandle& op, c10::DispatchKeySet ks, torch::jit::Stack* stack) {

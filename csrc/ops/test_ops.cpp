@@ -1,12 +1,13 @@
 // torch.ops.trt_trace.* for the tests and the benchmarks only: synthetic records, the record layout and the
 // phase names for the checks against trt_trace/records.py and trt_trace/phases.py, the private switches a
-// test sets one by one (a session sets them whole: _apply_settings in trt_trace_ops.cpp), and the GPU
-// timing's self-timing. Nothing in the package's own code paths calls these.
+// test sets one by one (a session sets them whole: _apply_settings in trt_trace_ops.cpp), the GPU
+// timing's self-timing, and per-layer timing's private folder and layer-trace parser. Nothing in the package's own code paths calls these.
 #include <ATen/ATen.h>
 #include <torch/library.h>
 
 #include <cstddef>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "buffer/thread_rings.h"
@@ -17,6 +18,8 @@
 #include "hook/gpu_events.h"
 #include "hook/gpu_self_time.h"
 #include "integrations/profiler_scopes.h"
+#include "layers/private_folder.h"
+#include "layers/runtime_profiling.h"
 
 namespace trt_trace {
 namespace {
@@ -78,6 +81,19 @@ std::vector<int64_t> record_layout() {
 // The slice names by Phase value (common/phases.h), for the check against trt_trace/phases.py.
 std::vector<std::string> phase_names() { return {std::begin(kPhaseNames), std::end(kPhaseNames)}; }
 
+// Per-layer timing's parser: (names, ns) of a layer trace as the runtime writes it; raises if it is not one.
+std::tuple<std::vector<std::string>, std::vector<int64_t>> parse_layer_trace(const std::string& text) {
+  std::vector<layers::TracedLayer> traced;
+  TORCH_CHECK(layers::parse_layer_trace(text, &traced), "not a layer trace of Torch-TensorRT's profiler");
+  std::vector<std::string> names;
+  std::vector<int64_t> ns;
+  for (const auto& l : traced) {
+    names.emplace_back(l.name);
+    ns.push_back(l.ns);
+  }
+  return {names, ns};
+}
+
 }  // namespace
 }  // namespace trt_trace
 
@@ -97,4 +113,7 @@ TORCH_LIBRARY_FRAGMENT(trt_trace, m) {
   m.def("_push_synthetic(int count, int engine_id, int first_seq) -> ()", &push_synthetic);
   m.def("_record_layout() -> int[]", &record_layout);
   m.def("_phase_names() -> str[]", &phase_names);
+  // Per-layer timing: the folder the runtime writes its profile files into now ("" when none), the parser.
+  m.def("_layer_private_folder() -> str", [] { return layers::private_folder(); });
+  m.def("_parse_layer_trace(str text) -> (str[], int[])", &parse_layer_trace);
 }

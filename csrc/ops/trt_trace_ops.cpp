@@ -28,6 +28,7 @@
 #include "integrations/nvtx_ranges.h"
 #include "integrations/profiler_scopes.h"
 #include "hook/tracing_state.h"
+#include "layers/layer_window.h"
 #include "stats/timing_table.h"
 
 namespace trt_trace {
@@ -146,7 +147,8 @@ void set_caller_wait_every(int64_t n) {
 // A session's settings, whole (trt_trace/config.py Settings.native(), in ops.NATIVE_SETTINGS's order), and
 // put back whole when it stops. Returns whether GPU timing and NVTX are available in this build.
 std::tuple<bool, bool> apply_settings(int64_t buffer_capacity, bool gpu_timing, int64_t gpu_every,
-                                      bool engine_stream_spans, int64_t caller_wait_every, bool nvtx) {
+                                      bool engine_stream_spans, int64_t caller_wait_every, bool nvtx,
+                                      int64_t layer_calls) {
   TORCH_CHECK(buffer_capacity > 0, "trt_trace::_apply_settings: buffer_capacity must be positive");
   TORCH_CHECK(gpu_every >= 1 && gpu_every <= gpu::kMaxGpuEvery, "trt_trace::_apply_settings: gpu_every must be an "
               "integer from 1 (every call) to ", gpu::kMaxGpuEvery, ", not ", gpu_every);
@@ -157,7 +159,11 @@ std::tuple<bool, bool> apply_settings(int64_t buffer_capacity, bool gpu_timing, 
   gpu::set_sample_every(gpu_every);
   gpu::g_engine_stream_spans.store(engine_stream_spans, std::memory_order_relaxed);
   gpu::set_caller_wait_every(caller_wait_every);
+  TORCH_CHECK(layer_calls >= 0, "trt_trace::_apply_settings: layers must be a number of calls >= 0 (0: off), not ",
+              layer_calls);
   const bool nvtx_available = nvtx::set_enabled(nvtx);
+  // Per-layer timing (layers/layer_window.h): a new window per engine, or off with every window closed.
+  layers::set_calls_per_engine(layer_calls);
   return {gpu_available, nvtx_available};
 }
 
@@ -165,7 +171,7 @@ std::tuple<bool, bool> apply_settings(int64_t buffer_capacity, bool gpu_timing, 
 std::vector<int64_t> native_settings() {
   return {static_cast<int64_t>(ThreadRings::instance().capacity()), gpu::enabled() ? 1 : 0, gpu::sample_every(),
           gpu::g_engine_stream_spans.load(std::memory_order_relaxed) ? 1 : 0, gpu::caller_wait_every(),
-          nvtx::enabled() ? 1 : 0};
+          nvtx::enabled() ? 1 : 0, layers::calls_per_engine()};
 }
 
 // Named, so that no reader depends on an order of fields.
@@ -294,7 +300,7 @@ TORCH_LIBRARY(trt_trace, m) {
   using namespace trt_trace;
   m.def("set_profile_execution(bool enable) -> ()", &set_profile_execution);
   m.def("_apply_settings(int buffer_capacity, bool gpu_timing, int gpu_every, bool engine_stream_spans, "
-        "int caller_wait_every, bool nvtx) -> (bool, bool)", &apply_settings);
+        "int caller_wait_every, bool nvtx, int layers) -> (bool, bool)", &apply_settings);
   m.def("_native_settings() -> int[]", &native_settings);
   m.def("get_profile_execution() -> bool", &get_profile_execution);
   m.def("_set_recording(bool enable) -> ()", &trt_trace::set_recording);

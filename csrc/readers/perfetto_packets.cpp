@@ -5,6 +5,8 @@
 // instants) stops the loop at its offset and is decoded by Python with the protobuf classes,
 // which also update the tables this loop reads (names, annotation names, tracks). A slice packet
 // of any other shape (not ours) answers kNotOurs: the file is then read by the general path.
+// Slices on a lane the Python side marks kPythonLane (a "layers" track: per-layer timing, whose
+// names are interned past 256) are handed back as kOther, packet by packet, and paired there.
 #include <cstring>
 
 #include "readers/read_types.h"
@@ -63,10 +65,12 @@ struct Reader {
   }
 };
 
+constexpr int64_t kPythonLane = -2;  // track_engine: a lane whose slices Python decodes (layers)
+
 struct Tables {
   const uint8_t* name_phase;     // [256] name iid -> phase + 1 (0: not a phase name)
   const uint8_t* ann_kind;       // [256] annotation name iid -> AnnKind
-  const int64_t* track_engine;   // [n_tracks] lane track uuid -> engine id, -1: not an engine lane
+  const int64_t* track_engine;   // [n_tracks] lane track uuid -> engine id, -1: not an engine lane, kPythonLane
   const uint32_t* track_tid;     // [n_tracks] lane track uuid -> the JSON writer's tid
   int64_t n_tracks;
   uint64_t seq_id;
@@ -200,6 +204,12 @@ TT_API int64_t tt_pf_parse(const uint8_t* buf, int64_t len, int64_t pos, const u
     Event e;
     const bool decoded = !other && te_a != nullptr && decode_event(Reader{te_a, te_b}, t, e);
     const bool is_slice = decoded && e.has_type && (e.type == 1 || e.type == 2);
+    const bool python_lane = decoded && e.has_track && e.track < static_cast<uint64_t>(t.n_tracks) &&
+                             t.track_engine[e.track] == kPythonLane;
+    if (python_lane && !state->open) {  // a layer slice's begin or end: Python pairs them
+      *status = kOther;
+      break;
+    }
     if (!is_slice) {
       if (state->open || (decoded && e.has_type && (e.type == 1 || e.type == 2))) {
         *status = kNotOurs;  // a begin not followed by its end, or a slice packet we cannot read

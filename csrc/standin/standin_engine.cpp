@@ -1,5 +1,7 @@
 #include "standin/standin_engine.h"
 
+#include "common/posix_files.h"
+
 #include <cstring>
 #include <sstream>
 #include <stdexcept>
@@ -28,6 +30,43 @@ std::string join(const std::vector<std::string>& v, char delim) {
   for (size_t i = 0; i < v.size(); ++i) {
     if (i) out.push_back(delim);
     out += v[i];
+  }
+  return out;
+}
+
+// %25 -> %, %3B -> ;, %7C -> | (the separators of the parameter text).
+std::string unescape(const std::string& s) {
+  std::string out;
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (s[i] == '%' && i + 2 < s.size()) {
+      out.push_back(static_cast<char>(std::stoi(s.substr(i + 1, 2), nullptr, 16)));
+      i += 2;
+    } else {
+      out.push_back(s[i]);
+    }
+  }
+  return out;
+}
+
+std::string escape(const std::string& s) {
+  std::string out;
+  for (char c : s) {
+    if (c == '%') out += "%25";
+    else if (c == ';') out += "%3B";
+    else if (c == '|') out += "%7C";
+    else out.push_back(c);
+  }
+  return out;
+}
+
+std::vector<StandInLayer> parse_layers(const std::string& text) {
+  std::vector<StandInLayer> out;
+  if (text.empty()) return out;
+  for (const auto& item : split(text, '|')) {
+    const auto colon = item.find(':');
+    TORCH_CHECK(colon != std::string::npos && colon > 0, "stand-in engine: a layer is <us>:<name>, not '", item, "'");
+    out.push_back({unescape(item.substr(colon + 1)), std::stoll(item.substr(0, colon))});
+    TORCH_CHECK(out.back().us >= 0 && !out.back().name.empty(), "stand-in engine: bad layer '", item, "'");
   }
   return out;
 }
@@ -89,6 +128,7 @@ EngineParams EngineParams::parse(const std::string& text) {
     else if (k == "workspace_bytes") p.workspace_bytes = std::stoll(v);
     else if (k == "fail_every") p.fail_every = std::stoll(v);
     else if (k == "dispatch_contiguous") p.dispatch_contiguous = std::stoll(v);
+    else if (k == "layers") p.layers = parse_layers(v);
     else TORCH_CHECK(false, "stand-in engine: unknown parameter '", k, "'");
   }
   TORCH_CHECK(p.activation == "relu" || p.activation == "tanh" || p.activation == "none",
@@ -104,6 +144,10 @@ std::string EngineParams::serialize() const {
      << ";num_outputs=" << num_outputs << ";repeat=" << repeat << ";host_us=" << host_us
      << ";workspace_bytes=" << workspace_bytes << ";fail_every=" << fail_every;
   if (dispatch_contiguous != 0) ss << ";dispatch_contiguous=" << dispatch_contiguous;
+  if (!layers.empty()) {
+    ss << ";layers=";
+    for (size_t i = 0; i < layers.size(); ++i) ss << (i ? "|" : "") << layers[i].us << ":" << escape(layers[i].name);
+  }
   return ss.str();
 }
 
@@ -124,6 +168,10 @@ StandInEngine::StandInEngine(std::vector<std::string> serialized_info)
   TORCH_CHECK((int64_t)in_binding_names.size() == params.num_inputs &&
                   (int64_t)out_binding_names.size() == params.num_outputs,
               "stand-in engine: binding names do not match num_inputs/num_outputs");
+  TORCH_CHECK(params.layers.empty() || device_index < 0, "stand-in engine '", name,
+              "': layers are modelled on CPU engines (the GPU proof of per-layer timing is tests/faketrt)");
+  context_user_managed = dynamic_allocation;
+  profile_path_prefix = trt_trace::files::temp_directory();
 #ifndef STANDIN_WITH_CUDA
   TORCH_CHECK(device_index < 0, "stand-in engine '", name,
               "' targets a CUDA device but this stand-in runtime was built without CUDA");
@@ -190,6 +238,10 @@ std::string StandInEngine::to_str() const {
   ss << "  Hardware Compatibility: " << (info[HW_COMPATIBLE_IDX] == "1" ? "Enabled" : "Disabled") << std::endl;
   ss << "  Target Platform: " << info[TARGET_PLATFORM_IDX] << std::endl;
   ss << "  Resource Allocation Strategy: " << (dynamic_allocation ? "Dynamic" : "Static") << std::endl;
+  // 2.12 and later also say whether the engine needs native multi-device collectives.
+  if (static_cast<int64_t>(info.size()) > REQUIRES_NATIVE_MULTIDEVICE_IDX) {
+    ss << "  Multi-Device Engine: " << (info[REQUIRES_NATIVE_MULTIDEVICE_IDX] == "1" ? 1 : 0) << std::endl;
+  }
   return ss.str();
 }
 

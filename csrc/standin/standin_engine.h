@@ -19,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "standin/layer_profiler.h"
 #include "standin/standin_runtime_version.h"
 
 #ifdef STANDIN_WITH_CUDA
@@ -46,6 +47,13 @@ enum SerializedInfoIndex : int {
 };
 constexpr char kBindingDelim = '%';
 
+// A layer of the stand-in's "plan": host work of a known cost inside enqueue (CPU engines), which
+// the engine's profiler times and reports under the layer's name, as TensorRT reports its layers.
+struct StandInLayer {
+  std::string name;
+  int64_t us = 0;
+};
+
 // What the stand-in's "plan" computes and costs. Output k of a call is
 //   y = act(sum(inputs) * scale + bias); out_k = y * (k + 1)
 // with `repeat` passes over y on the device (repeat - 1 of them leave it unchanged).
@@ -62,6 +70,8 @@ struct EngineParams {
   // 1: `.contiguous()` of each bound input reaches the dispatcher even when the input is already
   // contiguous (benchmarks: the runtime's view, contiguous and empty per call as dispatcher calls).
   int64_t dispatch_contiguous = 0;
+  // In execution order; "layers=<us>:<name>|<us>:<name>..." with %, ; and | in names as %25, %3B, %7C.
+  std::vector<StandInLayer> layers;
 
   static EngineParams parse(const std::string& text);
   std::string serialize() const;
@@ -94,6 +104,20 @@ struct StandInEngine : torch::CustomClassHolder {
   std::vector<std::string> out_binding_names;
 
   std::mutex mu;  // the per-engine lock of the real runtime
+
+  // Torch-TensorRT's own profiling (standin_profiling.h). The profiler and the context are guarded,
+  // as in the real runtime, by nothing: calls use them under `mu`, the methods without it.
+  bool profile_execution = false;
+  std::unique_ptr<LayerProfiler> profiler;
+  std::string profile_path_prefix;     // the real default: the system's temporary directory
+  bool context_live = true;            // 2.13 drops it and makes the next one lazily
+  bool context_user_managed = false;   // created for the Dynamic strategy (the workspace is bound to it)
+  bool profiler_on_context = false;    // the live context has the profiler attached
+  int64_t contexts_created = 1;        // the constructor's
+  int64_t static_context_workspaces = 0;  // workspaces bound to a static context (a TensorRT error)
+  std::atomic<int64_t> unsafe_toggles{0};  // enable/disable_profiling while a call held `mu`
+  int64_t profiled_calls = 0;          // calls that ran with the profiler attached
+  std::vector<double> reported_ms;     // every layer time reported to the profiler (the float ms it got)
   std::atomic<int64_t> calls{0};
   std::string last_shape_key;
 #ifdef STANDIN_WITH_CUDA

@@ -6,14 +6,18 @@
 // the version its engine was made under (standin_runtime_version.h).
 #include <ATen/record_function.h>
 #include <c10/core/impl/LocalDispatchKeySet.h>
+#include <torch/csrc/autograd/profiler_legacy.h>
 
 #include <atomic>
 #include <chrono>
 #include <cmath>
+#include <fstream>
+#include <memory>
 #include <stdexcept>
 #include <thread>
 
 #include "standin/standin_engine.h"
+#include "standin/standin_profiling.h"
 
 #ifdef STANDIN_WITH_CUDA
 #include <ATen/cuda/CUDAEvent.h>
@@ -110,6 +114,32 @@ CallStreams choose_streams(StandInEngine& engine) {
 }
 #endif
 
+// With Torch-TensorRT's own profiling on, each step of a call is recorded by torch's legacy profiler
+// into a Chrome trace file of its own, as the runtime does (`RecordProfile`).
+std::unique_ptr<torch::autograd::profiler::RecordProfile> step_profile(const StandInEngine& engine, const char* file) {
+  if (!engine.profile_execution) return nullptr;
+  return std::make_unique<torch::autograd::profiler::RecordProfile>(profile_file(engine, file));
+}
+
+// The engine's layers (CPU engines): work of a known cost each. With the profiler on the context,
+// each is timed and reported once, under its name, as TensorRT reports its layers.
+void run_layers(StandInEngine& engine) {
+  const bool timed = engine.profile_execution && engine.profiler != nullptr && engine.profiler_on_context;
+  for (const StandInLayer& layer : engine.params.layers) {
+    if (!timed) {
+      spin_for_us(layer.us);
+      continue;
+    }
+    const auto t0 = std::chrono::steady_clock::now();
+    spin_for_us(layer.us);
+    const auto t1 = std::chrono::steady_clock::now();
+    const float ms = std::chrono::duration<float, std::milli>(t1 - t0).count();
+    engine.profiler->report(layer.name, ms);
+    engine.reported_ms.push_back(static_cast<double>(ms));
+  }
+  if (timed) ++engine.profiled_calls;
+}
+
 }  // namespace
 
 void set_enqueue_gate_closed(bool closed) noexcept { g_gate_closed.store(closed, std::memory_order_release); }
@@ -137,10 +167,16 @@ std::vector<at::Tensor> execute_engine(std::vector<at::Tensor> inputs, c10::intr
     }
   }
 
-  // 2. Dynamic workspace, before the lock (Dynamic strategy only).
+  // The execution context (2.13 makes one here where it was dropped; 2.11 always has one).
+  ensure_context(*engine);
+
+  // 2. Dynamic workspace, before the lock (Dynamic strategy only), bound to the context.
   at::Tensor workspace;
-  if (engine->dynamic_allocation && p.workspace_bytes > 0) {
-    workspace = at::empty({p.workspace_bytes}, at::TensorOptions().dtype(at::kByte).device(device));
+  if (engine->dynamic_allocation) {
+    if (p.workspace_bytes > 0) {
+      workspace = at::empty({p.workspace_bytes}, at::TensorOptions().dtype(at::kByte).device(device));
+    }
+    if (!engine->context_user_managed) ++engine->static_context_workspaces;
   }
 
   // 3. The per-engine lock.
@@ -153,6 +189,7 @@ std::vector<at::Tensor> execute_engine(std::vector<at::Tensor> inputs, c10::intr
   engine->last_shape_key = shape_key;
 
   // 7. Input setup: view(shape).contiguous() per input.
+  auto input_profile = step_profile(*engine, "_input_profile.trace");
   std::vector<at::Tensor> bound_inputs;
   bound_inputs.reserve(inputs.size());
   for (const auto& in : inputs) {
@@ -167,6 +204,8 @@ std::vector<at::Tensor> execute_engine(std::vector<at::Tensor> inputs, c10::intr
   //    allocates float32 and converts with .to(dtype) (dispatched even when that is float32);
   //    2.13 allocates in the output's dtype. (.contiguous() on the new tensor, which both do,
   //    dispatches nothing.)
+  input_profile.reset();
+  auto output_profile = step_profile(*engine, "_output_profile.trace");
   std::vector<at::Tensor> outputs;
   const bool reuse = engine->use_pre_allocated_outputs &&
                      engine->pre_allocated_outputs.size() == static_cast<size_t>(p.num_outputs) &&
@@ -193,8 +232,11 @@ std::vector<at::Tensor> execute_engine(std::vector<at::Tensor> inputs, c10::intr
   if (on_cuda) streams = choose_streams(*engine);
 #endif
 
+  output_profile.reset();
+
   // 9. Enqueue on the engine's stream: launch the plan (host cost = launch cost).
   {
+    auto enqueue_profile = step_profile(*engine, "_enqueue_profile.trace");
 #ifdef STANDIN_WITH_CUDA
     std::optional<c10::cuda::CUDAStreamGuard> on_engine_stream;
     if (streams) {
@@ -213,6 +255,7 @@ std::vector<at::Tensor> execute_engine(std::vector<at::Tensor> inputs, c10::intr
                                engine->name + " (stand-in fault injection: every " + std::to_string(p.fail_every) +
                                " calls)");
     }
+    run_layers(*engine);
     run_plan(p, bound_inputs, outputs);
   }
 #ifdef STANDIN_WITH_CUDA
@@ -222,6 +265,12 @@ std::vector<at::Tensor> execute_engine(std::vector<at::Tensor> inputs, c10::intr
     engine_done.block(streams->caller);
   }
 #endif
+  // With profiling on: the profiler's layer trace (all profiled calls so far) and the inspector's
+  // layer information, rewritten after every call.
+  if (engine->profile_execution && engine->profiler != nullptr) {
+    write_layer_trace(profile_file(*engine, "_engine_execution_profile.trace"), engine->name, *engine->profiler);
+    std::ofstream(profile_file(*engine, "_layer_information.json")) << layer_information(*engine);
+  }
   return outputs;
 }
 

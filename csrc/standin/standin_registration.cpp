@@ -4,7 +4,12 @@
 // (ABI_VERSION, SERIALIZATION_LEN) answer for the runtime version played now.
 #include <torch/library.h>
 
+#include <cstdlib>
+#include <fstream>
+#include <string>
+
 #include "standin/standin_engine.h"
+#include "standin/standin_profiling.h"
 
 namespace trt_standin {
 namespace {
@@ -13,25 +18,65 @@ bool g_multi_device_safe_mode = false;
 int64_t g_cudagraphs_mode = 0;
 int64_t g_logging_level = 3;
 
-const auto kEngineClass =
-    torch::class_<StandInEngine>("tensorrt", "Engine")
-        .def(torch::init<std::vector<std::string>>())
-        .def("__str__", &StandInEngine::to_str)
-        .def("__repr__", &StandInEngine::to_str)
-        .def("__obj_flatten__", &StandInEngine::obj_flatten)
-        .def("enable_profiling",
-             [](const c10::intrusive_ptr<StandInEngine>&) {
-               TORCH_CHECK(false, "enable_profiling: the stand-in runtime has no TensorRT profiler");
-             })
-        .def("use_dynamically_allocated_resources",
-             [](const c10::intrusive_ptr<StandInEngine>& self, bool dynamic) { self->dynamic_allocation = dynamic; })
-        .def_readwrite("use_pre_allocated_outputs", &StandInEngine::use_pre_allocated_outputs)
-        .def_pickle([](const c10::intrusive_ptr<StandInEngine>& self) -> std::vector<std::string> {
-                      return self->serialize();
-                    },
-                    [](std::vector<std::string> info) -> c10::intrusive_ptr<StandInEngine> {
-                      return StandInEngine::from_pickled(std::move(info));
-                    });
+using EnginePtr = c10::intrusive_ptr<StandInEngine>;
+
+// TRT_TRACE_STANDIN_PROFILING=0 (read when the library loads) registers the class without Torch-TensorRT's
+// profiling methods, as a runtime that has none: for tests of what trt_trace does without them.
+bool with_profiling_methods() {
+  const char* raw = std::getenv("TRT_TRACE_STANDIN_PROFILING");
+  return raw == nullptr || std::string(raw) != "0";
+}
+
+torch::class_<StandInEngine> register_engine_class() {
+  auto cls = torch::class_<StandInEngine>("tensorrt", "Engine")
+                 .def(torch::init<std::vector<std::string>>())
+                 .def("__str__", &StandInEngine::to_str)
+                 .def("__repr__", &StandInEngine::to_str)
+                 .def("__obj_flatten__", &StandInEngine::obj_flatten)
+                 .def("use_dynamically_allocated_resources",
+                      [](const EnginePtr& self, bool dynamic) { use_dynamically_allocated_resources(*self, dynamic); })
+                 .def_readwrite("use_pre_allocated_outputs", &StandInEngine::use_pre_allocated_outputs)
+                 // Not the real runtime's: what its profiling did, for the tests (standin_profiling.h).
+                 .def("_trt_trace_standin_state",
+                      [](const EnginePtr& self) -> c10::Dict<std::string, int64_t> {
+                        c10::Dict<std::string, int64_t> out;
+                        out.insert("contexts_created", self->contexts_created);
+                        out.insert("context_user_managed", self->context_user_managed ? 1 : 0);
+                        out.insert("static_context_workspaces", self->static_context_workspaces);
+                        out.insert("unsafe_toggles", self->unsafe_toggles.load());
+                        out.insert("profiled_calls", self->profiled_calls);
+                        out.insert("profile_execution", self->profile_execution ? 1 : 0);
+                        out.insert("calls", self->calls.load());
+                        return out;
+                      })
+                 // Not the real runtime's: each layer time (float ms) its profiler was told since the last read.
+                 .def("_trt_trace_standin_reported",
+                      [](const EnginePtr& self) -> std::vector<double> {
+                        std::lock_guard<std::mutex> lock(self->mu);
+                        std::vector<double> out;
+                        out.swap(self->reported_ms);
+                        return out;
+                      })
+                 .def_pickle([](const EnginePtr& self) -> std::vector<std::string> { return self->serialize(); },
+                             [](std::vector<std::string> info) -> EnginePtr {
+                               return StandInEngine::from_pickled(std::move(info));
+                             });
+  if (with_profiling_methods()) {
+    cls.def("enable_profiling", [](const EnginePtr& self) { enable_profiling(*self); })
+        .def("disable_profiling", [](const EnginePtr& self) { disable_profiling(*self); })
+        .def("set_profile_format", [](const EnginePtr& self, std::string format) { set_profile_format(*self, format); })
+        .def_readwrite("profile_path_prefix", &StandInEngine::profile_path_prefix)
+        .def("get_engine_layer_info", [](const EnginePtr& self) -> std::string { return layer_information(*self); })
+        .def("dump_engine_layer_info_to_file",
+             [](const EnginePtr& self, std::string path) { std::ofstream(path) << layer_information(*self); })
+        .def("dump_engine_layer_info", [](const EnginePtr& self) {
+          std::ofstream(profile_file(*self, "_layer_information.json")) << layer_information(*self);
+        });
+  }
+  return cls;
+}
+
+const auto kEngineClass = register_engine_class();
 
 RuntimeVersion version_named(const std::string& name) {
   const auto v = parse_runtime_version(name);

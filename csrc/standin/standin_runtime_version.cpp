@@ -11,8 +11,10 @@ namespace {
 constexpr RuntimeVersion kDefaultVersion = RuntimeVersion::k2_13;
 
 constexpr RuntimeTraits kTraits[] = {
-    {"2.11", "8", 11, /*moves_inputs_to_device=*/false, /*runs_on_caller_stream=*/false, /*converts_outputs=*/true},
-    {"2.13", "9", 12, /*moves_inputs_to_device=*/true, /*runs_on_caller_stream=*/true, /*converts_outputs=*/false},
+    {"2.11", "8", 11, /*moves_inputs_to_device=*/false, /*runs_on_caller_stream=*/false, /*converts_outputs=*/true,
+     /*lazy_context=*/false},
+    {"2.13", "9", 12, /*moves_inputs_to_device=*/true, /*runs_on_caller_stream=*/true, /*converts_outputs=*/false,
+     /*lazy_context=*/true},
 };
 
 // Read once, when the library loads: every engine of the process is made under one version unless

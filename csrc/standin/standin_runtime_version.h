@@ -14,6 +14,9 @@
 //   * Output setup: 2.11 allocates each output as float32 and converts it with .to(dtype), an op
 //     dispatched (and seen by observers) after each allocation even when the dtype is float32; 2.13
 //     allocates each output in its dtype.
+//   * The execution context: 2.11 re-creates it at once where it must change (disable_profiling,
+//     a new allocation strategy); 2.13 drops it and makes the next one at the next call
+//     (standin_profiling.h).
 //
 // A process plays one version: TRT_TRACE_STANDIN_RUNTIME=2.11|2.13 (default 2.13), read once when
 // the library loads. Tests may switch it (tensorrt::_trt_trace_standin_set_runtime); an engine
@@ -35,6 +38,7 @@ struct RuntimeTraits {
   bool moves_inputs_to_device;      // false: an input off the engine's device is an error
   bool runs_on_caller_stream;       // true: a caller on a non-default stream keeps the work there
   bool converts_outputs;            // true: outputs allocated as float32, then .to(dtype)
+  bool lazy_context;                // true: a dropped execution context is made again at the next call
 };
 
 const RuntimeTraits& traits(RuntimeVersion version);

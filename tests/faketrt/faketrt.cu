@@ -17,6 +17,19 @@
 //                   (reports the outputs' shapes as not inferable)
 //   workspace=<bytes>  the device memory the engine asks for
 //   time_work=1     CUDA events around the engine's own work (faketrt_work_ns)
+//   layer=<ns>:<name>  one line per layer, in execution order: a kernel that spins <ns> on the
+//                   GPU, reported to a profiler under <name> (the rest of the line, as TensorRT
+//                   reports layer names: any text but a newline). With layers, gpu_ns is unused
+//                   and the outputs' copies are no layer; without, the profiler hears of two
+//                   layers, "faketrt_copy" (the copies) and "faketrt_spin" (the gpu_ns kernel).
+//
+// Profiling as TensorRT does it (IExecutionContext, IProfiler): with a profiler set, every enqueue
+// times each layer with CUDA events on its stream; while getEnqueueEmitsProfile() is true (the
+// default) enqueueV3 waits for them and calls IProfiler::reportLayerTime(name, ms) once per layer,
+// in order, before it returns; after setEnqueueEmitsProfile(false) it returns at once and
+// reportToProfiler() reports the last enqueue (false: no profiler, or that enqueue was captured
+// into a CUDA graph). The inspector answers getEngineInformation / getLayerInformation with the
+// layer names (TensorRT's kLAYER_NAMES_ONLY verbosity, as Torch-TensorRT builds engines).
 //
 // Everything it does not implement aborts with the interface and slot number.
 // Test helpers (faketrt_*) are exported beside TensorRT's C entry points; those only the Python
@@ -78,8 +91,14 @@ struct TensorDesc {
   int from = -1;  // output: index of the input it copies
 };
 
+struct Layer {
+  std::string name;
+  int64_t gpu_ns = 0;
+};
+
 struct Plan {
   std::string text;
+  std::vector<Layer> layers;
   std::string name = "faketrt_engine";
   std::vector<TensorDesc> io;
   int64_t gpu_ns = 0, host_ns = 0, fail_every = 0, workspace = 0;
@@ -170,6 +189,10 @@ bool parse_plan(const char* data, size_t size, Plan* plan, std::string* err) {
       plan->copy = value == "1";
     } else if (key == "time_work") {
       plan->time_work = value == "1";
+    } else if (key == "layer") {
+      const size_t colon = value.find(':');
+      if (colon == std::string::npos || colon == 0) return *err = "bad layer (want <ns>:<name>): " + value, false;
+      plan->layers.push_back(Layer{value.substr(colon + 1), std::strtoll(value.substr(0, colon).c_str(), nullptr, 10)});
     } else {
       return *err = "unknown plan key: " + key, false;
     }
@@ -189,6 +212,11 @@ bool parse_plan(const char* data, size_t size, Plan* plan, std::string* err) {
 struct EngineRecord {
   int64_t enqueues = 0, failed = 0, profiler_reports = 0, allocator_calls = 0, device_memory_sets = 0,
           captured = 0;
+  int64_t profiled_enqueues = 0;  // enqueues with a profiler set (each layer timed)
+  int64_t waited_enqueues = 0;    // enqueues that waited for the GPU before returning (emitting a profile)
+  int64_t layer_reports = 0;      // reportLayerTime calls
+  int64_t static_memory_sets = 0;  // device memory bound to a context that owns its own (TensorRT: an error)
+  std::vector<int64_t> layer_ns;  // each reported layer's time in ns, in report order (faketrt_layer_ns)
   uint64_t last_stream = 0;
   std::vector<std::pair<cudaEvent_t, cudaEvent_t>> pending;  // work start, end (in enqueue order)
   std::vector<int64_t> done_ns;
@@ -210,31 +238,88 @@ class HostMemoryFake final : public HostMemoryImpl {
   std::string bytes_;
 };
 
+// A JSON string literal (quotes included) of `s`.
+std::string json_string(const std::string& s) {
+  std::string out = "\"";
+  for (const char c : s) {
+    if (c == '"' || c == '\\') {
+      out.push_back('\\');
+      out.push_back(c);
+    } else if (static_cast<unsigned char>(c) < 0x20) {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\u%04x", c);
+      out += buf;
+    } else {
+      out.push_back(c);
+    }
+  }
+  return out + "\"";
+}
+
+// The names the profiler hears, in order.
+std::vector<std::string> layer_names(const Plan& plan) {
+  if (plan.layers.empty()) return {"faketrt_copy", "faketrt_spin"};
+  std::vector<std::string> out;
+  for (const Layer& l : plan.layers) out.push_back(l.name);
+  return out;
+}
+
+// TensorRT's inspector at kLAYER_NAMES_ONLY: the engine as {"Layers": [names], "Bindings": [names]}
+// (kJSON) or one layer name per line (kONELINE); one layer as its JSON string or its name.
 class InspectorFake final : public InspectorImpl {
  public:
-  explicit InspectorFake(const Plan& plan) {
-    info_ = "{\"Layers\": [\"faketrt_copy\", \"faketrt_spin\"], \"Bindings\": [";
-    for (size_t i = 0; i < plan.io.size(); ++i) info_ += (i ? ", \"" : "\"") + plan.io[i].name + "\"";
-    info_ += "]}";
+  explicit InspectorFake(const Plan& plan) : names_(layer_names(plan)) {
+    json_ = "{\"Layers\": [";
+    for (size_t i = 0; i < names_.size(); ++i) json_ += (i ? ", " : "") + json_string(names_[i]);
+    json_ += "], \"Bindings\": [";
+    for (size_t i = 0; i < plan.io.size(); ++i) json_ += (i ? ", " : "") + json_string(plan.io[i].name);
+    json_ += "]}";
+    for (const auto& n : names_) {
+      one_line_ += n + "\n";
+      layer_json_.push_back(json_string(n));
+    }
   }
-  bool setExecutionContext(const PublicObject*) noexcept override { return true; }
-  const char* getEngineInformation(int32_t) const noexcept override { return info_.c_str(); }
+  bool setExecutionContext(const PublicObject* context) noexcept override {
+    context_ = context;
+    return true;
+  }
+  const PublicObject* getExecutionContext() const noexcept override { return context_; }
+  const char* getLayerInformation(int32_t layer, int32_t format) const noexcept override {
+    if (layer < 0 || layer >= static_cast<int32_t>(names_.size())) return nullptr;
+    return format == kJson ? layer_json_[layer].c_str() : names_[layer].c_str();
+  }
+  const char* getEngineInformation(int32_t format) const noexcept override {
+    return format == kJson ? json_.c_str() : one_line_.c_str();
+  }
 
  private:
-  std::string info_;
+  std::vector<std::string> names_;
+  std::string json_, one_line_;
+  std::vector<std::string> layer_json_;
+  const PublicObject* context_ = nullptr;
 };
 
 class ContextFake final : public ContextImpl {
  public:
-  ContextFake(const PublicObject* engine, const Plan* plan) : engine_(engine), plan_(plan) {
+  // strategy: nvinfer1::ExecutionContextAllocationStrategy (0 static: the context owns its device
+  // memory; 2 user-managed: the caller binds it with setDeviceMemory before each enqueue).
+  ContextFake(const PublicObject* engine, const Plan* plan, int32_t strategy)
+      : engine_(engine), plan_(plan), strategy_(strategy) {
     shapes_.resize(plan->io.size());
     addresses_.resize(plan->io.size(), nullptr);
     allocators_.resize(plan->io.size(), nullptr);
     for (size_t i = 0; i < plan->io.size(); ++i) shapes_[i] = plan->io[i].dims;
     set_.resize(plan->io.size(), false);
   }
-  void setProfiler(Profiler* profiler) noexcept override { profiler_ = profiler; }
+  ~ContextFake() override { drop_profile(); }
+  void setProfiler(Profiler* profiler) noexcept override {
+    profiler_ = profiler;
+    if (profiler == nullptr) drop_profile();  // nothing left to report to
+  }
   Profiler* getProfiler() const noexcept override { return profiler_; }
+  void setEnqueueEmitsProfile(bool emits) noexcept override { emits_ = emits; }
+  bool getEnqueueEmitsProfile() const noexcept override { return emits_; }
+  bool reportToProfiler() const noexcept override;
   const PublicObject& getEngine() const noexcept override { return *engine_; }
   void setName(const char* name) noexcept override { name_ = name ? name : ""; }
   const char* getName() const noexcept override { return name_.c_str(); }
@@ -304,8 +389,10 @@ class ContextFake final : public ContextImpl {
  private:
   void set_device_memory(void* memory) {
     device_memory_ = memory;
+    if (strategy_ == 0) log(kError, "faketrt: setDeviceMemory on a context created with its own (static) device memory");
     std::lock_guard<std::mutex> lock(g_records_mutex);
     ++records()[plan_->name].device_memory_sets;
+    records()[plan_->name].static_memory_sets += strategy_ == 0;
   }
   int64_t bytes_of(int i) const {
     const Dims64& d = shapes_[plan_->io[i].from >= 0 ? plan_->io[i].from : i];
@@ -314,10 +401,27 @@ class ContextFake final : public ContextImpl {
     return n;
   }
 
+  // The last profiled enqueue's layer events, until reported: stage k ran from events[k] to events[k + 1].
+  struct Profile {
+    std::vector<std::string> names;
+    std::vector<cudaEvent_t> events;
+    bool captured = false;  // that enqueue was captured into a CUDA graph: nothing ran, nothing to report
+  };
+  void drop_profile() const noexcept {
+    for (cudaEvent_t e : profile_.events) cudaEventDestroy(e);
+    profile_.events.clear();
+    profile_.names.clear();
+  }
+  // Waits for the last profiled enqueue's events and reports each layer once, in order.
+  void report_profile() const noexcept;
+
   const PublicObject* engine_;
   const Plan* plan_;
   std::string name_;
   Profiler* profiler_ = nullptr;
+  bool emits_ = true;  // TensorRT's default: enqueueV3 reports (and so waits) when a profiler is set
+  int32_t strategy_ = 0;
+  mutable Profile profile_;
   void* device_memory_ = nullptr;
   std::vector<Dims64> shapes_;
   std::vector<bool> set_;
@@ -352,12 +456,29 @@ bool ContextFake::enqueueV3(void* stream_ptr) noexcept {
   cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
   cudaStreamIsCapturing(stream, &capture);
   const bool capturing = capture != cudaStreamCaptureStatusNone;
-  const bool timed = (plan.time_work || profiler_ != nullptr) && !capturing;
-  cudaEvent_t ev[3] = {nullptr, nullptr, nullptr};
+  const bool profiled = profiler_ != nullptr;
+  const bool timed = plan.time_work && !capturing;
+  // The work's own span (faketrt_work_ns): start, end.
+  cudaEvent_t work[2] = {nullptr, nullptr};
   if (timed) {
-    for (auto& e : ev) cudaEventCreate(&e);
-    cudaEventRecord(ev[0], stream);
+    for (auto& e : work) cudaEventCreate(&e);
+    cudaEventRecord(work[0], stream);
   }
+  // A profiled enqueue times each stage with events between them, as TensorRT times layers.
+  drop_profile();
+  const bool layered = !plan.layers.empty();
+  const auto stage_event = [&]() {
+    if (!profiled || capturing) return;
+    cudaEvent_t e = nullptr;
+    cudaEventCreate(&e);
+    cudaEventRecord(e, stream);
+    profile_.events.push_back(e);
+  };
+  if (profiled) {
+    profile_.names = layer_names(plan);
+    profile_.captured = capturing;
+  }
+  if (!layered) stage_event();  // "faketrt_copy" starts here
   for (size_t o = 0; o < plan.io.size(); ++o) {
     const TensorDesc& t = plan.io[o];
     if (t.input) continue;
@@ -372,38 +493,74 @@ bool ContextFake::enqueueV3(void* stream_ptr) noexcept {
     }
     if (dst == nullptr || addresses_[t.from] == nullptr) {
       log(kError, "faketrt: enqueueV3: no address for " + t.name);
+      drop_profile();
       return false;
     }
     if (plan.copy && bytes > 0) cudaMemcpyAsync(dst, addresses_[t.from], bytes, cudaMemcpyDeviceToDevice, stream);
     if (allocators_[o] != nullptr) allocators_[o]->notifyShape(t.name.c_str(), shapes_[t.from]);
   }
-  if (timed) cudaEventRecord(ev[1], stream);
-  if (plan.gpu_ns > 0) spin_kernel<<<1, 1, 0, stream>>>(static_cast<uint64_t>(plan.gpu_ns));
+  stage_event();  // layered: the first layer starts here; else "faketrt_copy" ends, "faketrt_spin" starts
+  if (layered) {
+    for (const Layer& l : plan.layers) {
+      if (l.gpu_ns > 0) spin_kernel<<<1, 1, 0, stream>>>(static_cast<uint64_t>(l.gpu_ns));
+      stage_event();
+    }
+  } else {
+    if (plan.gpu_ns > 0) spin_kernel<<<1, 1, 0, stream>>>(static_cast<uint64_t>(plan.gpu_ns));
+    stage_event();
+  }
   const cudaError_t launched = cudaGetLastError();
   if (launched != cudaSuccess) {
     log(kError, std::string("faketrt: enqueueV3: ") + cudaGetErrorString(launched));
+    drop_profile();
     return false;
   }
-  if (capturing) {
+  {
     std::lock_guard<std::mutex> lock(g_records_mutex);
-    ++records()[plan.name].captured;
+    EngineRecord& r = records()[plan.name];
+    r.captured += capturing;
+    r.profiled_enqueues += profiled;
   }
-  if (!timed) return true;
-  cudaEventRecord(ev[2], stream);
-  if (profiler_ != nullptr) {
-    // TensorRT's per-layer profiler reports synchronously from the enqueue.
-    cudaEventSynchronize(ev[2]);
-    float copy_ms = 0, spin_ms = 0;
-    cudaEventElapsedTime(&copy_ms, ev[0], ev[1]);
-    cudaEventElapsedTime(&spin_ms, ev[1], ev[2]);
-    profiler_->reportLayerTime("faketrt_copy", copy_ms);
-    profiler_->reportLayerTime("faketrt_spin", spin_ms);
+  if (timed) {
+    cudaEventRecord(work[1], stream);
     std::lock_guard<std::mutex> lock(g_records_mutex);
-    ++records()[plan.name].profiler_reports;
+    records()[plan.name].pending.emplace_back(work[0], work[1]);
   }
-  cudaEventDestroy(ev[1]);
-  std::lock_guard<std::mutex> lock(g_records_mutex);
-  records()[plan.name].pending.emplace_back(ev[0], ev[2]);
+  // Emitting the profile from the enqueue makes it synchronous: it waits for the layers' events.
+  if (profiled && emits_ && !capturing) {
+    report_profile();
+    std::lock_guard<std::mutex> lock(g_records_mutex);
+    ++records()[plan.name].waited_enqueues;
+  }
+  return true;
+}
+
+void ContextFake::report_profile() const noexcept {
+  if (profiler_ == nullptr || profile_.events.size() != profile_.names.size() + 1) {
+    drop_profile();
+    return;
+  }
+  cudaEventSynchronize(profile_.events.back());
+  std::vector<int64_t> ns;
+  for (size_t k = 0; k < profile_.names.size(); ++k) {
+    float ms = 0;
+    cudaEventElapsedTime(&ms, profile_.events[k], profile_.events[k + 1]);
+    profiler_->reportLayerTime(profile_.names[k].c_str(), ms);
+    ns.push_back(static_cast<int64_t>(static_cast<double>(ms) * 1e6));
+  }
+  {
+    std::lock_guard<std::mutex> lock(g_records_mutex);
+    EngineRecord& r = records()[plan_->name];
+    ++r.profiler_reports;
+    r.layer_reports += static_cast<int64_t>(ns.size());
+    r.layer_ns.insert(r.layer_ns.end(), ns.begin(), ns.end());
+  }
+  drop_profile();
+}
+
+bool ContextFake::reportToProfiler() const noexcept {
+  if (profiler_ == nullptr || profile_.captured) return false;  // TensorRT: nothing to report to / from
+  if (!profile_.events.empty()) report_profile();  // already reported by an emitting enqueue: nothing left
   return true;
 }
 
@@ -411,10 +568,10 @@ class EngineFake final : public EngineImpl {
  public:
   explicit EngineFake(Plan plan) : plan_(std::move(plan)) {}
   void set_self(const PublicObject* self) { self_ = self; }
-  int32_t getNbLayers() const noexcept override { return 2; }
+  int32_t getNbLayers() const noexcept override { return static_cast<int32_t>(layer_names(plan_).size()); }
   PublicObject* serialize() const noexcept override { return new PublicObject(new HostMemoryFake(plan_.text)); }
-  PublicObject* createExecutionContext(int32_t) noexcept override {
-    return new PublicObject(new ContextFake(self_, &plan_));
+  PublicObject* createExecutionContext(int32_t strategy) noexcept override {
+    return new PublicObject(new ContextFake(self_, &plan_, strategy));
   }
   const char* getName() const noexcept override { return plan_.name.c_str(); }
   PublicObject* createEngineInspector() const noexcept override { return new PublicObject(new InspectorFake(plan_)); }
@@ -545,14 +702,28 @@ FAKETRT_EXPORT int32_t faketrt_work_ns(const char* engine, int64_t* out, int32_t
   return n;
 }
 
-// Counters of an engine: enqueues, failed, profiler reports, output-allocator calls, device
-// memory sets, captured enqueues, the last stream enqueueV3 got. Returns how many were written.
+// Counters of an engine: enqueues, failed, profiler reports (enqueues reported), output-allocator
+// calls, device memory sets, captured enqueues, the last stream enqueueV3 got, profiled enqueues,
+// enqueues that waited for the GPU, reportLayerTime calls, device memory bound to a static context.
+// Returns how many were written.
 FAKETRT_EXPORT int32_t faketrt_stats(const char* engine, int64_t* out, int32_t max) {
   std::lock_guard<std::mutex> lock(faketrt::g_records_mutex);
   const faketrt::EngineRecord& r = faketrt::records()[engine];
   const int64_t v[] = {r.enqueues, r.failed, r.profiler_reports, r.allocator_calls, r.device_memory_sets,
-                       r.captured, static_cast<int64_t>(r.last_stream)};
+                       r.captured, static_cast<int64_t>(r.last_stream), r.profiled_enqueues, r.waited_enqueues,
+                       r.layer_reports, r.static_memory_sets};
   const int32_t n = std::min<int32_t>(max, static_cast<int32_t>(sizeof v / sizeof v[0]));
   std::copy(v, v + n, out);
+  return n;
+}
+
+// Each layer time reported to a profiler since the last call, in ns, in report order (layer by
+// layer, enqueue by enqueue): what TensorRT measured. Returns how many were written.
+FAKETRT_EXPORT int32_t faketrt_layer_ns(const char* engine, int64_t* out, int32_t max) {
+  std::lock_guard<std::mutex> lock(faketrt::g_records_mutex);
+  std::vector<int64_t>& v = faketrt::records()[engine].layer_ns;
+  const int32_t n = std::min<int32_t>(max, static_cast<int32_t>(v.size()));
+  std::copy(v.begin(), v.begin() + n, out);
+  v.erase(v.begin(), v.begin() + n);
   return n;
 }

@@ -6,6 +6,10 @@
     engine = faketrt.make_engine(plan)                        # torch.classes.tensorrt.Engine
     outs = torch.ops.tensorrt.execute_engine([x], engine)     # outs[0] is a copy of x
     faketrt.work_ns(plan.name)                                # the engine's own GPU time per call
+    faketrt.layer_ns(plan.name)                               # each layer time a profiler was told
+
+An engine with `layers` runs one spinning kernel per layer and reports them to a profiler by name,
+as TensorRT reports its layers (faketrt.cu says how).
 
 The engine object is built from the 2.11 runtime's serialized info: 11 strings, ABI "8".
 """
@@ -19,7 +23,7 @@ from pathlib import Path
 
 ABI_VERSION = "8"  # Torch-TensorRT 2.11
 STATS = ("enqueues", "failed", "profiler_reports", "allocator_calls", "device_memory_sets", "captured",
-         "last_stream")
+         "last_stream", "profiled_enqueues", "waited_enqueues", "layer_reports", "static_memory_sets")
 
 _lib: ctypes.CDLL | None = None
 
@@ -36,6 +40,7 @@ def load(lib_dir: str | os.PathLike) -> ctypes.CDLL:
             ctypes.CDLL(str(d / "libnvonnxparser.so.10"), mode=ctypes.RTLD_GLOBAL)
         _lib.faketrt_work_ns.restype = ctypes.c_int32
         _lib.faketrt_stats.restype = ctypes.c_int32
+        _lib.faketrt_layer_ns.restype = ctypes.c_int32
     return _lib
 
 
@@ -54,6 +59,8 @@ class Plan:
     copy: bool = True
     time_work: bool = True
     extra: dict = field(default_factory=dict)
+    # (name, GPU us) per layer, in execution order: a spinning kernel each, reported under its name.
+    layers: tuple[tuple[str, float], ...] = ()
 
     def text(self) -> str:
         lines = ["faketrt-plan 1", f"name={self.name}"]
@@ -62,6 +69,9 @@ class Plan:
         lines += [f"gpu_ns={int(self.gpu_us * 1000)}", f"host_ns={int(self.host_us * 1000)}",
                   f"fail_every={self.fail_every}", f"fail_stage={self.fail_stage}", f"workspace={self.workspace}",
                   f"copy={int(self.copy)}", f"time_work={int(self.time_work)}"]
+        for name, us in self.layers:
+            assert "\n" not in name, "a layer name is one line of the plan"
+            lines.append(f"layer={int(us * 1000)}:{name}")
         return "\n".join(lines) + "\n"
 
 
@@ -97,6 +107,14 @@ def work_ns(name: str, max_calls: int = 1 << 16) -> list[int]:
     assert _lib is not None, "faketrt.load() first"
     buf = (ctypes.c_int64 * max_calls)()
     n = _lib.faketrt_work_ns(name.encode(), buf, max_calls)
+    return list(buf[:n])
+
+
+def layer_ns(name: str, max_layers: int = 1 << 20) -> list[int]:
+    """Each layer time reported to a profiler since the last read, in ns (layer by layer, call by call)."""
+    assert _lib is not None, "faketrt.load() first"
+    buf = (ctypes.c_int64 * max_layers)()
+    n = _lib.faketrt_layer_ns(name.encode(), buf, max_layers)
     return list(buf[:n])
 
 

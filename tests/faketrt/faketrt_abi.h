@@ -39,6 +39,8 @@ enum DataType : int32_t {
 };
 // nvinfer1::TensorIOMode values.
 enum TensorIOMode : int32_t { kIONone = 0, kIOInput = 1, kIOOutput = 2 };
+// nvinfer1::LayerInformationFormat values (the engine inspector's output).
+enum LayerInformationFormat : int32_t { kOneLine = 0, kJson = 1 };
 // nvinfer1::ILogger::Severity values.
 enum Severity : int32_t { kInternalError = 0, kError = 1, kWarning = 2, kInfo = 3, kVerbose = 4 };
 
@@ -201,9 +203,9 @@ class ContextImpl : public Impl {
   FAKETRT_UNIMPLEMENTED(VExecutionContext, 15)  // getErrorRecorder
   FAKETRT_UNIMPLEMENTED(VExecutionContext, 16)  // executeV2
   FAKETRT_UNIMPLEMENTED(VExecutionContext, 17)  // setOptimizationProfileAsync
-  FAKETRT_UNIMPLEMENTED(VExecutionContext, 18)  // setEnqueueEmitsProfile
-  FAKETRT_UNIMPLEMENTED(VExecutionContext, 19)  // getEnqueueEmitsProfile
-  FAKETRT_UNIMPLEMENTED(VExecutionContext, 20)  // reportToProfiler
+  virtual void setEnqueueEmitsProfile(bool emits) noexcept = 0;                      // 18
+  virtual bool getEnqueueEmitsProfile() const noexcept = 0;                           // 19
+  virtual bool reportToProfiler() const noexcept = 0;                                 // 20
   virtual bool setInputShape(const char* name, const Dims64& dims) noexcept = 0;     // 21
   virtual Dims64 getTensorShape(const char* name) const noexcept = 0;                // 22
   FAKETRT_UNIMPLEMENTED(VExecutionContext, 23)  // getTensorStrides
@@ -243,9 +245,9 @@ class InspectorImpl : public Impl {
  public:
   FAKETRT_UNIMPLEMENTED(VEngineInspector, 2)  // getPImpl
   virtual bool setExecutionContext(const PublicObject* context) noexcept = 0;  // 3
-  FAKETRT_UNIMPLEMENTED(VEngineInspector, 4)  // getExecutionContext
-  FAKETRT_UNIMPLEMENTED(VEngineInspector, 5)  // getLayerInformation
-  virtual const char* getEngineInformation(int32_t format) const noexcept = 0;  // 6
+  virtual const PublicObject* getExecutionContext() const noexcept = 0;                  // 4
+  virtual const char* getLayerInformation(int32_t layer, int32_t format) const noexcept = 0;  // 5
+  virtual const char* getEngineInformation(int32_t format) const noexcept = 0;           // 6
   FAKETRT_UNIMPLEMENTED(VEngineInspector, 7)  // setErrorRecorder
   FAKETRT_UNIMPLEMENTED(VEngineInspector, 8)  // getErrorRecorder
 };

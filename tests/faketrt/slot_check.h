@@ -147,9 +147,9 @@ inline int check_slots(FILE* out) {
   FAKETRT_EXPECT_UNIMPL(ContextImpl, 15);
   FAKETRT_EXPECT_UNIMPL(ContextImpl, 16);
   FAKETRT_EXPECT_UNIMPL(ContextImpl, 17);
-  FAKETRT_EXPECT_UNIMPL(ContextImpl, 18);
-  FAKETRT_EXPECT_UNIMPL(ContextImpl, 19);
-  FAKETRT_EXPECT_UNIMPL(ContextImpl, 20);
+  FAKETRT_EXPECT(ContextImpl, setEnqueueEmitsProfile, 18);
+  FAKETRT_EXPECT(ContextImpl, getEnqueueEmitsProfile, 19);
+  FAKETRT_EXPECT(ContextImpl, reportToProfiler, 20);
   FAKETRT_EXPECT(ContextImpl, setInputShape, 21);
   FAKETRT_EXPECT(ContextImpl, getTensorShape, 22);
   FAKETRT_EXPECT_UNIMPL(ContextImpl, 23);
@@ -184,8 +184,8 @@ inline int check_slots(FILE* out) {
   FAKETRT_EXPECT_UNIMPL(ContextImpl, 52);
   FAKETRT_EXPECT_UNIMPL(InspectorImpl, 2);
   FAKETRT_EXPECT(InspectorImpl, setExecutionContext, 3);
-  FAKETRT_EXPECT_UNIMPL(InspectorImpl, 4);
-  FAKETRT_EXPECT_UNIMPL(InspectorImpl, 5);
+  FAKETRT_EXPECT(InspectorImpl, getExecutionContext, 4);
+  FAKETRT_EXPECT(InspectorImpl, getLayerInformation, 5);
   FAKETRT_EXPECT(InspectorImpl, getEngineInformation, 6);
   FAKETRT_EXPECT_UNIMPL(InspectorImpl, 7);
   FAKETRT_EXPECT_UNIMPL(InspectorImpl, 8);

@@ -15,9 +15,17 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from trt_trace.perfetto_protos import protos
-from trt_trace.trace_format import CATEGORY, ENGINE_UUID_BASE, FLOW_NAME, METADATA_EVENT, PERFETTO_SUFFIXES
+from trt_trace.trace_format import (
+    CATEGORY,
+    ENGINE_UUID_BASE,
+    FLOW_NAME,
+    LAYER_CATEGORY,
+    LAYERS_TRACK,
+    METADATA_EVENT,
+    PERFETTO_SUFFIXES,
+)
 from .trace_summary import TraceFileError, read_trace_bytes
-from trt_trace.tracks import track_id
+from trt_trace.tracks import layer_track_id, track_id
 
 
 def looks_like_perfetto(path: str) -> bool:
@@ -150,11 +158,12 @@ def load_trace(path: str) -> PerfettoTrace:
     return out
 
 
-def _lane_of(name: str) -> tuple[int, bool]:
-    """(lane, GPU) of a lane track named "host", "host (2)", "GPU", "GPU (3)", ..."""
+def _lane_of(name: str) -> tuple[int, str]:
+    """(lane, kind) of a lane track named "host", "host (2)", "GPU", "GPU (3)", "layers", ...: kind is
+    "host", "GPU" or "layers"."""
     kind, _, rest = name.partition(" (")
     lane = int(rest.rstrip(")")) - 1 if rest.rstrip(")").isdigit() else 0
-    return lane, kind == "GPU"
+    return lane, kind
 
 
 def load_events(path: str) -> list[dict[str, Any]]:
@@ -163,13 +172,20 @@ def load_events(path: str) -> list[dict[str, Any]]:
     trace = load_trace(path)
     events: list[dict[str, Any]] = [{"ph": "M", "name": METADATA_EVENT, "tid": 0, "args": m} for m in trace.metadata]
     tids: dict[int, int] = {}  # lane track uuid -> the JSON writer's tid
+    layer_tracks: set[int] = set()  # tracks of layer slices (their JSON category is LAYER_CATEGORY)
     for uuid, track in trace.tracks.items():
         engine = trace.engine_of(uuid)
         if engine is None or uuid >= ENGINE_UUID_BASE:
             continue
-        lane, gpu = _lane_of(track.name)
-        tids[uuid] = tid = track_id(engine[0], lane, gpu)
-        name = engine[1] + (" GPU" if gpu else "") + ("" if lane == 0 else f" ({lane + 1})")
+        lane, kind = _lane_of(track.name)
+        if kind == LAYERS_TRACK:
+            layer_tracks.add(uuid)
+            tids[uuid] = tid = layer_track_id(engine[0], lane)
+            name = f"{engine[1]} {LAYERS_TRACK}" + ("" if lane == 0 else f" ({lane + 1})")
+        else:
+            gpu = kind == "GPU"
+            tids[uuid] = tid = track_id(engine[0], lane, gpu)
+            name = engine[1] + (" GPU" if gpu else "") + ("" if lane == 0 else f" ({lane + 1})")
         events.append({"ph": "M", "name": "thread_name", "tid": tid, "args": {"name": name}})
         events.append({"ph": "M", "name": "thread_sort_index", "tid": tid, "args": {"sort_index": tid}})
     for s in trace.slices:
@@ -177,6 +193,11 @@ def load_events(path: str) -> list[dict[str, Any]]:
         engine_id, engine_name = engine if engine else (0, "")
         tid = tids.get(s.track, s.track)
         ts = s.begin_ns / 1000.0
+        if s.track in layer_tracks:  # the layer's name is the slice's (its annotation is an interned string)
+            events.append({"ph": "X", "cat": LAYER_CATEGORY, "name": s.name, "ts": ts,
+                           "dur": (s.end_ns - s.begin_ns) / 1000.0, "tid": tid,
+                           "args": dict(s.args, engine=engine_name, engine_id=engine_id, layer=s.name)})
+            continue
         events.append({"ph": "X", "cat": CATEGORY, "name": s.name, "ts": ts, "dur": (s.end_ns - s.begin_ns) / 1000.0,
                        "tid": tid, "args": dict(s.args, engine=engine_name, engine_id=engine_id)})
         inside = 1 if s.end_ns > s.begin_ns else 0

@@ -7,7 +7,8 @@ wall-clock loops on these machines vary by microseconds.
 Each mode runs in its own process under callgrind, collecting only inside the calling threads' C++ loops
 of boxed calls (tools/bench/bench_overhead.py's calls_on_this_thread, built on first use). Each mode runs twice,
 N and 2N calls per thread: instructions per call are the difference over N x threads, which cancels
-set-up and warm-up. Modes as in bench_overhead.py. --engines N calls N engines in turn (the registry's
+set-up and warm-up. Modes as in bench_overhead.py, and "tracing on, layers after the window" (TRT_TRACE_LAYERS
+on, every engine's window over before the counted calls). --engines N calls N engines in turn (the registry's
 per-thread cache); --io K gives each engine K inputs and K outputs (an aten op each, as the runtime
 binds them); --shapes picks the calls measured, each in the same run:
   runtime   per input `view` and `contiguous`, per output `empty`, all through the dispatcher: the real
@@ -38,6 +39,10 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_overhead import LOOP_SRC, MODES  # noqa: E402
 
+# Beside bench_overhead's modes: per-layer timing on, the calls measured after every engine's window.
+LAYERS_MODE = "tracing on, layers after the window"
+ALL_MODES = (*MODES, LAYERS_MODE)
+
 WORKER = r"""
 import os, sys, tempfile, torch
 from torch.utils import cpp_extension
@@ -62,6 +67,13 @@ with trt_trace.tracing(os.path.join(d, "warm.json")):
 if mode == "tracing on":
     trt_trace.start(os.path.join(d, "t.json"))
     loop(x, es, warm, threads)  # rings exist and engines are registered before the counted calls
+    loop(x, es, calls, threads)
+    trt_trace.stop()
+elif mode == "tracing on, layers after the window":
+    # TRT_TRACE_LAYERS on: every engine's window (its first call, then 2 profiled) is over before the
+    # counted calls, which pay what the switch costs the calls around a window (docs/layers.md).
+    trt_trace.start(os.path.join(d, "t.json"), layers=2)
+    loop(x, es, warm, threads)
     loop(x, es, calls, threads)
     trt_trace.stop()
 elif mode == "flight recorder":
@@ -89,7 +101,7 @@ def main() -> int:
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--io", type=int, default=1, help="inputs and outputs per engine (one aten op each)")
     ap.add_argument("--shapes", nargs="+", default=["runtime", "minimal"], choices=["runtime", "minimal"])
-    ap.add_argument("--modes", nargs="+", default=list(MODES), choices=MODES)
+    ap.add_argument("--modes", nargs="+", default=list(MODES), choices=ALL_MODES)
     ap.add_argument("--runs", type=int, default=1,
                     help="pairs of processes per mode, the median taken: with tracing on, what the calling thread "
                          "meets (the drainer's frees, the allocator's state) varies by ~100 instructions per call "

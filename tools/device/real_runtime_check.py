@@ -9,6 +9,10 @@ figures; the exit status is non-zero if any failed. GPU span / truth figures (th
 own GPU work with CUDA events on the stream it is given) are MET/MISS lines against the 3% + 2 us
 goal, which the exit status ignores; they go to BENCHMARKS.md.
 
+The layers check runs per-layer timing (TRT_TRACE_LAYERS, docs/layers.md) through the real runtime's own
+profiling methods over the fake's layered engines, eagerly and inside an AOTInductor package in a fresh
+process with only TRT_TRACE_OUT and TRT_TRACE_LAYERS set, against what the fake reported per layer.
+
 The torch_tensorrt_import check runs `import torch_tensorrt` itself (its Python package from the same
 wheel, the real TensorRT Python bindings, both under --python; `import tensorrt` from the project's
 shim) in a fresh process; tools/device/fetch_real_runtime.sh fetches them.
@@ -514,19 +518,20 @@ PACKAGE_PLANS = [faketrt.Plan("_run_on_acc_0_engine", gpu_us=3000)] + [
     faketrt.Plan(f"_run_on_acc_{i + 1}_engine", gpu_us=us) for i, us in enumerate(SIZES_US)]
 
 
-def build_package(path: Path) -> None:
+def build_package(path: Path, plans: list[faketrt.Plan] | None = None) -> None:
     import torch
 
     faketrt.register_export_fakes()
+    plans = PACKAGE_PLANS if plans is None else plans
 
     class Model(torch.nn.Module):
         def __init__(self) -> None:
             super().__init__()
-            for p in PACKAGE_PLANS:
+            for p in plans:
                 setattr(self, p.name, faketrt.make_engine(p))
 
         def forward(self, x: torch.Tensor) -> torch.Tensor:
-            for p in PACKAGE_PLANS:
+            for p in plans:
                 x = torch.ops.tensorrt.execute_engine([x], getattr(self, p.name))[0] * 1.0 + 0.5
             return x
 
@@ -547,18 +552,21 @@ def child(args: argparse.Namespace) -> int:
     else:  # TRT_TRACE_OUT set: tracing started when torch was imported, before the runtime loads
         load_runtime(args.fake, args.runtime)
     runner = torch._inductor.aoti_load_package(args.package)
+    plans = LAYER_PLANS if args.layered else PACKAGE_PLANS
     x = torch.randn(16, 16, device="cuda")
     expect = x
-    for _ in PACKAGE_PLANS:
+    for _ in plans:
         expect = expect * 1.0 + 0.5
     ok = True
-    for p in PACKAGE_PLANS:
+    for p in plans:
         faketrt.work_ns(p.name)
     for _ in range(args.runs):
         out = runner(x)
         ok &= bool(torch.allclose(out, expect))
     torch.cuda.synchronize()
-    print(json.dumps({"ok": ok, "truth": {p.name: faketrt.work_ns(p.name) for p in PACKAGE_PLANS}}))
+    print(json.dumps({"ok": ok, "truth": {p.name: faketrt.work_ns(p.name) for p in plans},
+                      "layers": {p.name: faketrt.layer_ns(p.name) for p in plans},
+                      "stats": {p.name: faketrt.stats(p.name) for p in plans}}))
     if args.child == "after":
         import trt_trace
 
@@ -592,6 +600,191 @@ def package(d: Path, args: argparse.Namespace) -> None:
               and all(map(partitioned, calls)), f"calls per engine {list(per.values())}; {phase_line(calls)}")
         report_spans(f"package ({mode})", result["truth"],
                      {pl.name: pl.gpu_us for pl in PACKAGE_PLANS[1:]}, calls)
+
+
+# ---- per-layer timing (TRT_TRACE_LAYERS) through the real runtime's own profiling ------------------
+
+# Engines with layers of known length (a spinning kernel each), named as TensorRT names Torch-TensorRT's.
+LAYER_PLANS = [
+    faketrt.Plan("_run_on_acc_0_engine", layers=(
+        ("[CONVOLUTION]-[aten_ops.convolution.default]-[/conv1/convolution] + [RELU]-[aten_ops.relu.default]-"
+         "[/relu1/relu]", 400),
+        ("Reformatting CopyNode for Input Tensor 0 to [MATRIX_MULTIPLY]-[aten_ops.mm.default]-[/fc/mm]", 20),
+        ("[MATRIX_MULTIPLY]-[aten_ops.mm.default]-[/fc/mm]", 150),
+        ("{ForeignNode[/attn/MatMul.../attn/Softmax]}", 1000))),
+    faketrt.Plan("_run_on_acc_1_engine", layers=(
+        ("[ELEMENTWISE]-[aten_ops.add.Tensor]-[/add/add]", 40), ("__myl_MulAdd_myl0_0", 10))),
+]
+LAYER_CALLS = 5  # TRT_TRACE_LAYERS
+LAYER_RUNS = 30  # calls of each engine: the first, LAYER_CALLS profiled, the rest after the window
+
+
+def layered_calls(path: str) -> tuple[dict[str, list[dict]], dict[int, list[tuple[str, float]]]]:
+    """Per engine its calls in order (calls_of's dicts, with their call id); per call id its layers
+    (name, us) in order, from a trace file."""
+    from trt_trace.trace_format import LAYER_CATEGORY
+    from trt_trace.trace_summary import load_events
+
+    events = load_events(path)
+    by_engine: dict[str, list[dict]] = {}
+    for call_id, c in sorted(calls_of(path).items(), key=lambda kv: kv[1].get("execute_engine", (0, 0))[0]):
+        if "engine" in c:
+            by_engine.setdefault(c["engine"], []).append(dict(c, call_id=call_id))
+    layers: dict[int, list[tuple[str, float]]] = {}
+    for e in sorted((e for e in events if e.get("cat") == LAYER_CATEGORY), key=lambda e: e["ts"]):
+        layers.setdefault(e["args"]["call_id"], []).append((e["name"], e["dur"]))
+    return by_engine, layers
+
+
+def median(v: list[float]) -> float:
+    return statistics.median(v) if v else float("nan")
+
+
+def report_layers(label: str, path: str, truth: dict[str, list[int]], stats: dict[str, dict[str, int]],
+                  baseline: dict[str, list[dict]] | None) -> None:
+    """The checks of one layered run: every engine's layers with the right names, each as the fake
+    measured it (3% + 2 us), its calls outside the window unsynchronised and as they cost without the switch."""
+    by_engine, layers = layered_calls(path)
+    for plan in LAYER_PLANS:
+        calls = by_engine.get(plan.name, [])
+        ids = [c["call_id"] for c in calls]
+        names = [n for n, _ in plan.layers]
+        profiled = [i for i in ids if i in layers]
+        check(f"{label}, {plan.name}: its calls 2-{LAYER_CALLS + 1} (of {len(calls)}) have their {len(names)} layers, "
+              "by name, in order", profiled == ids[1:LAYER_CALLS + 1]
+              and all([n for n, _ in layers[i]] == names for i in profiled),
+              f"profiled calls at {[ids.index(i) + 1 for i in profiled]}")
+        got = [us for i in profiled for _, us in layers[i]]
+        want = [ns / 1000 for ns in truth.get(plan.name, [])]
+        pairs = list(zip(got, want, strict=False))
+        within = [abs(a - b) <= 0.03 * b + 2.0 for a, b in pairs]
+        check(f"{label}, {plan.name}: each layer's time within 3% + 2 us of its kernel as the fake's events "
+              "measured it", len(got) == len(want) == LAYER_CALLS * len(names) and all(within),
+              f"{sum(within)}/{len(want)} layers; trace - fake median {median([a - b for a, b in pairs]):+.3f} us; "
+              f"largest |diff| {max((abs(a - b) for a, b in pairs), default=float('nan')):.3f} us")
+        nominal = list(zip(got, [us for _ in profiled for _, us in plan.layers], strict=False))
+        goal(f"{label}, {plan.name}: each layer's time within 3% + 2 us of its kernel's nominal spin",
+             bool(got) and all(abs(a - b) <= 0.03 * b + 2.0 for a, b in nominal),
+             f"trace / nominal median {median([a / b for a, b in nominal]):.4f}")
+        st = stats.get(plan.name, {})
+        after = calls[LAYER_CALLS + 1:]
+        host_after = median([c["execute_engine"][1] for c in after])
+        gpu_work = sum(us for _, us in plan.layers)
+        check(f"{label}, {plan.name}: outside the window no call was profiled nor waited for the GPU",
+              st.get("profiled_enqueues") == LAYER_CALLS and st.get("waited_enqueues") == LAYER_CALLS
+              and (gpu_work < 200 or host_after < 0.5 * gpu_work),
+              f"profiled enqueues x{st.get('profiled_enqueues')}, waiting x{st.get('waited_enqueues')}; host p50 "
+              f"{host_after:.1f} us after the window for {gpu_work:.0f} us of GPU work")
+        window = [c["execute_engine"][1] for c in calls[1:LAYER_CALLS + 1]]
+        sums = [sum(us for _, us in layers[i]) for i in profiled]
+        spans = [c["gpu"][1] for c in calls[1:LAYER_CALLS + 1] if "gpu" in c]
+        print(f"      {plan.name}: profiled call host p50 {median(window):.1f} us, after the window "
+              f"{host_after:.1f} us; layers' sum p50 {median(sums):.1f} us, GPU span of the profiled calls p50 "
+              f"{median(spans):.1f} us")
+        check_layers_verb(label, path, plan.name, names, len(profiled), [c for c in calls[1:LAYER_CALLS + 1]
+                                                                           if "gpu" in c])
+        if baseline is not None:
+            base = baseline.get(plan.name, [])[1:]
+            host_base = median([c["execute_engine"][1] for c in base])
+            gpu_base = median([c["gpu"][1] for c in base if "gpu" in c])
+            gpu_after = median([c["gpu"][1] for c in after if "gpu" in c])
+            check(f"{label}, {plan.name}: calls after the window cost as without the switch (host and GPU span p50 "
+                  "within 10% + 5 us)", abs(host_after - host_base) <= 0.1 * host_base + 5
+                  and abs(gpu_after - gpu_base) <= 0.1 * gpu_base + 5,
+                  f"host {host_after:.1f} vs {host_base:.1f} us; GPU span {gpu_after:.1f} vs {gpu_base:.1f} us")
+
+
+def check_layers_verb(label: str, path: str, engine: str, names: list[str], profiled: int, with_gpu: list) -> None:
+    """`trt-trace layers --json` (the streamed readers, no torch) on the same trace: the engine's profiled
+    calls, its layers by name, and a GPU span for each profiled call."""
+    exe = os.path.join(os.path.dirname(sys.executable), "trt-trace")
+    done = subprocess.run([exe, "layers", path, "--json"], capture_output=True, text=True, timeout=300)
+    doc = json.loads(done.stdout) if done.returncode == 0 else {"engines": []}
+    mine = [e for e in doc["engines"] if e["engine"] == engine]
+    got = mine[0] if mine else {}
+    check(f"{label}, {engine}: trt-trace layers counts its {profiled} profiled calls, its layers and their GPU spans",
+          done.returncode == 0 and got.get("profiled_calls") == profiled
+          and sorted(r["layer"] for r in got.get("layers", [])) == sorted(names)
+          and got.get("gpu_calls") == len(with_gpu) == profiled,
+          f"exit {done.returncode}; {done.stderr.strip()[:200]} profiled {got.get('profiled_calls')}, GPU spans "
+          f"{got.get('gpu_calls')}, layers / GPU {got.get('layers_vs_gpu')}")
+
+
+def layer_engine_calls(engines: list, x, runs: int):  # noqa: ANN001, ANN201
+    import torch
+
+    def run() -> None:
+        for _ in range(runs):
+            for e in engines:
+                torch.ops.tensorrt.execute_engine([x], e)
+        torch.cuda.synchronize()
+    return run
+
+
+@guarded
+def layers(d: Path, args: argparse.Namespace) -> None:
+    import torch
+
+    import trt_trace
+    from trt_trace import ops
+
+    x = torch.randn(16, 16, device="cuda")
+    engines = [faketrt.make_engine(p) for p in LAYER_PLANS]
+    for p in LAYER_PLANS:  # the fake's counts from here on
+        faketrt.layer_ns(p.name)
+    base_path = str(d / "layers_baseline.json")
+    with trt_trace.tracing(base_path):
+        layer_engine_calls(engines, x, LAYER_RUNS)()
+    baseline, _ = layered_calls(base_path)
+    before = {p.name: faketrt.stats(p.name) for p in LAYER_PLANS}
+    path = str(d / "layers_eager.json")
+    tmp_before = set(Path(tempfile.gettempdir()).iterdir())
+    with trt_trace.tracing(path, layers=LAYER_CALLS):
+        layer_engine_calls(engines, x, LAYER_RUNS)()
+        folder = ops.layer_private_folder()
+    stats = {p.name: {k: v - before[p.name].get(k, 0) for k, v in faketrt.stats(p.name).items()} for p in LAYER_PLANS}
+    truth = {p.name: faketrt.layer_ns(p.name) for p in LAYER_PLANS}
+    report_layers("eager", path, truth, stats, baseline)
+    left = set(Path(tempfile.gettempdir()).iterdir()) - tmp_before
+    check("eager: the runtime's profile files went to a private folder, removed after the session",
+          bool(folder) and not Path(folder).exists() and not left, f"folder {folder}; new in the temp dir: {left}")
+
+    # A Dynamic-strategy engine: 2.11's disable_profiling() re-creates its context with the static
+    # strategy; trt_trace gives it its user-managed context back (the fake counts a workspace bound
+    # to a static context, which TensorRT reports as an error). The runtime's own toggles, for contrast.
+    ws = 1 << 20
+    dyn = [faketrt.Plan(f"_run_on_acc_dyn{i}_engine", workspace=ws, layers=(("[dyn]", 20),)) for i in range(2)]
+    mine, theirs = (faketrt.make_engine(p, dynamic=True) for p in dyn)
+    with trt_trace.tracing(str(d / "layers_dynamic.json"), layers=2):
+        layer_engine_calls([mine], x, 6)()
+    theirs.profile_path_prefix = str(d)
+    theirs.enable_profiling()
+    layer_engine_calls([theirs], x, 2)()
+    theirs.disable_profiling()
+    layer_engine_calls([theirs], x, 2)()
+    a, b = faketrt.stats(dyn[0].name), faketrt.stats(dyn[1].name)
+    check("a Dynamic engine keeps a user-managed context after trt_trace's window (the runtime's own "
+          "disable_profiling() does not)", a["static_memory_sets"] == 0 and a["profiled_enqueues"] == 2,
+          f"workspaces bound to a static context: trt_trace's window {a['static_memory_sets']}, the runtime's own "
+          f"toggles {b['static_memory_sets']} (of {b['device_memory_sets']})")
+
+    # The same engines inside an AOTInductor package, in a fresh process with only TRT_TRACE_OUT and
+    # TRT_TRACE_LAYERS (and a temporary directory of its own, to see that nothing is left in it).
+    pkg = d / "layered.pt2"
+    build_package(pkg, LAYER_PLANS)
+    trace = d / "layers_package.json"
+    tmp = d / "child_tmp"
+    tmp.mkdir()
+    result, why = fresh_process(args, "env", ["--package", str(pkg), "--trace", str(trace), "--runs", str(LAYER_RUNS),
+                                              "--layered"],
+                                {"TRT_TRACE_OUT": str(trace), "TRT_TRACE_LAYERS": str(LAYER_CALLS), "TMPDIR": str(tmp)})
+    label = "package in a fresh process, only TRT_TRACE_OUT and TRT_TRACE_LAYERS"
+    if result is None or not trace.exists():
+        check(label, False, why or f"no {trace.name}")
+        return
+    check(f"{label}: outputs right, nothing left in its temporary directory", result["ok"] and not list(tmp.iterdir()),
+          f"left: {[p.name for p in tmp.iterdir()]}")
+    report_layers("package", str(trace), result["layers"], result["stats"], None)
 
 
 # ---- `import torch_tensorrt` itself, in a fresh process ------------------------------------------
@@ -745,6 +938,7 @@ def main() -> int:
     ap.add_argument("--package", help=argparse.SUPPRESS)
     ap.add_argument("--trace", help=argparse.SUPPRESS)
     ap.add_argument("--runs", type=int, default=30, help=argparse.SUPPRESS)
+    ap.add_argument("--layered", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.child == "torchtrt":
         return torchtrt_child(args)
@@ -762,6 +956,7 @@ def main() -> int:
               "runtime_profiling": runtime_profiling, "multi_device_safe_mode": multi_device_safe_mode,
               "two_threads": two_threads, "failing_enqueue": failing_enqueue, "aliases": aliases,
               "gpu_truth_eager": gpu_truth_eager, "package": lambda d: package(d, args),
+              "layers": lambda d: layers(d, args),
               "torch_tensorrt_import": lambda d: torch_tensorrt_import(d, args)}
     with tempfile.TemporaryDirectory() as tmp:
         for name, fn in checks.items():

@@ -24,6 +24,7 @@ from ..tracks import track_id
 from . import native, pipeline
 from .chrome_json import ChromeJsonReader, Visitor
 from .columns import SLICE_DTYPE
+from .layer_slices import PYTHON_LANE, LayerPairs, layer_event, layers_lane, track_label, track_tid
 from .perfetto_general import SequenceState, annotation_value, lane_of, replay
 from .trace_info import TraceFileError, TraceInfo
 
@@ -61,6 +62,8 @@ class PerfettoReader:
         self.track_tid = np.zeros(1 << 10, dtype=np.uint32)
         self.state = SequenceState()
         self.seq_id = 0
+        self.layer_tracks: dict[int, tuple[int, str, int]] = {}  # layers track uuid -> (engine id, name, tid)
+        self.layer_pairs = LayerPairs()
         self.force_general = False  # tests: the general path for the whole file
 
     # -- tables ---------------------------------------------------------------------------------
@@ -93,16 +96,21 @@ class PerfettoReader:
         engine = self.state.engine_of(track.uuid)
         if engine is None or track.uuid >= MAX_TRACKS:
             return
-        lane, gpu = lane_of(track.name)
-        tid = track_id(engine[0], lane, gpu)
+        layer_lane = layers_lane(track.name)
+        if layer_lane is None:
+            lane, gpu = lane_of(track.name)
+            tid = track_id(engine[0], lane, gpu)
+            name = engine[1] + (" GPU" if gpu else "") + ("" if lane == 0 else f" ({lane + 1})")
+        else:  # per-layer timing: its slices are paired in _layer_packet
+            tid, name = track_tid(engine[0], layer_lane), track_label(engine[1], layer_lane)
+            self.layer_tracks[track.uuid] = (engine[0], engine[1], tid)
         if track.uuid >= len(self.track_engine):
             size = max(track.uuid + 1, 2 * len(self.track_engine))
             self.track_engine = np.concatenate([self.track_engine, np.full(size - len(self.track_engine), -1,
                                                                            dtype=np.int64)])
             self.track_tid = np.concatenate([self.track_tid, np.zeros(size - len(self.track_tid), dtype=np.uint32)])
-        self.track_engine[track.uuid] = engine[0]
+        self.track_engine[track.uuid] = engine[0] if layer_lane is None else PYTHON_LANE
         self.track_tid[track.uuid] = tid & 0xFFFFFFFF
-        name = engine[1] + (" GPU" if gpu else "") + ("" if lane == 0 else f" ({lane + 1})")
         visitor.event({"ph": "M", "name": "thread_name", "pid": pid, "tid": tid, "args": {"name": name}})
         visitor.event({"ph": "M", "name": "thread_sort_index", "pid": pid, "tid": tid, "args": {"sort_index": tid}})
 
@@ -118,6 +126,9 @@ class PerfettoReader:
         if packet.HasField("track_event"):
             ev = packet.track_event
             if ev.type in (pb.TrackEvent.TYPE_SLICE_BEGIN, pb.TrackEvent.TYPE_SLICE_END):
+                if ev.track_uuid in self.layer_tracks:
+                    self._layer_packet(visitor, packet)
+                    return True
                 return False
             name, args = self.state.event_fields(ev)
             if ev.type == pb.TrackEvent.TYPE_INSTANT and name == METADATA_EVENT:
@@ -125,6 +136,19 @@ class PerfettoReader:
                 info.metadata_event(pid, args)
                 visitor.event({"ph": "M", "name": METADATA_EVENT, "pid": pid, "tid": 0, "args": args})
         return True
+
+    def _layer_packet(self, visitor: Visitor, packet: Any) -> None:
+        """A layer slice's begin or end (layer_slices.py): the pair goes to the visitor as one event."""
+        ev = packet.track_event
+        if ev.type == protos().TrackEvent.TYPE_SLICE_BEGIN:
+            name, args = self.state.event_fields(ev)
+            self.layer_pairs.begin(ev.track_uuid, packet.timestamp, name, args)
+            return
+        opened = self.layer_pairs.end(ev.track_uuid, packet.timestamp)
+        if opened is not None:
+            begin, name, args = opened
+            engine_id, engine_name, tid = self.layer_tracks[ev.track_uuid]
+            visitor.event(layer_event(name, begin, packet.timestamp, self.state.pid, tid, engine_id, engine_name, args))
 
     # -- reading -----------------------------------------------------------------------------------
 

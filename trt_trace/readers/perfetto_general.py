@@ -12,6 +12,7 @@ from typing import Any
 from ..perfetto_protos import protos
 from ..trace_format import CATEGORY, ENGINE_UUID_BASE, FLOW_NAME, METADATA_EVENT
 from ..tracks import track_id
+from .layer_slices import layer_event, layers_lane, track_tid
 
 
 def annotation_value(annotation: Any) -> Any:
@@ -121,6 +122,9 @@ def replay(packets: list[tuple[int, Any]], state: SequenceState) -> tuple[list[d
 def _slice_events(s: _Open, end: int, state: SequenceState, pid: int) -> list[dict[str, Any]]:
     engine = state.engine_of(s.track)
     engine_id, engine_name = engine if engine else (0, "")
+    lane = layers_lane(state.tracks[s.track].name) if engine and s.track in state.tracks else None
+    if lane is not None:  # a layer slice (TRT_TRACE_LAYERS): as the fast path hands it out
+        return [layer_event(s.name, s.begin, end, pid, track_tid(engine_id, lane), engine_id, engine_name, s.args)]
     tid = state.tid_of(s.track)
     out = [{"ph": "X", "cat": CATEGORY, "name": s.name, "ts": s.begin / 1000.0, "dur": (end - s.begin) / 1000.0,
             "pid": pid, "tid": tid, "args": dict(s.args, engine=engine_name, engine_id=engine_id)}]

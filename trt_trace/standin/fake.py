@@ -42,6 +42,33 @@ class FakeStandInEngine:
     def enable_profiling(self) -> None:
         pass
 
+    def disable_profiling(self) -> None:
+        pass
+
+    def set_profile_format(self, format: str) -> None:
+        pass
+
+    def get_engine_layer_info(self) -> str:
+        return ""
+
+    def dump_engine_layer_info(self) -> None:
+        pass
+
+    def dump_engine_layer_info_to_file(self, path: str) -> None:
+        pass
+
+    def profile_path_prefix_getter(self) -> str:
+        return ""
+
+    def profile_path_prefix_setter(self, value: str) -> None:
+        pass
+
+    def _trt_trace_standin_state(self) -> dict[str, int]:
+        return {}
+
+    def _trt_trace_standin_reported(self) -> list[float]:
+        return []
+
     def use_dynamically_allocated_resources(self, dynamic: bool) -> None:
         pass
 

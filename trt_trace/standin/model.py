@@ -49,8 +49,26 @@ def _spec_kwargs(spec: EngineSpec) -> dict:
     return {f: getattr(spec, f) for f in EngineSpec.field_names()}
 
 
+# Layers of the demo's CPU engines: names as Torch-TensorRT's converters and TensorRT's fusions name
+# them, with costs in microseconds (engine i takes a different share of each).
+DEMO_LAYERS = (
+    ("[CONVOLUTION]-[aten_ops.convolution.default]-[/conv{i}/convolution] + [RELU]-[aten_ops.relu.default]-"
+     "[/relu{i}/relu]", 40),
+    ("Reformatting CopyNode for Input Tensor 0 to [MATRIX_MULTIPLY]-[aten_ops.mm.default]-[/fc{i}/mm]", 4),
+    ("[MATRIX_MULTIPLY]-[aten_ops.mm.default]-[/fc{i}/mm]", 25),
+    ("{{ForeignNode[/attn{i}/MatMul.../attn{i}/Softmax]}}", 60),
+    ("[ELEMENTWISE]-[aten_ops.add.Tensor]-[/add{i}/add]", 6),
+)
+
+
+def demo_layers(i: int) -> tuple[tuple[str, int], ...]:
+    """Engine i's layers: 3 to 5 of DEMO_LAYERS, their costs scaled by the engine."""
+    picked = DEMO_LAYERS[: 3 + i % 3] if i % 2 == 0 else DEMO_LAYERS[1:]
+    return tuple((name.format(i=2 * i), max(1, round(us * (1 + 0.5 * (i % 4))))) for name, us in picked)
+
+
 def demo_specs(n: int = 6, device: int = -1) -> list[EngineSpec]:
-    """n engines with clearly different host costs and shapes of work."""
+    """n engines with clearly different host costs and shapes of work; on the CPU, with layers."""
     out = []
     for i in range(n):
         out.append(
@@ -66,6 +84,7 @@ def demo_specs(n: int = 6, device: int = -1) -> list[EngineSpec]:
                 workspace_bytes=(1 << 20) if i % 2 else 0,
                 dynamic=bool(i % 2),
                 device=device,
+                layers=demo_layers(i) if device < 0 else (),
             )
         )
     return out

@@ -101,13 +101,22 @@ class EngineSpec:
     # `.contiguous()` of each input through the dispatcher even when contiguous (benchmarks: the runtime's
     # view, contiguous and empty per call); only written when set, so existing engines serialize as before.
     dispatch_contiguous: bool = False
+    # (name, us) per layer, in execution order (CPU engines): host work of a known cost inside enqueue,
+    # which Torch-TensorRT's profiler (enable_profiling) times and reports by name, as TensorRT reports
+    # its layers. Names are any text (TensorRT's look like "[CONVOLUTION]-[aten_ops...]-[conv1] + [RELU]-...").
+    layers: tuple[tuple[str, int], ...] = ()
 
     def params_text(self) -> str:
         keys = ("scale", "bias", "activation", "num_inputs", "num_outputs", "repeat", "host_us",
                 "workspace_bytes", "fail_every")
         text = ";".join(f"{k}={getattr(self, k)!r}" if isinstance(getattr(self, k), float)
                         else f"{k}={getattr(self, k)}" for k in keys)
-        return text + ";dispatch_contiguous=1" if self.dispatch_contiguous else text
+        if self.dispatch_contiguous:
+            text += ";dispatch_contiguous=1"
+        if self.layers:  # the separators of this text, escaped in names (csrc/standin/standin_engine.cpp)
+            escaped = (n.replace("%", "%25").replace(";", "%3B").replace("|", "%7C") for n, _ in self.layers)
+            text += ";layers=" + "|".join(f"{int(us)}:{n}" for (_, us), n in zip(self.layers, escaped, strict=True))
+        return text
 
     def serialized_info(self) -> list[str]:
         """The fields in the layout of the runtime version played now."""

@@ -10,7 +10,8 @@ Format decisions (the importer's rules: docs/trace-formats.md):
   "<thread name> <tid>"; so tids are small and ordered as the tracks should be: engine id * 1000,
   + lane for the host lanes, + 500 + lane for the GPU lanes ("_run_on_acc_0_engine 1000",
   "_run_on_acc_0_engine GPU 1500", "_run_on_acc_1_engine 2000"): each engine's GPU track right
-  under its host track(s), and the number reads as engine id and track. (Past 500 lanes of one
+  under its host track(s), and the number reads as engine id and track; an engine's layer track(s)
+  (TRT_TRACE_LAYERS, docs/layers.md), "<engine> layers", are + 950 + lane. (Past 500 lanes of one
   kind, lanes go to tids above 2**31, listed after all others. `thread_sort_index` is still written
   for viewers that honor it.)
 * Complete events ("X") with ts/dur in microseconds with three decimals (ns precision).
@@ -31,8 +32,8 @@ import numpy as np
 import orjson
 
 from .. import ops
-from ..trace_format import METADATA_EVENT
-from ..tracks import TrackBook, track_id, track_ids
+from ..trace_format import LAYERS_TRACK, METADATA_EVENT
+from ..tracks import TrackBook, layer_track_ids, split_layers, track_id, track_ids
 from .trace_file import StreamedTrace, TraceFile
 
 
@@ -47,14 +48,15 @@ class ChromeJsonWriter(StreamedTrace):
                                max_bytes=max_bytes, split=split, end_event=self._metadata_event)
         self.path = path
         self._track_meta: list[dict[str, Any]] = []  # every track's name events, for each new file
-        self._book = TrackBook(engine_names)  # tracks, lanes and engine names: this writer only encodes them
+        # Tracks, lanes, engine and layer names: this writer only encodes them.
+        self._book = TrackBook(engine_names, ops.layer_names)
         self._engine_json: list[str] = []  # names as JSON string literals, for the C++ formatter
         self._process_meta: list[dict[str, Any]] = []
         self.gpu_flows = True  # set False when GPU timing is off (no GPU slice to point at)
         self._pid = os.getpid()
         self._format_buffer = ops.FormatBuffer()  # the formatter's output, reused from batch to batch
-
-    # -- the file ---------------------------------------------------------------------------------
+        self._layer_json: list[str] = []  # layer names as JSON string literals (TRT_TRACE_LAYERS)
+        self._layer_buffer = ops.FormatBuffer()
 
     def _part_start(self, first_ns: int) -> bytes:
         """Every file opens the array with the process's names and metadata and every track's name."""
@@ -79,21 +81,47 @@ class ChromeJsonWriter(StreamedTrace):
         return meta
 
     def write(self, records: np.ndarray) -> None:
-        if len(records) == 0:
-            return
+        records, layers = split_layers(records)
+        if len(records):
+            self._write_calls(records)
+        if len(layers):
+            self._write_layers(layers)
+
+    def _refresh_engine_json(self, top_engine_id: int) -> None:
+        if len(self._engine_json) < len(self._book.names) or top_engine_id >= len(self._engine_json):
+            self._book.engine_name(top_engine_id)  # refresh the names
+            self._engine_json = [orjson.dumps(n).decode() for n in self._book.names] or ['""']
+
+    def _write_calls(self, records: np.ndarray) -> None:
         placed = self._book.place(records)
         tids = track_ids(records["engine_id"], placed.lanes, placed.is_gpu)
         # Names for tracks seen for the first time.
         meta: list[dict[str, Any]] = []
         for track in placed.new_tracks:
             meta += self._track_events(track.engine_id, track.lane, track.gpu)
-        names = self._book.names
-        if len(self._engine_json) < len(names) or int(records["engine_id"].max()) >= len(self._engine_json):
-            self._book.engine_name(int(records["engine_id"].max()))  # refresh the names
-            self._engine_json = [orjson.dumps(n).decode() for n in self._book.names] or ['""']
+        self._refresh_engine_json(int(records["engine_id"].max()))
         body = ops.chrome_json_events(records, tids, self._pid, self._engine_json, self.gpu_flows, self._format_buffer)
         new_tracks = orjson.dumps(meta)[1:-1] if meta else b""
         self._file.write(new_tracks, body, len(records), int(records["begin_ns"].min()))
+
+    def _write_layers(self, layers: np.ndarray) -> None:
+        """Layer slices (docs/layers.md) on "<engine> layers" tracks, named once per track."""
+        placed, new_ids = self._book.place_layers(layers)
+        if new_ids:
+            self._layer_json += [orjson.dumps(self._book.layer_names[i]).decode() for i in new_ids]
+        tids = layer_track_ids(layers["engine_id"], placed.lanes)
+        meta: list[dict[str, Any]] = []
+        for track in placed.new_tracks:
+            tid = int(layer_track_ids(np.array([track.engine_id]), np.array([track.lane]))[0])
+            name = f"{self._book.engine_name(track.engine_id)} {LAYERS_TRACK}" + (
+                "" if track.lane == 0 else f" ({track.lane + 1})")
+            meta += [{"ph": "M", "name": "thread_name", "pid": self._pid, "tid": tid, "args": {"name": name}},
+                     {"ph": "M", "name": "thread_sort_index", "pid": self._pid, "tid": tid,
+                      "args": {"sort_index": tid}}]
+        self._track_meta += meta
+        self._refresh_engine_json(int(layers["engine_id"].max()))
+        body = ops.layer_json_events(layers, tids, self._pid, self._engine_json, self._layer_json, self._layer_buffer)
+        self._file.write(orjson.dumps(meta)[1:-1] if meta else b"", body, len(layers), int(layers["begin_ns"].min()))
 
     def _metadata_event(self, args: dict[str, Any]) -> bytes:
         return orjson.dumps({"ph": "M", "name": METADATA_EVENT, "pid": self._pid, "tid": 0, "args": args})

@@ -10,7 +10,8 @@ Format decisions (TrackEvent's rules: docs/trace-formats.md):
   event names (iid = phase + 1) and slice annotation names (iid = index in ANNOTATIONS + 1).
 * Tracks: the process (pid, name) -> "engines" -> one track per engine (named after it, uuid
   ENGINE_UUID_BASE + engine id, so a reader gets the id back) -> lanes "host", "host (2)", ... and
-  "GPU", "GPU (2)", ... (tracks.LaneAssigner, as in the JSON: slices on one track always nest).
+  "GPU", "GPU (2)", ... (tracks.LaneAssigner, as in the JSON: slices on one track always nest),
+  and "layers" (TRT_TRACE_LAYERS: a profiled call's layers, docs/layers.md) after them.
   Lanes get small uuids (one varint byte each in every event). The "engines" group is there for
   the order: the Perfetto UI (v52) lists a process's own child tracks by name, ignoring their
   sibling_order_rank, but honors the rank under any other track, so engines appear in engine-id
@@ -57,8 +58,8 @@ import numpy as np
 
 from .. import ops
 from ..perfetto_protos import protos
-from ..trace_format import ANNOTATIONS, ENGINE_UUID_BASE, METADATA_EVENT, PERFETTO_SUFFIXES, PHASE_NAMES
-from ..tracks import Track, TrackBook
+from ..trace_format import ANNOTATIONS, ENGINE_UUID_BASE, LAYERS_TRACK, METADATA_EVENT, PERFETTO_SUFFIXES, PHASE_NAMES
+from ..tracks import Track, TrackBook, split_layers
 from .trace_file import StreamedTrace, TraceFile
 
 SUFFIXES = PERFETTO_SUFFIXES
@@ -71,6 +72,14 @@ FIRST_LANE_UUID = 16
 METADATA_TRACK = "trt_trace metadata"
 METADATA_NAME_IID = len(PHASE_NAMES) + 1  # event names: phase + 1, then the metadata instant
 GPU_RANK = 1 << 20  # GPU lanes sort after the host lanes under their engine
+# Layer slices (TRT_TRACE_LAYERS, docs/layers.md): on "layers" tracks after the GPU lanes; a layer's
+# name is interned as an event name and as a debug annotation string, both iid LAYER_IID_BASE + its id.
+LAYERS_RANK = 2 * GPU_RANK
+LAYER_IID_BASE = 1 << 32
+LAYER_ANNOTATION_IID = len(ANNOTATIONS) + 1  # the "layer" annotation's name
+# The layer encoder's annotation name iids: engine, call_id, thread, device, layer.
+LAYER_ANNOTATION_IIDS = [ANNOTATIONS.index(a) + 1 for a in ("engine", "call_id", "thread", "device")] + [
+    LAYER_ANNOTATION_IID]
 
 
 def _varint(v: int) -> bytes:
@@ -153,6 +162,17 @@ def _sequence_start_packet() -> bytes:
     packet.interned_data.event_names.add(iid=METADATA_NAME_IID, name=METADATA_EVENT)
     for i, name in enumerate(ANNOTATIONS):
         packet.interned_data.debug_annotation_names.add(iid=i + 1, name=name)
+    packet.interned_data.debug_annotation_names.add(iid=LAYER_ANNOTATION_IID, name="layer")
+    return frame(packet)
+
+
+def _layer_names_packet(ids: list[int], names: list[str]) -> bytes:
+    """Interns layer names (event name and annotation string, iid LAYER_IID_BASE + id) on the sequence."""
+    pb = protos()
+    packet = pb.TracePacket(trusted_packet_sequence_id=SEQUENCE_ID)
+    for i in ids:
+        packet.interned_data.event_names.add(iid=LAYER_IID_BASE + i, name=_text(names[i]))
+        packet.interned_data.debug_annotation_string_values.add(iid=LAYER_IID_BASE + i, str=_text(names[i]).encode())
     return frame(packet)
 
 
@@ -192,7 +212,8 @@ class PerfettoTraceWriter(StreamedTrace):
         file; split=True continues in numbered files, False stops writing (trace_file.py)."""
         protos()  # fail here, at start, if the `perfetto` package is missing
         self.path = path
-        self._book = TrackBook(engine_names)  # tracks, lanes and engine names: this writer only encodes them
+        # Tracks, lanes, engine and layer names: this writer only encodes them.
+        self._book = TrackBook(engine_names, ops.layer_names)
         self._start_metadata: dict[str, Any] = {}  # begin()'s, in every file's start metadata instant
         self._start_tracks = b""  # interned names, the process and its groups: what every file starts with
         self._last_end_ns = 0
@@ -200,6 +221,7 @@ class PerfettoTraceWriter(StreamedTrace):
         self.gpu_flows = True
         self._pid = os.getpid()
         self._format_buffer = ops.FormatBuffer()  # the formatter's output, reused from batch to batch
+        self._layer_buffer = ops.FormatBuffer()
         self._file = TraceFile(path, self._part_start, lazy=lazy, max_bytes=max_bytes, split=split,
                                end_event=self._part_end_event)
 
@@ -220,9 +242,9 @@ class PerfettoTraceWriter(StreamedTrace):
         if track.first_of_engine:
             packets.append(_track_packet(engine_uuid, self._book.engine_name(track.engine_id), ENGINES_UUID,
                                          track.engine_id, has_children=True, engine_id=track.engine_id))
-        name = ("GPU" if track.gpu else "host") + ("" if track.lane == 0 else f" ({track.lane + 1})")
-        packets.append(_track_packet(FIRST_LANE_UUID + track.index, name, engine_uuid,
-                                     (GPU_RANK if track.gpu else 0) + track.lane))
+        kind, rank = (LAYERS_TRACK, LAYERS_RANK) if track.layers else ("GPU", GPU_RANK) if track.gpu else ("host", 0)
+        name = kind + ("" if track.lane == 0 else f" ({track.lane + 1})")
+        packets.append(_track_packet(FIRST_LANE_UUID + track.index, name, engine_uuid, rank + track.lane))
         self._tracks += packets
         return b"".join(packets)
 
@@ -246,8 +268,26 @@ class PerfettoTraceWriter(StreamedTrace):
         ])
 
     def write(self, records: np.ndarray) -> None:
-        if len(records) == 0:
-            return
+        records, layers = split_layers(records)
+        if len(records):
+            self._write_calls(records)
+        if len(layers):
+            self._write_layers(layers)
+
+    def _write_layers(self, layers: np.ndarray) -> None:
+        """Layer slices (docs/layers.md) on "layers" tracks, their names interned once per file."""
+        placed, new_ids = self._book.place_layers(layers)
+        new = [_layer_names_packet(new_ids, self._book.layer_names)] if new_ids else []
+        self._tracks += new  # every part interns them again with its tracks
+        new += [self._descriptors(track) for track in placed.new_tracks]
+        uuids = FIRST_LANE_UUID + placed.track_index()
+        body = ops.layer_perfetto_packets(layers, uuids, SEQUENCE_ID, LAYER_ANNOTATION_IIDS, LAYER_IID_BASE,
+                                          self._layer_buffer)
+        self._file.write(b"".join(new), body, len(layers), int(layers["begin_ns"].min()))
+        # After the write: a part that ends before this batch (split) is stamped at its own last record.
+        self._last_end_ns = max(self._last_end_ns, int(layers["end_ns"].max()))
+
+    def _write_calls(self, records: np.ndarray) -> None:
         placed = self._book.place(records)
         uuids = FIRST_LANE_UUID + placed.track_index()
         new_tracks = b"".join(self._descriptors(track) for track in placed.new_tracks)
