@@ -24,10 +24,8 @@ from .model import CaptureError
 
 CHUNK_BYTES = 4 << 20
 _MAX_HEADER = 64 << 20  # bytes read looking for the events array before giving up
+_MAX_EVENT = 64 << 20  # no event is this long: past it the file's brackets are broken
 _QUOTE, _BACKSLASH = 0x22, 0x5C
-_OPEN = np.zeros(256, dtype=np.int8)
-_OPEN[[ord("{"), ord("[")]] = 1
-_OPEN[[ord("}"), ord("]")]] = -1
 _KEY = b'"traceEvents"'
 
 
@@ -46,11 +44,22 @@ def _structure(a: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
                     escaped.append(p)
             if escaped:
                 q = np.setdiff1d(q, np.asarray(escaped, dtype=q.dtype), assume_unique=True)
-    delta_all = _OPEN[a]
-    br = np.flatnonzero(delta_all)
+    br = np.flatnonzero((a == 0x7B) | (a == 0x7D) | (a == 0x5B) | (a == 0x5D))  # { } [ ]: 4 compares beat a lookup
     outside = (np.searchsorted(q, br) % 2) == 0  # an even number of quotes before: not in a string
     br = br[outside]
-    return br, delta_all[br].astype(np.int64), q
+    c = a[br]
+    return br, np.where((c == 0x7B) | (c == 0x5B), 1, -1).astype(np.int64), q
+
+
+def _find_all(buf: bytes, markers: tuple[bytes, ...], upto: int) -> np.ndarray:
+    """Sorted positions in buf[:upto] of every occurrence of each marker (bytes.find: C speed)."""
+    out: list[int] = []
+    for m in markers:
+        k = buf.find(m, 0, upto)
+        while k >= 0:
+            out.append(k)
+            k = buf.find(m, k + 1, upto)
+    return np.sort(np.asarray(out, dtype=np.int64))
 
 
 class _Gunzip:
@@ -86,10 +95,12 @@ class _Gunzip:
 class ChromeStream:
     """Iterates a Chrome trace's events in lists of dicts, one list per chunk. After the iteration,
     `header` holds the top-level keys other than the events (the object form) and `cut` says whether
-    the file ended inside the events."""
+    the file ended inside the events. With `markers`, an event is parsed only if its bytes match them
+    (the reader's own test still decides): most of a capture's events are never turned into objects."""
 
-    def __init__(self, path: str, chunk_bytes: int = CHUNK_BYTES) -> None:
+    def __init__(self, path: str, chunk_bytes: int = CHUNK_BYTES, markers: tuple[bytes, ...] | None = None) -> None:
         self.path = path
+        self._markers = markers  # parse only the events whose bytes match (a reader's prefilter)
         self.chunk_bytes = max(1024, int(chunk_bytes))
         self.header: dict[str, Any] = {}
         self.cut = False
@@ -175,6 +186,33 @@ class ChromeStream:
             raise CaptureError(f"{self.path}: broken JSON inside traceEvents near byte "
                                f"{self.bytes_read}: {str(exc).splitlines()[0]}") from None
 
+    def _emit(self, buf: bytes, br: np.ndarray, delta: np.ndarray, depth: np.ndarray, depth0: int,
+              upto: int) -> list[dict[str, Any]]:
+        """The events among the complete elements in buf[:upto]: all of them, or, with markers, only
+        those whose bytes hold one (the others are never parsed)."""
+        if self._markers is None:
+            text = buf[:upto].strip().strip(b",")
+            if not text:
+                return []
+            events = self._parse(text)
+            self.events_read += len(events)
+            return [e for e in events if isinstance(e, dict)]
+        inside = br < upto
+        opens = br[inside & (delta > 0) & (depth == depth0 + 1)]
+        closes = br[inside & (delta < 0) & (depth == depth0)]
+        n = min(len(opens), len(closes))
+        opens, closes = opens[:n], closes[:n]
+        self.events_read += n
+        hits = _find_all(buf, self._markers, upto)
+        if not len(hits) or not n:
+            return []
+        k = np.searchsorted(opens, hits, side="right") - 1
+        k = np.unique(k[(k >= 0) & (hits <= closes[np.maximum(k, 0)])])
+        if not len(k):
+            return []
+        events = self._parse(b",".join(buf[int(opens[i]):int(closes[i]) + 1] for i in k.tolist()))
+        return [e for e in events if isinstance(e, dict)]
+
     def _events(self, f: BinaryIO | _Gunzip) -> Iterator[list[dict[str, Any]]]:
         head, depth0, buf = self._find_events(f)
         done = False
@@ -182,31 +220,26 @@ class ChromeStream:
             a = np.frombuffer(buf, dtype=np.uint8)
             br, delta, _ = _structure(a)
             depth = depth0 + np.cumsum(delta)
-            closes = np.flatnonzero((delta < 0) & (depth == depth0))  # an event's closing bracket
+            closes = np.flatnonzero((delta < 0) & (depth == depth0))  # an element's closing bracket
             array_end = np.flatnonzero((delta < 0) & (depth == depth0 - 1))
             if len(array_end):  # the events array ends in this chunk
                 end_at = int(br[array_end[0]])
-                closes = closes[br[closes] < end_at]
-                text = buf[:end_at].strip().rstrip(b",")
-                if text:
-                    events = self._parse(text)
-                    self.events_read += len(events)
-                    yield [e for e in events if isinstance(e, dict)]
+                events = self._emit(buf, br, delta, depth, depth0, end_at)
+                if events:
+                    yield events
                 self._header(head, buf[end_at + 1:], f)
                 return
             if len(closes):
                 last = int(br[closes[-1]])
-                text = buf[: last + 1].strip().lstrip(b",")
-                if text:
-                    events = self._parse(text)
-                    self.events_read += len(events)
-                    yield [e for e in events if isinstance(e, dict)]
+                events = self._emit(buf, br, delta, depth, depth0, last + 1)
+                if events:
+                    yield events
                 buf = buf[last + 1:].lstrip().lstrip(b",")
+            elif len(buf) > _MAX_EVENT:
+                raise CaptureError(f"{self.path}: broken JSON: no event ends within {_MAX_EVENT >> 20} MiB "
+                                   f"before byte {self.bytes_read}")
             if done:
-                if buf.strip():
-                    self.cut = True  # the file ended inside an event: the events before it are kept
-                elif not self.cut:
-                    self.cut = True  # ended without closing the array
+                self.cut = True  # the file ended inside its events: the complete ones before are kept
                 self._header(head, b"", None)
                 return
             more = self._read(f, self.chunk_bytes)

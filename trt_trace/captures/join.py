@@ -22,7 +22,6 @@ whose calls nest (an engine called from inside another engine's call), to find t
 
 from __future__ import annotations
 
-from array import array
 from dataclasses import dataclass
 
 import numpy as np
@@ -30,29 +29,6 @@ import numpy as np
 from .model import KERNEL, CaptureCalls, DeviceActivities
 
 _I64 = np.int64
-
-
-class Columns:
-    """Growing int64 columns (array('q'): 8 bytes a value, no Python object kept per row)."""
-
-    def __init__(self, *names: str) -> None:
-        self._cols = {n: array("q") for n in names}
-        self.append = self._make_append()
-
-    def _make_append(self):  # noqa: ANN202 (a bound appender of one value per column)
-        appends = [c.append for c in self._cols.values()]
-
-        def append(*values: int) -> None:
-            for a, v in zip(appends, values, strict=True):
-                a(v)
-        return append
-
-    def __len__(self) -> int:
-        return len(next(iter(self._cols.values())))
-
-    def numpy(self) -> dict[str, np.ndarray]:
-        return {n: np.frombuffer(c, dtype=_I64).copy() if len(c) else np.zeros(0, dtype=_I64)
-                for n, c in self._cols.items()}
 
 
 @dataclass

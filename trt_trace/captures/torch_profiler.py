@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from .chrome_stream import CHUNK_BYTES, ChromeStream
-from .join import Columns, JoinInput, join
+from .join import JoinInput, join
 from .model import KERNEL, MEMCPY, MEMSET, CaptureCalls
 
 SOURCE = "torch.profiler"
@@ -31,6 +31,9 @@ _API_CATEGORIES = frozenset(("cuda_runtime", "cuda_driver", "runtime", "driver")
 _DEVICE_KINDS = {"kernel": KERNEL, "gpu_memcpy": MEMCPY, "memcpy": MEMCPY, "gpu_memset": MEMSET, "memset": MEMSET}
 # API calls that put work on a device: a capture missing their activity says so (launches_unmatched).
 _LAUNCH = re.compile(r"^(cuda|cu)(Launch|Memcpy|Memset|GraphLaunch)")
+# The bytes every event this reader uses holds (its name's prefix or its category): other events, most of
+# a capture, are never parsed (chrome_stream.ChromeStream markers).
+_MARKERS = (b"trt::", *(b'"%s"' % c.encode() for c in (*_API_CATEGORIES, *_DEVICE_KINDS)))
 _HINTS = (b'"schemaVersion"', b'"deviceProperties"', b'"baseTimeNanoseconds"', b'"displayTimeUnit"',
           b'"cpu_op"', b'"user_annotation"', b'"cuda_runtime"', b'"PyTorch Profiler')
 
@@ -67,17 +70,23 @@ def _int_or(value: Any, default: int = -1) -> int:
         return default
 
 
+def _columns(blocks: list[np.ndarray], names: tuple[str, ...]) -> dict[str, np.ndarray]:
+    table = np.concatenate(blocks) if blocks else np.zeros((0, len(names)), dtype=np.int64)
+    return {n: table[:, i].copy() for i, n in enumerate(names)}
+
+
 def read(path: str, chunk_bytes: int = CHUNK_BYTES) -> CaptureCalls:
     """The engine calls of a torch.profiler trace. Raises CaptureError (one line) on a file that is
     not one; a file cut short gives the calls before the cut, with a note."""
-    stream = ChromeStream(path, chunk_bytes)
+    stream = ChromeStream(path, chunk_bytes, _MARKERS)
     threads: dict[tuple[Any, Any], int] = {}
     engines: dict[str, int] = {}
     names: dict[str, int] = {}
-    scopes = Columns("thread", "begin", "end", "engine", "phase", "call_id")
-    api = Columns("thread", "begin", "end", "corr", "launch")
-    device = Columns("corr", "kind", "name", "begin", "end", "device", "stream")
     launch_names: dict[str, int] = {}
+    parts: dict[str, list[np.ndarray]] = {"scopes": [], "api": [], "device": []}
+    scopes: list[tuple[int, ...]] = []
+    api: list[tuple[int, ...]] = []
+    device: list[tuple[int, ...]] = []
     skipped = 0
     for events in stream:
         for e in events:
@@ -92,43 +101,56 @@ def read(path: str, chunk_bytes: int = CHUNK_BYTES) -> CaptureCalls:
                     code = _PHASE.get(phase)
                     if code is None or not engine:
                         continue
-                    key = (e.get("pid"), e.get("tid"))
-                    th = threads.setdefault(key, len(threads))
+                    th = threads.setdefault((e.get("pid"), e.get("tid")), len(threads))
                     begin = round(float(e["ts"]) * 1000.0)
-                    scopes.append(th, begin, begin + round(float(e.get("dur", 0)) * 1000.0),
-                                  engines.setdefault(engine, len(engines)), code, -1)
+                    scopes.append((th, begin, begin + round(float(e.get("dur", 0)) * 1000.0),
+                                   engines.setdefault(engine, len(engines)), code, -1))
                 elif cat in _API_CATEGORIES:
                     args = e.get("args")
                     corr = args.get("correlation") if isinstance(args, dict) else None
                     if corr is None:
                         continue
-                    key = (e.get("pid"), e.get("tid"))
-                    th = threads.setdefault(key, len(threads))
+                    th = threads.setdefault((e.get("pid"), e.get("tid")), len(threads))
                     launch = launch_names.get(name)
                     if launch is None:
                         launch = launch_names[name] = int(bool(_LAUNCH.match(str(name))))
                     begin = round(float(e["ts"]) * 1000.0)
-                    api.append(th, begin, begin + round(float(e.get("dur", 0)) * 1000.0), int(corr), launch)
+                    api.append((th, begin, begin + round(float(e.get("dur", 0)) * 1000.0), int(corr), launch))
                 elif cat in _DEVICE_KINDS:
                     args = e.get("args")
                     if not isinstance(args, dict) or args.get("correlation") is None:
                         continue
                     begin = round(float(e["ts"]) * 1000.0)
-                    device.append(int(args["correlation"]), _DEVICE_KINDS[cat], names.setdefault(str(name), len(names)),
-                                  begin, begin + round(float(e.get("dur", 0)) * 1000.0),
-                                  _int_or(args.get("device", e.get("pid"))), _int_or(args.get("stream", e.get("tid"))))
+                    device.append((int(args["correlation"]), _DEVICE_KINDS[cat],
+                                   names.setdefault(str(name), len(names)), begin,
+                                   begin + round(float(e.get("dur", 0)) * 1000.0),
+                                   _int_or(args.get("device", e.get("pid"))),
+                                   _int_or(args.get("stream", e.get("tid")))))
             except (KeyError, TypeError, ValueError, OverflowError):
                 skipped += 1  # an event without a usable ts, dur or id: not one the profiler wrote
+        for key, rows in (("scopes", scopes), ("api", api), ("device", device)):
+            if rows:  # per chunk into int64 blocks: no Python tuple outlives its chunk
+                try:
+                    parts[key].append(np.asarray(rows, dtype=np.int64))
+                except OverflowError:  # a value past int64 (not a profiler's): those rows one by one
+                    for r in rows:
+                        try:
+                            parts[key].append(np.asarray([r], dtype=np.int64))
+                        except OverflowError:
+                            skipped += 1
+                rows.clear()
     header = stream.header
     base = header.get("baseTimeNanoseconds")
     base = base if isinstance(base, int) and not isinstance(base, bool) else 0
     clock = ("Unix epoch ns (baseTimeNanoseconds + ts)" if base else "the trace's ts (µs) in ns")
     thread_keys = list(threads)
     inp = JoinInput(
-        scopes=scopes.numpy(), api=api.numpy(), device=device.numpy(),
+        scopes=_columns(parts["scopes"], ("thread", "begin", "end", "engine", "phase", "call_id")),
+        api=_columns(parts["api"], ("thread", "begin", "end", "corr", "launch")),
+        device=_columns(parts["device"], ("corr", "kind", "name", "begin", "end", "device", "stream")),
         thread_pid=np.asarray([_int_or(k[0]) for k in thread_keys], dtype=np.int64),
         thread_tid=np.asarray([_int_or(k[1]) for k in thread_keys], dtype=np.int64),
-        engines=list(engines), activity_names=list(names), has_device_activity=len(device) > 0)
+        engines=list(engines), activity_names=list(names), has_device_activity=bool(parts["device"]))
     for cols in (inp.scopes, inp.api):
         cols["begin"] += base
         cols["end"] += base
