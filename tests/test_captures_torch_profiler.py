@@ -229,7 +229,8 @@ def test_gzip_cut_short_reads_up_to_the_cut(a_capture, tmp_path):
 
 def test_files_that_are_not_captures_get_one_line(tmp_path):
     cases = {"empty.json": b"", "text.json": b"hello", "number.json": b"42", "obj.json": b'{"a": 1}',
-             "events_not_list.json": b'{"traceEvents": 3}', "broken.json": b'{"traceEvents": [{"ph": "X", "name": "trt::e/enqueue",, }]}',
+             "events_not_list.json": b'{"traceEvents": 3}',
+             "broken.json": b'{"traceEvents": [{"ph": "X", "name": "trt::e/enqueue",, }]}',
              "bad.json.gz": b"\x1f\x8b\x08\x00garbage"}
     for name, data in cases.items():
         (tmp_path / name).write_bytes(data)
