@@ -8,6 +8,7 @@ import numpy as np
 from hypothesis import given
 from hypothesis import strategies as st
 
+from trt_trace.captures import report
 from trt_trace.captures.join import JoinInput, join, union_ns
 from trt_trace.captures.model import KERNEL, MEMCPY
 
@@ -58,6 +59,25 @@ def test_nested_calls_give_work_to_the_innermost_call():
     # 395..398 lies in the inner call between its enqueue scope's end and the call's: in no phase of it
     phase = dict(zip(calls.activities.begin_ns.tolist(), calls.activities.phase.tolist(), strict=True))
     assert phase == {2000: 4, 2010: 4, 2030: 0, 2040: 4}
+
+
+def test_engine_rows_and_top_kernels_add_up_the_calls():
+    scopes = [(0, 0, 100, 0, 0, 1), (0, 200, 300, 0, 0, 2), (0, 400, 450, 1, 0, 3)]
+    api = [(0, 10, 20, 1, 1), (0, 30, 40, 2, 1), (0, 210, 220, 3, 1), (0, 410, 420, 4, 1)]
+    dev = [(1, KERNEL, 0, 1000, 1100, 0, 1), (2, MEMCPY, 1, 1100, 1110, 0, 1), (3, KERNEL, 0, 1200, 1260, 0, 1),
+           (4, KERNEL, 2, 1300, 1305, 0, 1)]
+    calls, _ = run(scopes, api, dev)
+    a, b = report.engine_rows(calls)
+    assert (a.engine, a.calls, a.total_ns, a.kernels, a.kernel_ns, a.copies, a.copy_ns, a.device_ns) == \
+        ("a", 2, 200, 2, 160, 1, 10, 170)
+    assert (a.p50_ns, a.p99_ns, a.kernel_p50_ns, a.kernel_p99_ns, a.calls_with_device) == (100, 100, 60, 100, 2)
+    assert (b.engine, b.calls, b.kernels, b.kernel_ns) == ("b", 1, 1, 5)
+    top = [(k.engine, k.name, k.kind, k.count, k.total_ns, k.mean_ns) for k in report.top_kernels(calls)]
+    assert top == [("a", "k0", "kernel", 2, 160, 80), ("a", "k1", "memcpy", 1, 10, 10), ("b", "k2", "kernel", 1, 5, 5)]
+    assert report.top_kernels(calls, engine="b", n=1)[0].share == 1.0
+    text = report.format_engine_table(calls)
+    assert "gpu kernels ms" in text and text.splitlines()[1].split()[:2] == ["a", "2"]
+    assert "k0" in report.format_top_kernels(calls)
 
 
 def test_launches_are_counted_once_per_correlation_id_and_lost_work_is_said():

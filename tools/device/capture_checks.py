@@ -266,7 +266,8 @@ def nsys_kernels(d: Path, check: Check, fake: str, runtime: str) -> None:
     if not rep.exists():
         qd = sorted(keep.glob("*.qdstrm")) + sorted(Path("/tmp").glob("nsys-report-*.qdstrm"))
         for q in qd[-1:]:
-            shutil.copy(q, keep / "run.qdstrm")
+            if q != keep / "run.qdstrm":
+                shutil.copy(q, keep / "run.qdstrm")
         kept = f"kept {keep / 'run.qdstrm'} to import elsewhere" if qd else "no .qdstrm"
         check("nsys_kernels: nsys made a report here", False, f"rc {p.returncode}; {kept}; {tail[:400]}")
         return

@@ -114,10 +114,3 @@ class CaptureCalls:
         """bool [calls]: the capture recorded CUDA activity and the call launched work that it holds."""
         return (self.kernels + self.copies) > 0 if self.has_device_activity else np.zeros(len(self), dtype=bool)
 
-
-def empty_calls(source: str, path: str, clock: str) -> CaptureCalls:
-    return CaptureCalls(source=source, path=path, clock=clock, engines=[], engine=_i32(), pid=_i64(), tid=_i64(),
-                        call_id=_i64(), begin_ns=_i64(), end_ns=_i64(), phase_ns=np.zeros((0, 4), dtype=np.int64),
-                        has_device_activity=False, launches=_i32(), launches_unmatched=_i32(), kernels=_i32(),
-                        kernel_ns=_i64(), copies=_i32(), copy_ns=_i64(), device_ns=_i64(), device_begin_ns=_i64(),
-                        device_end_ns=_i64(), activities=DeviceActivities(), activity_names=[])
