@@ -2,8 +2,11 @@
 
 * trt_trace/_trt_trace*.so  the tracer: hook, ring buffers, ops (csrc/{buffer,hook,ops})
 * trt_trace/standin/_runtime*.so  the stand-in Torch-TensorRT runtime (csrc/standin)
+* trt_trace/_trt_trace_read.so  the trace readers' native code (csrc/readers, csrc/format and the
+  table formatter ops/timing_table.cpp): no torch, a C interface loaded with ctypes, so that the
+  reading CLI verbs never import torch
 
-Both are plain torch libraries loaded with torch.ops.load_library (no Python
+The first two are plain torch libraries loaded with torch.ops.load_library (no Python
 module init), so a C++ process can dlopen them too. Install with
 `pip install --no-build-isolation .` so the installed torch is built against
 and never replaced. With a CUDA build of torch and a CUDA toolkit the CUDA
@@ -14,6 +17,7 @@ import glob
 import os
 import shutil
 
+from setuptools import Extension as PlainExtension
 from setuptools import setup
 from setuptools.command.build_py import build_py
 from torch.utils import cpp_extension
@@ -78,6 +82,13 @@ setup(
             define_macros=tracer_macros,
             libraries=["dl"],
             **common,
+        ),
+        PlainExtension(  # no torch: setuptools' own Extension, not torch's CppExtension
+            name="trt_trace._trt_trace_read",
+            sources=sources("readers") + [os.path.join("csrc", "ops", "timing_table.cpp")],
+            include_dirs=[os.path.join(HERE, "csrc")],
+            extra_compile_args={"cxx": ["-O3", "-std=c++17", "-fvisibility=hidden"]},
+            extra_link_args=["-pthread"],
         ),
         Extension(
             name="trt_trace.standin._runtime",

@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import time
 
 import pytest
 import torch
@@ -14,7 +13,7 @@ from pftrace_checks import check_pftrace, parse
 from trace_checks import check_trace, load_strict
 
 import trt_trace
-from trt_trace.complete_calls import partial_calls
+from trt_trace.readers import read_calls
 from trt_trace.trace_summary import aggregate, load_events
 
 
@@ -26,24 +25,26 @@ def _meta(events) -> list[dict]:
     return [e["args"] for e in events if e.get("ph") == "M" and e.get("name") == "trt_trace_metadata"]
 
 
-def test_a_dump_holds_the_window_is_complete_and_tracing_goes_on(tmp_path):
-    from trt_trace import standin
+def test_a_dump_holds_the_window_is_complete_and_tracing_goes_on(tmp_path, monkeypatch):
+    from trt_trace import ops, standin
 
     old, new = standin.make_engine("before_window"), standin.make_engine("in_window")
     path = tmp_path / "flight.json"
     trt_trace.flight(0.6, str(path))
     for _ in range(5):
         torch.ops.tensorrt.execute_engine([torch.ones(4)], old)
-    time.sleep(0.9)  # the old calls fall out of the 0.6 s window
+    between = ops.clock_now_ns()
     for _ in range(3):
         torch.ops.tensorrt.execute_engine([torch.ones(4)], new)
+    # The window's clock, 0.6 s after the moment between the two: the old calls have fallen out of it.
+    monkeypatch.setattr(ops, "clock_now_ns", lambda: between + 600_000_000)
     first = trt_trace.dump()
     assert first == str(tmp_path / "flight.dump1.json")
     assert not path.exists()  # nothing written but the dumps
     events = load_strict(first)  # a complete JSON array
     check_trace(events)
     assert [c["args"]["engine"] for c in _calls(events)] == ["in_window"] * 3
-    assert not partial_calls(events)
+    assert len(read_calls(first, lambda calls, info: None).partial) == 0
     start, end = _meta(events)
     assert start["flight"]["window_s"] == 0.6 and start["flight"]["dump"] == 1 and end["flight"]["calls"] == 3
     # The program goes on and so does the recorder: a second dump, numbered.
@@ -85,7 +86,7 @@ def test_memory_is_capped_and_the_oldest_calls_go_first(tmp_path):
     events = load_strict(path)
     calls = _calls(events)
     records = sum(1 for e in events if e.get("ph") == "X")
-    assert 0 < records <= 400 and not partial_calls(events)
+    assert 0 < records <= 400 and len(read_calls(path, lambda calls, info: None).partial) == 0
     ids = sorted(c["args"]["call_id"] for c in calls)
     assert len(ids) < 600 and ids[-1] == max(ids)
     # The newest calls stayed: the call ids of one thread increase, so the kept ones are the last.
@@ -104,14 +105,17 @@ def test_dump_without_a_flight_recorder_is_one_clear_error(tmp_path):
 
 
 PROGRAM = """
-import os, signal, sys, time, torch
+import os, signal, sys, torch
 from trt_trace import standin
 e = standin.make_engine("served")
 for _ in range(4):
     torch.ops.tensorrt.execute_engine([torch.ones(4)], e)
 if sys.argv[1] == "signal":
-    os.kill(os.getpid(), signal.SIGUSR1)
-    time.sleep(1.0)  # the dump runs on a thread of its own
+    import threading
+    os.kill(os.getpid(), signal.SIGUSR1)  # its handler runs before the next line, and starts the dump's thread
+    for t in threading.enumerate():
+        if t.name == "trt_trace-flight-dump":
+            t.join()  # the dump runs on a thread of its own
     torch.ops.tensorrt.execute_engine([torch.ones(4)], e)
     print("still running")
 elif sys.argv[1] == "raise":
@@ -153,7 +157,7 @@ def test_exit_dump_when_asked_and_a_default_name_without_trt_trace_out(tmp_path)
 def test_the_programs_own_sigusr1_handler_is_kept(tmp_path):
     code = ("import os, signal, time; hits = []; signal.signal(signal.SIGUSR1, lambda *a: hits.append(1))\n"
             + PROGRAM.replace('sys.argv[1] == "signal"', "True") + "\nprint('hits', len(hits))")
-    proc = run_python(code.replace("import os, signal, sys, time, torch", "import sys, torch"),
+    proc = run_python(code.replace("import os, signal, sys, torch", "import sys, torch"),
                       {"TRT_TRACE_FLIGHT": "30", "TRT_TRACE_OUT": str(tmp_path / "t.json")})
     assert proc.returncode == 0 and "hits 1" in proc.stdout, proc.stderr
     assert not list(tmp_path.iterdir())

@@ -11,7 +11,7 @@ from trace_checks import check_trace, load_strict, to_ns
 
 import trt_trace
 from trt_trace import ops, standin
-from trt_trace.records import RECORD_DTYPE
+from trt_trace.records import RECORD_DTYPE, STATS_COLUMNS
 from trt_trace.trace_format import Flag, Phase
 from trt_trace.trace_summary import aggregate, summary_text
 from trt_trace.writers import ChromeJsonWriter
@@ -183,33 +183,60 @@ def test_caller_wait_every_sets_which_measured_calls_get_a_wait(tmp_path, monkey
         ops.set_caller_wait_every(8)
 
 
+# Where the caller is, call by call: runs of calls from the default stream and from an own stream,
+# long and short, so that the runtime's choice changes under every state of the wait countdown.
+STREAM_SWITCHES = (["default"] * 10 + ["own"] * 3 + ["default"] * 2 + ["own"] + ["default"] * 9 + ["own"] * 5
+                   + ["default", "own"] * 6 + ["default"] * 20 + ["own"] * 10 + ["default"] * 8)
+
+
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="GPU spans need CUDA (run by tools/device/device_check.sh)")
-def test_a_call_that_stops_handing_off_loses_one_span_and_the_next_records_both_pairs(tmp_path):
-    # 2.13 hands its work to the engine's stream from the default stream only. A measured call made
-    # engine-stream-only (the calls before it handed off) that runs on the caller's own stream gets no
-    # span; the next call records the caller's pair again, and a hand-off after that both pairs.
+@pytest.mark.parametrize("every", [1, 3])
+def test_every_measured_call_gets_one_span_whatever_stream_the_runtime_picks(tmp_path, every):
+    # 2.13 runs the engine on its pool stream while the caller is on the default stream and on the
+    # caller's own stream otherwise. The caller switches streams between calls: each of the 80 calls
+    # gets exactly one gpu span, on the engine's stream where the runtime handed the work over and on
+    # the caller's where not, and the caller-stream waits fall where the countdown puts them.
+    assert len(STREAM_SWITCHES) == 80
     with playing_runtime("2.13"):
-        engine = standin.make_engine("switching", device=0)
+        engine = standin.make_engine(f"switching_{every}", device=0)
         x = [torch.ones(1 << 10, device="cuda")]
         own = torch.cuda.Stream()
         out = tmp_path / "switching.json"
-        order = ["default", "default", "own", "own", "default", "default"]
-        with trt_trace.tracing(str(out)):
-            for where in order:
+        with trt_trace.tracing(str(out), gpu_every=every):
+            for where in STREAM_SWITCHES:
                 with torch.cuda.stream(own if where == "own" else torch.cuda.default_stream()):
                     torch.ops.tensorrt.execute_engine(x, engine)
             torch.cuda.synchronize()
     events = load_strict(out)
     ids = sorted(e["args"]["call_id"] for e in events if e.get("name") == "execute_engine" and e["ph"] == "X")
-    gpu = {e["args"]["call_id"]: e for e in events if e.get("name") == "gpu" and e["ph"] == "X"}
+    gpu = [e for e in events if e.get("name") == "gpu" and e["ph"] == "X"]
     waits = {e["args"]["call_id"] for e in events if e.get("name") == "caller stream wait" and e["ph"] == "X"}
-    assert len(ids) == len(order)
-    # call 1: both pairs; 2: engine stream only; 3: made engine-stream-only, ran on its caller's stream:
-    # no span; 4: the caller's pair (no hand-off); 5: both pairs again; 6: engine stream only.
-    assert sorted(gpu) == [ids[k] for k in (0, 1, 3, 4, 5)]
-    assert sorted(waits) == [ids[0], ids[4]]
-    on_engine_stream = [gpu[ids[k]]["args"].get("engine_stream") is True for k in (0, 1, 3, 4, 5)]
-    assert on_engine_stream == [True, True, False, True, True]
+    assert len(ids) == 80
+    measured = [k for k in range(80) if k % every == 0]  # 1 in `every` per thread and engine, the first included
+    # Exactly one span per measured call, none for the others.
+    assert sorted(e["args"]["call_id"] for e in gpu) == [ids[k] for k in measured]
+    by_call = {e["args"]["call_id"]: e for e in gpu}
+    own_id = own.stream_id & 0xFFFFFFFF
+    wait_every = ops.get_caller_wait_every()
+    left, expected_waits = 0, []  # the countdown of csrc/hook/gpu_sampling.h, played over the measured calls
+    for k in measured:
+        span = by_call[ids[k]]
+        if STREAM_SWITCHES[k] == "own":  # on the caller's stream: one caller-stream span
+            assert span["args"].get("engine_stream") is not True and span["args"]["stream"] == own_id, (k, span)
+            left = 0
+        else:  # handed to the engine's stream
+            assert span["args"]["engine_stream"] is True and span["args"]["stream"] != own_id, (k, span)
+            if left == 0:
+                expected_waits.append(ids[k])
+                left = wait_every - 1
+            else:
+                left -= 1
+    assert sorted(waits) == expected_waits
+    # The table counts every span, and the CUDA calls without one as sampled out, none else.
+    s = aggregate(events)
+    row = dict(zip(STATS_COLUMNS, dict(zip(s.names, s.stats.tolist(), strict=True))[f"switching_{every}"],
+                   strict=True))
+    assert (row["gpu_calls"], row["gpu_sampled_out"]) == (len(measured), 80 - len(measured))
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="GPU spans need CUDA (run by tools/device/device_check.sh)")

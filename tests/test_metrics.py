@@ -7,7 +7,6 @@ import socket
 import subprocess
 import sys
 import tempfile
-import time
 import urllib.request
 
 import numpy as np
@@ -95,6 +94,9 @@ from trt_trace import standin
 e = standin.make_engine("env_metrics_engine", host_us=100)
 for _ in range(7):
     torch.ops.tensorrt.execute_engine([torch.ones(8)], e)
+from trt_trace import metrics
+if metrics._waiter is not None:
+    metrics._waiter.join()  # it serves from the first engine call on: served (or refused) now
 print("ready", flush=True)
 sys.stdin.readline()
 """
@@ -118,15 +120,9 @@ def test_env_variable_serves_metrics_with_or_without_a_trace_file(tmp_path, with
     env = {"TRT_TRACE_METRICS_PORT": str(port)}
     if with_trace:
         env["TRT_TRACE_OUT"] = str(tmp_path / "t.json")
-    proc, _ = _serve_in_child(env)
+    proc, _ = _serve_in_child(env)  # serving once it says ready
     try:
-        fams = {}
-        for _ in range(50):  # the server starts within 0.1 s of the first engine call
-            try:
-                fams = _scrape("127.0.0.1", port)
-                break
-            except OSError:
-                time.sleep(0.1)
+        fams = _scrape("127.0.0.1", port)
         assert _value(fams["trt_trace_engine_calls"], "trt_trace_engine_calls_total", engine="env_metrics_engine") == 7
         assert _value(fams["trt_trace_engine_call_seconds"], "trt_trace_engine_call_seconds_count",
                       engine="env_metrics_engine") == 7
@@ -145,7 +141,7 @@ def test_a_busy_port_is_one_warning_and_the_program_runs_on():
         taken.listen()
         port = taken.getsockname()[1]
         code = SERVE.replace('print("ready", flush=True)\nsys.stdin.readline()',
-                             'import time; time.sleep(1.0); print(trt_trace.summary().splitlines()[1].split()[:2])')
+                             'print(trt_trace.summary().splitlines()[1].split()[:2])')
         proc = run_python(code, {"TRT_TRACE_METRICS_PORT": str(port)})
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == "['env_metrics_engine', '7']"
@@ -162,8 +158,10 @@ def test_a_bad_port_is_one_warning(value):
 
 def test_a_process_that_runs_no_engine_does_not_take_the_port():
     port = _free_port()
-    proc = run_python("import time, torch; time.sleep(0.6); print('done')", {"TRT_TRACE_METRICS_PORT": str(port)})
-    assert proc.returncode == 0 and proc.stdout == "done\n" and proc.stderr == ""
+    # Its waiter waits for an engine call that never comes: nothing served, asked directly, not by sleeping.
+    proc = run_python("import torch\nfrom trt_trace import metrics\n"
+                      "print(metrics._waiter.is_alive(), metrics.serving())", {"TRT_TRACE_METRICS_PORT": str(port)})
+    assert proc.returncode == 0 and proc.stdout == "True False\n" and proc.stderr == ""
     with socket.socket() as s:
         s.bind(("127.0.0.1", port))  # still free: a torchrun launcher leaves it to its workers
 

@@ -107,3 +107,34 @@ def test_env_var_switches_nvtx_on(recorder, tmp_path, demo_package):
     assert proc.returncode == 0, proc.stderr
     assert [r[1] for r in parse_log(log)] == [s.name for s in specs]
     assert os.path.exists(tmp_path / "t.json")
+
+
+FORKED = """
+import os, torch
+from trt_trace import standin
+parent = standin.make_engine("nvtx_parent")
+child = standin.make_engine("nvtx_child")
+torch.ops.tensorrt.execute_engine([torch.ones(4)], parent)
+pid = os.fork()
+if pid == 0:
+    for _ in range(3):
+        torch.ops.tensorrt.execute_engine([torch.ones(4)], child)
+    os._exit(0)
+os.waitpid(pid, 0)
+print(pid)
+"""
+
+
+def test_a_forked_child_keeps_its_parents_nvtx_ranges(recorder, tmp_path):
+    # TRT_TRACE_NVTX=1 is one of the settings a forked child's own trace keeps: its calls push ranges too.
+    log = tmp_path / "nvtx.log"
+    proc = run_python(FORKED, {"TRT_TRACE_OUT": str(tmp_path / "t_{pid}.json"), "TRT_TRACE_NVTX": "1",
+                               "NVTX_INJECTION64_PATH": str(recorder), "NVTX_RECORDER_LOG": str(log)})
+    assert proc.returncode == 0, proc.stderr
+    child_pid = int(proc.stdout.split()[-1])
+    roots = parse_log(log)
+    assert [r[1] for r in roots] == ["nvtx_parent"] + ["nvtx_child"] * 3
+    child_calls = {e["args"]["call_id"] for e in load_strict(tmp_path / f"t_{child_pid}.json")
+                   if e["ph"] == "X" and e["name"] == "execute_engine"}
+    assert {r[3] for r in roots[1:]} == child_calls and len(child_calls) == 3  # the child's own call ids
+    assert all([c[1] for c in r[4]] == ["workspace", "inputs", "outputs", "enqueue"] for r in roots)

@@ -16,7 +16,6 @@ import re
 import signal
 import subprocess
 import sys
-import time
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -24,7 +23,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-from conftest import call_from_threads, demo_package_now
+from conftest import call_from_threads, demo_package_now, trt_trace_cli
 from perfetto_ui import OpenedTrace, PerfettoUI, Track
 from test_gpu_tracks import call_records
 
@@ -387,11 +386,11 @@ def test_numbered_parts_of_a_size_limited_trace(perfetto_ui, tmp_path, fmt):
     path = tmp_path / f"split{suffix(fmt)}"
     engine = standin.make_engine("split_engine")
     # About three parts: ~1.2 kB (JSON) / ~0.3 kB (native) per call of 5 slices.
-    with trt_trace.tracing(str(path), max_bytes=240_000 if fmt == "json" else 60_000, split=True):
+    with trt_trace.tracing(str(path), max_bytes=240_000 if fmt == "json" else 60_000, split=True) as session:
         for _ in range(12):
             for _ in range(50):
                 torch.ops.tensorrt.execute_engine([torch.ones(4)], engine)
-            time.sleep(0.06)  # a drain per round: the writer checks the limit between batches
+            session.drainer.drain_once()  # a batch per round: the writer checks the limit between batches
     parts = sorted(tmp_path.glob(f"split*{suffix(fmt)}"))
     assert 2 <= len(parts) <= 8, parts
     total = 0
@@ -403,12 +402,12 @@ def test_numbered_parts_of_a_size_limited_trace(perfetto_ui, tmp_path, fmt):
 
 
 KILLED_SCRIPT = """
-import os, signal, sys, time, torch
+import os, signal, sys, torch, trt_trace
 from trt_trace import standin
 e = standin.make_engine("killed_engine")
 for _ in range(20):
     torch.ops.tensorrt.execute_engine([torch.ones(4)], e)
-time.sleep(0.3)  # drained and written
+trt_trace.active().drainer.drain_once()  # drained and written
 os.kill(os.getpid(), signal.SIGKILL)
 """
 
@@ -461,4 +460,27 @@ def test_native_metadata_never_holds_what_trace_processor_cannot(perfetto_ui, tm
     assert args["debug.mixed[2].v"] == "2" and args["debug.huge"] == str(1 << 70)
     assert args["debug.argv[1]"] == "caf\\udce9"
     assert not any(k.startswith(("debug.none", "debug.empty", "debug.nones", "debug.rank")) for k in args)
+    trace.close()
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_a_sliced_window_of_a_trace(perfetto_ui, tmp_path, fmt):
+    """`trt-trace slice` of either format: a Chrome JSON window that the UI opens with exactly the calls,
+    GPU spans and launch flows of the window's engine, and a timeline that opens on them."""
+    rows = []
+    for k in range(200):  # 1 ms apart, engines alternating
+        begin = 1_000_000_000 + k * 1_000_000
+        rows += call_records(k + 1, 1 + k % 2, begin, begin + 30_000, begin + 400_000)
+    records = np.array(rows, dtype=RECORD_DTYPE)
+    gpu = records["phase"] == Phase.GPU
+    path = tmp_path / f"big{suffix(fmt)}"
+    write_records(path, [records[~gpu], records[gpu]], ["", "engine_a", "engine_b"])
+    out = tmp_path / "window.json"
+    proc = subprocess.run(trt_trace_cli() + ["slice", str(path), "-o", str(out), "--from", "0.05", "--to", "0.1",
+                                             "--engines", "engine_a"], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0 and proc.stdout.startswith("25 of 200 engine calls"), proc.stderr
+    trace = check_in_ui(perfetto_ui, out, Expected({"engine_a": 25}, gpu_spans=25, threads=1,
+                                                   engine_ids={"engine_a": 1}), "json")
+    first = trace.scalar("select min(extract_arg(arg_set_id, 'args.call_id')) from slice where name = 'execute_engine'")
+    assert first == 51  # call 51 (engine_a) begins 50 ms after the first call
     trace.close()

@@ -95,7 +95,8 @@ def test_plot_errors_are_one_line(traced_model, tmp_path):
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 1 and proc.stderr.count("\n") == 1 and "cannot write" in proc.stderr, proc.stderr
     empty = tmp_path / "empty.json"
-    empty.write_text('[{"ph":"M","name":"trt_trace_metadata","pid":1,"tid":0,"args":{"tool":"trt_trace"}}]')
+    empty.write_text('[{"ph":"M","name":"trt_trace_metadata","pid":1,"tid":0,"args":{"tool":"trt_trace"}},\n'
+                     '{"ph":"M","name":"trt_trace_metadata","pid":1,"tid":0,"args":{"ended":"closed"}}]')
     proc = subprocess.run(trt_trace_cmd() + ["summary", str(empty), "--plot", str(tmp_path / "x.png")],
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 1 and "no engine calls" in proc.stderr and proc.stderr.count("\n") == 1

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import orjson
+import pytest
 import torch
 from conftest import drain_all
 
@@ -13,7 +14,6 @@ from trt_trace import standin
 from trt_trace.trace_summary import load_events
 
 PHASES = ("workspace", "inputs", "outputs", "enqueue")
-SLACK_US = 1.0  # phase boundaries are taken inside the boundary op (see csrc/hook/profiler_scopes.h)
 
 
 def profile_calls(engine, inputs, n: int, path: Path) -> list[dict]:
@@ -40,7 +40,7 @@ def test_profiler_sees_engine_calls_and_phases_without_a_trace_file(tmp_path):
         # The call scope nests in the profiler's own event of the op, exactly.
         assert any(inside(call, op) for op in ops)
         phases = [e for e in events if e["name"].startswith("trt::prof_engine/") and e is not call
-                  and inside(e, call, SLACK_US)]
+                  and inside(e, call)]
         names = [e["name"].rsplit("/", 1)[1] for e in sorted(phases, key=lambda e: e["ts"])]
         # Phases in the runtime's order; between the two output allocations a short enqueue may appear.
         assert names[:3] == ["workspace", "inputs", "outputs"] and names[-1] == "enqueue", names
@@ -90,3 +90,64 @@ def test_no_scopes_and_same_results_without_a_profiler():
     with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as prof:
         torch.mm(x[0], x[0])
     assert not any(a.key.startswith("trt::") for a in prof.key_averages())
+
+
+def walk(event):
+    yield event
+    for child in event.cpu_children:
+        yield from walk(child)
+
+
+@pytest.mark.parametrize("outputs", [1, 3])
+def test_phase_scopes_nest_and_no_scope_has_a_negative_self_time(runtime_version, outputs):
+    # The profiler hangs an event under the innermost event that holds it wholly: every op of the call
+    # must lie inside one phase scope, or the tree puts it beside them and the call's self time (its
+    # total less its children's) goes negative.
+    engine = standin.make_engine(f"nest_engine_{outputs}", host_us=50, num_inputs=2, num_outputs=outputs)
+    x = [torch.randn(16, 16), torch.randn(16, 16)]
+    torch.ops.tensorrt.execute_engine(x, engine)
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as prof:
+        for _ in range(5):
+            torch.ops.tensorrt.execute_engine(x, engine)
+    averages = {a.key: a for a in prof.key_averages() if a.key.startswith("trt::")}
+    assert {k.rsplit("/", 1)[1] for k in averages} == {"execute_engine", *PHASES}
+    for key, a in averages.items():
+        assert a.self_cpu_time_total >= 0, (key, a.self_cpu_time_total)
+    calls = [e for e in prof.events() if e.name == f"trt::nest_engine_{outputs}/execute_engine"]
+    assert len(calls) == 5
+    for call in calls:
+        assert call.cpu_parent is not None and call.cpu_parent.name == "tensorrt::execute_engine"
+        assert call.self_cpu_time_total >= 0
+        phases = call.cpu_children
+        # Only phase scopes right under the call, in the runtime's order, one after the other.
+        names = [p.name.rsplit("/", 1)[1] for p in phases]
+        assert all(p.name.startswith(f"trt::nest_engine_{outputs}/") for p in phases), names
+        assert names[:3] == ["workspace", "inputs", "outputs"] and names[-1] == "enqueue", names
+        for a, b in zip(phases, phases[1:], strict=False):
+            assert a.time_range.end <= b.time_range.start
+        # Children inside parents, all the way down; each op in the phase it belongs to.
+        for event in walk(call):
+            for child in event.cpu_children:
+                assert event.time_range.start <= child.time_range.start <= child.time_range.end \
+                    <= event.time_range.end, (event.name, child.name)
+        by_phase = {name: [op.name for p in phases if p.name.endswith("/" + name) for op in walk(p) if op is not p]
+                    for name in PHASES}
+        assert by_phase["inputs"].count("aten::view") == 2
+        assert by_phase["outputs"].count("aten::empty") == outputs
+        assert "aten::empty" not in by_phase["inputs"] + by_phase["enqueue"] + by_phase["workspace"]
+        if runtime_version == "2.11":  # each output's .to(dtype) is output setup
+            assert by_phase["outputs"].count("aten::to") == outputs
+
+
+def test_a_profiler_that_stops_and_starts_again_leaves_no_callback_behind():
+    # The op callbacks exist only while a profiled call runs, also one that throws.
+    engine = standin.make_engine("again_engine", num_inputs=2)
+    for _ in range(2):
+        with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as prof:
+            torch.ops.tensorrt.execute_engine([torch.ones(4), torch.ones(4)], engine)
+            with pytest.raises(RuntimeError, match="expects 2 input"):
+                torch.ops.tensorrt.execute_engine([torch.ones(4)], engine)
+            assert not torch.ops.trt_trace._profiler_op_callbacks()
+        assert prof.key_averages() and {"trt::again_engine/execute_engine", "trt::again_engine/enqueue"} <= {
+            a.key for a in prof.key_averages()}
+    assert not torch.ops.trt_trace._profiler_op_callbacks()

@@ -11,7 +11,6 @@ import base64
 import copy
 import json
 import pickle
-import time
 
 import numpy as np
 import pytest
@@ -230,26 +229,24 @@ def test_cuda_streams_follow_the_version(runtime_version):
 
 
 def test_211_output_setup_lands_in_outputs():
-    # Three float64 outputs: 2.11 allocates each as float32 and converts it (milliseconds here); that
-    # setup, measured by itself below, belongs to `outputs`, not to `enqueue`.
-    x = torch.randn(1000, 1000, dtype=torch.float64)
-    setup_ns = []
-    for _ in range(5):
-        t0 = time.perf_counter_ns()
-        for _ in range(3):
-            torch.empty(x.shape).to(torch.float64)
-        setup_ns.append(time.perf_counter_ns() - t0)
-    previous = standin.use_runtime("2.11")
-    try:
+    # Three float64 outputs: 2.11 allocates each as float32 and converts it (.to(dtype)); that
+    # conversion is output setup, not enqueue. Checked by order, not by time: in torch.profiler's own
+    # tree (whose phase scopes switch where the call's phases do, between its top-level ops,
+    # csrc/hook/profiler_scopes.h) every conversion sits inside an `outputs` scope, and the trace
+    # has an outputs phase in every call.
+    x = torch.randn(64, 64, dtype=torch.float64)
+    with playing_runtime("2.11"):
         engine = standin.make_engine("converting_engine", num_outputs=3, activation="none")
         ops.set_profile_execution(True)
-        for _ in range(5):
-            torch.ops.tensorrt.execute_engine([x], engine)
-    finally:
-        ops.set_profile_execution(False)
-        standin.use_runtime(previous)
+        try:
+            with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as prof:
+                for _ in range(5):
+                    torch.ops.tensorrt.execute_engine([x], engine)
+        finally:
+            ops.set_profile_execution(False)
+    conversions = [e for e in prof.events() if e.name == "aten::to"
+                   and e.cpu_parent is not None and e.cpu_parent.name.startswith("trt::converting_engine/")]
+    assert len(conversions) == 15  # every one of them right under a phase scope of its call
+    assert {e.cpu_parent.name for e in conversions} == {"trt::converting_engine/outputs"}
     recs = drain_all()
-    outputs = recs[recs["phase"] == Phase.OUTPUTS]
-    outputs_ns = outputs["end_ns"] - outputs["begin_ns"]
-    assert len(outputs_ns) == 5
-    assert np.median(outputs_ns) >= 0.5 * np.median(setup_ns), (outputs_ns.tolist(), setup_ns)
+    assert np.count_nonzero(recs["phase"] == Phase.OUTPUTS) == 5

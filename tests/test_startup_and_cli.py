@@ -108,3 +108,33 @@ def test_the_demo_runs_from_the_repository_root(tmp_path):
                           capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert out.exists() and any(line.startswith("ALL ") for line in proc.stdout.splitlines())
+
+
+@pytest.mark.parametrize("argv,code,words", [
+    (["--calls", "-1"], 2, "--calls -1: give a number of calls >= 1"),
+    (["--calls", "0"], 2, "--calls 0"),
+    (["--engines", "0"], 2, "--engines 0: give a number of engines from 1 to 64"),
+    (["--engines", "100000"], 2, "--engines 100000"),
+    (["--out", "missing/demo.json"], 1, "directory missing does not exist"),
+    (["--out", "."], 1, "is a directory"),
+])
+def test_demo_options_it_cannot_run_with_are_one_line_and_an_exit_code(tmp_path, argv, code, words):
+    # Checked before the package is built: no traceback from the serving process, nothing written.
+    proc = subprocess.run(trt_trace_cmd() + ["demo", *argv], cwd=tmp_path, capture_output=True, text=True,
+                          timeout=300)
+    assert proc.returncode == code and proc.stdout == "", (proc.stdout, proc.stderr)
+    assert proc.stderr.count("\n") == 1 and proc.stderr.startswith("trt-trace demo: ") and words in proc.stderr, \
+        proc.stderr
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_every_option_of_every_verb_has_help_text():
+    import argparse
+
+    from trt_trace.cli import build_parser
+
+    parser = build_parser()
+    (verbs,) = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+    missing = [f"{verb} {action.dest}" for verb, sub in verbs.choices.items() for action in sub._actions
+               if not isinstance(action, argparse._HelpAction) and not action.help]
+    assert missing == []

@@ -123,10 +123,19 @@ def test_track_codes_round_trip_and_present_codes_dense_or_sparse():
             (1, 0, False), (1, 1, False), (2, 0, True), (top_engine, 0, False), (top_engine, 2, False), (2, 0, False)}
 
 
+def wait_until(condition, timeout_s: float = 30.0) -> None:
+    """Returns once `condition()` holds (a condition, not a length of time; fails after `timeout_s`)."""
+    import time
+
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        assert time.monotonic() < deadline, "the condition never held"
+        time.sleep(0.001)
+
+
 def test_a_held_drainer_drains_nothing_until_released(tmp_path):
     # Drainer.held (for benchmarks that tell the drainer's work apart from the calls'): the thread
     # waits for the block's end, and the records made inside are written after it, none lost.
-    import time
 
     e = standin.make_engine("held_drainer_engine")
     out = tmp_path / "t.json"
@@ -136,11 +145,9 @@ def test_a_held_drainer_drains_nothing_until_released(tmp_path):
         with session.drainer.held():
             for _ in range(10):
                 torch.ops.tensorrt.execute_engine([torch.ones(4)], e)
-            time.sleep(0.3)  # six drainer intervals
+            woke = session.drainer.wakes
+            wait_until(lambda: session.drainer.wakes > woke)  # the thread has come to drain, and waits
             assert session.records_written == before
-        deadline = time.monotonic() + 10
-        while session.records_written == before and time.monotonic() < deadline:
-            time.sleep(0.02)
-        assert session.records_written > before
+        wait_until(lambda: session.records_written > before)  # it drains once the block has ended
     calls = [s for s in load_strict(out) if s["ph"] == "X" and s["name"] == "execute_engine"]
     assert len(calls) == 10

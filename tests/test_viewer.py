@@ -5,11 +5,14 @@ the `view` extra, one line names the install command."""
 from __future__ import annotations
 
 import os
+import selectors
 import signal
 import socket
 import subprocess
 import sys
+import urllib.request
 from pathlib import Path
+from urllib.parse import unquote
 
 import numpy as np
 import pytest
@@ -31,14 +34,26 @@ def trt_trace_cmd() -> list[str]:
 class View:
     """A running `trt-trace view` and the URL it printed."""
 
-    def __init__(self, trace: Path, *extra: str, env: dict[str, str] | None = None) -> None:
-        # Faulthandler: a view that does not stop on Ctrl-C shows where it hangs (SIGABRT, below).
+    def __init__(self, trace: Path | str, *extra: str, env: dict[str, str] | None = None,
+                 cwd: Path | None = None) -> None:
+        # Faulthandler: a view that hangs shows where (SIGABRT, below).
         env = {**(os.environ if env is None else env), "PYTHONFAULTHANDLER": "1"}
-        self.proc = subprocess.Popen(trt_trace_cmd() + ["view", str(trace), *extra], env=env,
+        self.proc = subprocess.Popen(trt_trace_cmd() + ["view", str(trace), *extra], env=env, cwd=cwd,
                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        # The URL line, or a failure with the view's threads if it never comes (a view that spins).
+        with selectors.DefaultSelector() as sel:
+            sel.register(self.proc.stdout, selectors.EVENT_READ)
+            if not sel.select(timeout=60):
+                self.proc.send_signal(signal.SIGABRT)
+                _out, err = self.proc.communicate(timeout=20)
+                raise AssertionError(f"trt-trace view printed no URL within 60 s; its threads:\n{err}")
         line = self.proc.stdout.readline()
         assert line.startswith("Perfetto UI with "), (line, self.proc.stderr.read() if self.proc.poll() else "")
         self.url = line.rsplit(" ", 1)[1].strip()
+
+    def trace_url(self) -> str:
+        """The trace's own address, from the UI's deep link."""
+        return unquote(self.url.split("url=", 1)[1])
 
     def interrupt(self) -> tuple[int, str]:
         """Ctrl-C, as a terminal sends it; (exit code, stderr)."""
@@ -97,6 +112,38 @@ def test_view_serves_the_trace_to_the_ui(perfetto_ui, tmp_path, monkeypatch, kin
         code, err = view.interrupt()
     assert code == 0 and "Traceback" not in err, err
     assert err.strip().splitlines()[-1] == "trt-trace view: stopped"
+
+
+def test_a_relative_path_is_served_as_the_readme_runs_it(tmp_path):
+    # `trt-trace view trace.json --no-browser` from the trace's own directory, as the README has it
+    # (a relative path once made the name look-up spin forever, printing nothing).
+    synthetic_trace(tmp_path / "trace.json")
+    view = View("trace.json", "--no-browser", "--port", "0", cwd=tmp_path)
+    try:
+        with urllib.request.urlopen(view.trace_url(), timeout=30) as response:
+            assert response.read() == (tmp_path / "trace.json").read_bytes()
+        assert view.trace_url().endswith("/trace/trace.json")
+    finally:
+        code, err = view.interrupt()
+    assert code == 0 and err.strip().splitlines()[-1] == "trt-trace view: stopped", err
+
+
+def test_two_traces_of_one_name_get_two_addresses_and_one_trace_keeps_its_own(tmp_path, monkeypatch):
+    from trt_trace.viewer import ViewerServer
+
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    synthetic_trace(tmp_path / "a" / "t.json")
+    synthetic_trace(tmp_path / "b" / "t.json")
+    monkeypatch.chdir(tmp_path)
+    server = ViewerServer(0)
+    try:
+        first = server.add("a/t.json")
+        assert server.add("a/t.json") == first == server.add(str(tmp_path / "a" / "t.json"))
+        second = server.add("b/t.json")
+        assert second != first and second.endswith("t-2.json")
+    finally:
+        server.close()
 
 
 def test_a_busy_port_moves_to_the_next_free_one(tmp_path):

@@ -42,7 +42,7 @@ assert any(glob.glob(p + '/*/include/nvtx3') for p in nvidia.__path__)" >/dev/nu
 fi
 
 stamp="$VENV/.trt_trace_sources"
-sources_hash=$(find csrc trt_trace setup.py pyproject.toml trt_trace_autostart.py -type f \
+sources_hash=$(find csrc trt_trace setup.py pyproject.toml trt_trace_autostart.py trt_trace_cli.py -type f \
   \( -name '*.py' -o -name '*.cpp' -o -name '*.h' -o -name '*.pth' -o -name '*.toml' \) -print0 \
   | sort -z | xargs -0 sha256sum | sha256sum | cut -d' ' -f1)
 if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$sources_hash" ] || ! "$VENV/bin/trt-trace" --help >/dev/null 2>&1; then

@@ -13,6 +13,7 @@ from __future__ import annotations
 __version__ = "0.1.0"
 
 import contextlib
+import os
 from collections.abc import Iterator
 
 from . import _library
@@ -20,8 +21,10 @@ from .ops import dump_engine_timing, get_nvtx, get_profile_execution, reset, set
 from .session import Session, TraceError, active, dump, flight, start, stop
 
 # Importing trt_trace installs everything: the execute_engine hook, torch.profiler scopes, the
-# torch.ops.trt_trace ops and the torch.ops.tensorrt aliases (listed by dir() too).
-_library.load_at_import()
+# torch.ops.trt_trace ops and the torch.ops.tensorrt aliases (listed by dir() too). Except inside
+# the trt-trace command (trt_trace_cli.py), whose reading verbs never import torch.
+if os.environ.get("_TRT_TRACE_CLI_READ_ONLY") != "1":
+    _library.load_at_import()
 
 
 @contextlib.contextmanager

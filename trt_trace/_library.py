@@ -8,18 +8,27 @@ import threading
 from collections.abc import Callable
 from pathlib import Path
 
-# The ops a user looks for, made visible to dir(): torch lists only ops already looked up.
-PUBLIC_OPS = {
-    "trt_trace": ("set_profile_execution", "get_profile_execution", "dump_engine_timing", "reset",
-                  "set_nvtx", "get_nvtx"),
-    "tensorrt": ("set_profile_execution", "dump_engine_timing"),
-}
+# torch lists in dir(torch.ops.<namespace>) only the ops already looked up: import trt_trace looks up
+# every public op (no leading underscore) of its namespace, and the tensorrt aliases it registers
+# (csrc/ops/tensorrt_aliases.cpp), so that dir() shows them all.
+ALIAS_NAMESPACE = "tensorrt"
+ALIASES = ("set_profile_execution", "dump_engine_timing")
 
+
+def public_ops(namespace: str = "trt_trace") -> list[str]:
+    """The public ops the dispatcher holds in `namespace` (trt_trace's: all it registers without a leading _)."""
+    import torch
+
+    prefix = namespace + "::"
+    names = {n[len(prefix):].split(".", 1)[0] for n in torch._C._dispatch_get_all_op_names() if n.startswith(prefix)}
+    if namespace == ALIAS_NAMESPACE:
+        return sorted(n for n in names if n in ALIASES)
+    return sorted(n for n in names if not n.startswith("_"))
 
 
 def library_path() -> Path:
     here = Path(__file__).resolve().parent
-    found = sorted(here.glob("_trt_trace*.so"))
+    found = sorted(p for p in here.glob("_trt_trace*.so") if not p.name.startswith("_trt_trace_read"))
     if not found:
         raise ImportError(
             f"trt_trace: the compiled library is missing from {here}; install the package with "
@@ -61,9 +70,9 @@ def load_at_import() -> None:
         load()
         import torch
 
-        for namespace, names in PUBLIC_OPS.items():
+        for namespace in ("trt_trace", ALIAS_NAMESPACE):
             ns = getattr(torch.ops, namespace)
-            for name in names:
+            for name in public_ops(namespace):
                 hasattr(ns, name)  # the look-up itself adds the op to dir(ns)
     except Exception as exc:
         try:

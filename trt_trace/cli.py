@@ -4,6 +4,8 @@
     trt-trace summary trace.json [--by-rank] [--plot engines.png] [--phase enqueue] [--json]
     trt-trace diff base.json new.json [--threshold 5] [--plot diff.png] [--json]
     trt-trace merge trace_0.json trace_1.json -o all.json
+    trt-trace slice trace.json -o window.json --from 60 --to 70 [--engines a,b] [--skip-first 1]
+    trt-trace export trace.json calls.parquet
     trt-trace view trace.json [--port 10000] [--no-browser]
     trt-trace demo
 """
@@ -14,8 +16,13 @@ import argparse
 import os
 import subprocess
 import sys
+from typing import TYPE_CHECKING, NoReturn
 
+from .formats import written
 from .trace_format import DURATIONS
+
+if TYPE_CHECKING:
+    from .readers import Window
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
@@ -26,6 +33,21 @@ def _cmd_run(args: argparse.Namespace) -> int:
         print("trt-trace run: give the command to trace after --, e.g. trt-trace run -o t.json -- python x.py",
               file=sys.stderr)
         return 2
+    from .config import expand_path, parse_count, shown
+    from .session import TraceError, check_output_path
+
+    try:  # the file the command's first traced process will write ({pid}: any process's, the same folder)
+        check_output_path(expand_path(args.output))
+    except TraceError as exc:
+        print(f"trt-trace run: {exc}", file=sys.stderr)
+        return 2
+    if args.buffer is not None:
+        try:
+            parse_count(args.buffer)
+        except ValueError:
+            print(f"trt-trace run: --buffer {args.buffer!r} is not a positive event count; give e.g. 65536, 256k or 1M",
+                  file=sys.stderr)
+            return 2
     env = dict(os.environ)
     env["TRT_TRACE_OUT"] = args.output
     if args.buffer:
@@ -33,7 +55,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
     if args.format:
         env["TRT_TRACE_FORMAT"] = args.format
     if args.flight is not None:
-        if not args.flight > 0:
+        if not 0 < args.flight < float("inf"):
             print(f"trt-trace run: --flight must be a positive number of seconds, not {args.flight:g}",
                   file=sys.stderr)
             return 2
@@ -43,29 +65,72 @@ def _cmd_run(args: argparse.Namespace) -> int:
         # traced (give {pid} in the path to keep their files apart).
         return subprocess.call(command, env=env)
     except FileNotFoundError:
-        print(f"trt-trace run: command not found: {command[0]}", file=sys.stderr)
+        print(f"trt-trace run: command not found: {shown(command[0])}", file=sys.stderr)
         return 127
+    except OSError as exc:  # not executable, a directory, an empty name: as a shell says it
+        print(f"trt-trace run: cannot run {shown(command[0])}: {exc.strerror or exc}", file=sys.stderr)
+        return 126
     except KeyboardInterrupt:
         return 130
 
 
-def _cmd_summary(args: argparse.Namespace) -> int:
-    from .trace_summary import TraceFileError, aggregate, load_events, summary_text
+def _window(args: argparse.Namespace, verb: str) -> Window | None:
+    """The window options of a reading verb; None and one line on stderr where they make no sense."""
+    from .readers import Window
 
+    skip = getattr(args, "skip_first", 0) or 0
+    lo, hi = getattr(args, "from_s", None), getattr(args, "to_s", None)
+    engines = getattr(args, "engines", None)
+    if skip < 0:
+        print(f"trt-trace {verb}: --skip-first {skip}: give a number of calls >= 0", file=sys.stderr)
+        return None
+    for flag, value in (("--from", lo), ("--to", hi)):
+        if value is not None and not (value >= 0 and value < float("inf")):
+            print(f"trt-trace {verb}: {flag} {value}: give seconds >= 0 from the trace's start", file=sys.stderr)
+            return None
+    if lo is not None and hi is not None and hi <= lo:
+        print(f"trt-trace {verb}: --to {hi:g} must come after --from {lo:g}", file=sys.stderr)
+        return None
+    names = None
+    if engines is not None:
+        names = frozenset(n.strip() for n in engines.split(",") if n.strip())
+        if not names:
+            print(f"trt-trace {verb}: --engines: give engine names, comma-separated", file=sys.stderr)
+            return None
+    return Window(skip, lo, hi, names)
+
+
+def _notes(verb: str, notes: list[str]) -> None:
+    for note in notes:
+        print(f"trt-trace {verb}: {note}", file=sys.stderr)
+
+
+def _cmd_summary(args: argparse.Namespace) -> int:
+    from .readers import TraceFileError
+    from .trace_summary import summary_parts
+
+    window = _window(args, "summary")
+    if window is None:
+        return 2
     try:
-        print(summary_text(args.trace, by_process=args.by_rank, phase=args.phase, json=args.json), end="")
-        summary = aggregate(load_events(args.trace)) if args.plot else None
+        text, summary = summary_parts(args.trace, by_process=args.by_rank, phase=args.phase, json=args.json,
+                                      window=window)
     except TraceFileError as exc:
         print(f"trt-trace summary: {exc}", file=sys.stderr)
         return 1
-    if summary is None:
+    print(text, end="")
+    _notes("summary", summary.notes)
+    if window.active and not args.json:
+        print(f"window: {window.describe()}")
+    if not args.plot:
         return 0
     if not summary.names:
         print(f"trt-trace summary: {args.trace} has no engine calls; nothing to plot", file=sys.stderr)
         return 1
     from .plot import plot_engines
 
-    inputs = summary.metadata.get("merged", {}).get("inputs", [])
+    inputs = summary.metadata.get("merged", {}).get("inputs", []) if isinstance(summary.metadata.get("merged"),
+                                                                                 dict) else []
     title = os.path.basename(args.trace) + (f" ({len(inputs)} processes)" if len(inputs) > 1 else "")
     try:
         plot_engines(summary, args.plot, title)
@@ -78,31 +143,33 @@ def _cmd_summary(args: argparse.Namespace) -> int:
 
 
 def _cmd_diff(args: argparse.Namespace) -> int:
-    """Exit code: 1 when an engine regressed significantly beyond the threshold, 2 on bad input."""
+    """Exit code: 1 when an engine regressed significantly beyond the threshold, 2 on bad input (also
+    two traces that share no engine)."""
     import orjson
 
     from .diff import diff_files, format_diff, to_json
-    from .trace_summary import TraceFileError
+    from .readers import TraceFileError
 
     if not (args.threshold >= 0):  # also NaN
         print(f"trt-trace diff: --threshold {args.threshold}: give a percentage >= 0, e.g. 5", file=sys.stderr)
         return 2
-    if not (args.min_change_us >= 0):
+    if not (args.min_change_us >= 0) or args.min_change_us == float("inf"):
         print(f"trt-trace diff: --min-change-us {args.min_change_us}: give microseconds >= 0, e.g. 1", file=sys.stderr)
         return 2
+    window = _window(args, "diff")
+    if window is None:
+        return 2
     try:
-        diff = diff_files(args.base, args.new, args.threshold, min_change_ns=round(args.min_change_us * 1000))
+        diff = diff_files(args.base, args.new, args.threshold, min_change_ns=round(args.min_change_us * 1000),
+                          window=window)
     except TraceFileError as exc:
         print(f"trt-trace diff: {exc}", file=sys.stderr)
-        return 2
-    except (ValueError, TypeError, KeyError, AttributeError) as exc:  # events of the wrong shape
-        print(f"trt-trace diff: {args.base} or {args.new} is not a trace written by trt_trace ({exc})",
-              file=sys.stderr)
         return 2
     if args.json:
         print(orjson.dumps(to_json(diff)).decode())
     else:
         print(format_diff(diff), end="")
+    _notes("diff", diff.notes)
     if args.plot:
         from .diff_plot import plot_diff
 
@@ -118,17 +185,21 @@ def _cmd_diff(args: argparse.Namespace) -> int:
 
 
 def _cmd_merge(args: argparse.Namespace) -> int:
-    from .complete_calls import cut_short_note
-    from .merge import MergeError, merge
+    from .merge import MergeError, input_notes, merge
+    from .trace_summary import cut_short_note
 
+    window = _window(args, "merge")
+    if window is None:
+        return 2
     try:
-        merged = merge(args.traces, args.output)
+        merged = merge(args.traces, args.output, window=window)
     except MergeError as exc:
         print(f"trt-trace merge: {exc}", file=sys.stderr)
         return 1
     inputs = merged["inputs"]
     print(f"merged {len(args.traces)} file(s), {len(inputs)} process(es), "
-          f"{sum(i['calls'] for i in inputs)} engine calls into {args.output}")
+          f"{sum(i['calls'] for i in inputs)} engine calls into {args.output}"
+          + (f" ({merged['window']})" if merged.get("window") else ""))
     for i in inputs:
         who = "" if i["rank"] is None else f"rank {i['rank']} "
         shift = f", shifted {i['offset_us'] / 1000:+.3f} ms" if i["offset_us"] else ""
@@ -136,9 +207,56 @@ def _cmd_merge(args: argparse.Namespace) -> int:
         print(f"  {who}{i['host']} pid {i['pid_in_file']}: {i['calls']} calls{shift}{state}")
         if i["partial_calls"]:
             print(f"    {cut_short_note(i['partial_calls'])}")
+    _notes("merge", input_notes(merged))
     for note in merged["notes"]:
         print(f"trt-trace merge: note: {note}", file=sys.stderr)
     return 0
+
+
+def _cmd_slice(args: argparse.Namespace) -> int:
+    from .trace_slice import SliceError, slice_trace
+
+    window = _window(args, "slice")
+    if window is None:
+        return 2
+    if not window.active:
+        print("trt-trace slice: say what to keep: --from/--to SECONDS, --skip-first N and/or --engines A,B",
+              file=sys.stderr)
+        return 2
+    try:
+        sliced, notes = slice_trace(args.trace, args.output, window)
+    except SliceError as exc:
+        print(f"trt-trace slice: {exc}", file=sys.stderr)
+        return 1
+    print(f"{sliced['calls']} of {sliced['calls_in_source']} engine calls ({sliced['window']}) into {args.output} "
+          f"({os.path.getsize(args.output) / 1e6:.1f} MB)")
+    _notes("slice", notes)
+    return 0
+
+
+def _cmd_export(args: argparse.Namespace) -> int:
+    from .export import ExportError, export_calls
+    from .readers.end_notes import end_notes
+
+    window = _window(args, "export")
+    if window is None:
+        return 2
+    try:
+        rows, read = export_calls(args.trace, args.output, window)
+    except ExportError as exc:
+        print(f"trt-trace export: {exc}", file=sys.stderr)
+        return 1
+    print(f"{rows} calls into {args.output}")
+    _notes("export", end_notes(read))
+    return 0
+
+
+def _add_window(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--skip-first", type=int, default=0, metavar="N",
+                   help="leave out each engine's first N calls (per process): warm-up")
+    p.add_argument("--from", dest="from_s", type=float, metavar="SECONDS",
+                   help="only calls that begin this many seconds after the trace's first event or later")
+    p.add_argument("--to", dest="to_s", type=float, metavar="SECONDS", help="... and before this many seconds")
 
 
 def _cmd_view(args: argparse.Namespace) -> int:
@@ -150,6 +268,14 @@ def _cmd_view(args: argparse.Namespace) -> int:
         return 2
     server = None
     try:  # Ctrl-C at any point, also before serving, ends it with one line
+        from .readers.view_checks import end_state_notes, too_large
+
+        if os.path.isfile(args.trace):
+            large = too_large(args.trace)
+            if large:
+                print(f"trt-trace view: {large}", file=sys.stderr)
+                return 1
+            _notes("view", end_state_notes(args.trace))
         try:
             server = ViewerServer(port)
             url = server.add(args.trace)
@@ -171,20 +297,34 @@ def _cmd_view(args: argparse.Namespace) -> int:
 
 
 def _cmd_demo(args: argparse.Namespace) -> int:
-    from .demo import main as demo_main
+    from . import _library
+    from .demo import run
 
-    return demo_main(["--out", args.out, "--engines", str(args.engines), "--calls", str(args.calls)])
+    _library.load_at_import()  # the CLI imports the package without its tracer (trt_trace_cli.py)
+    try:
+        return run(args.out, args.engines, args.calls)
+    except KeyboardInterrupt:
+        return 130
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse with its usage errors in one line (`trt-trace run: argument --flight: ...`), exit code 2."""
+
+    def error(self, message: str) -> NoReturn:
+        # The message quotes what was typed: control characters in it are shown escaped, not obeyed.
+        text = "".join(c if c.isprintable() else repr(c)[1:-1] for c in message)
+        self.exit(2, f"{self.prog}: {text} (see {self.prog} --help)\n")
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="trt-trace", description="Trace Torch-TensorRT engine calls.")
+    parser = _Parser(prog="trt-trace", description="Trace Torch-TensorRT engine calls.")
     sub = parser.add_subparsers(dest="cmd", required=True)
 
     run = sub.add_parser("run", help="run a command with tracing on (sets TRT_TRACE_OUT for it)")
     run.add_argument("-o", "--output", default="trace.json",
                      help="trace file; {pid}, {rank}, {host} are replaced (default trace.json)")
     run.add_argument("--buffer", help="events per thread buffer, e.g. 256k (TRT_TRACE_BUFFER)")
-    run.add_argument("--format", choices=("json", "perfetto"),
+    run.add_argument("--format", choices=written(),
                      help="trace format (TRT_TRACE_FORMAT; default: by suffix, *.pftrace is Perfetto)")
     run.add_argument("--flight", type=float, metavar="SECONDS",
                      help="flight recorder: keep the last SECONDS of calls, write them on SIGUSR1, an unhandled "
@@ -200,6 +340,7 @@ def build_parser() -> argparse.ArgumentParser:
     summary.add_argument("--phase", default="total", choices=DURATIONS,
                          help="the p50/p99 columns are of this duration (default: the call's total)")
     summary.add_argument("--json", action="store_true", help="print the table as JSON (for dashboards, scripts)")
+    _add_window(summary)
     summary.set_defaults(func=_cmd_summary)
 
     diff = sub.add_parser("diff", help="per-engine change between two traces, with a significance test; "
@@ -212,12 +353,29 @@ def build_parser() -> argparse.ArgumentParser:
                       help="... and by at least US microseconds (default 1: below, clock and hook resolution)")
     diff.add_argument("--plot", metavar="PNG", help="also draw the change per engine into this image")
     diff.add_argument("--json", action="store_true", help="print the diff as JSON")
+    _add_window(diff)
     diff.set_defaults(func=_cmd_diff)
 
     merge = sub.add_parser("merge", help="merge per-process (per-rank) traces into one, clocks aligned")
     merge.add_argument("traces", nargs="+", help="trace files written by trt_trace, e.g. trace_*.json")
     merge.add_argument("-o", "--output", required=True, help="the merged trace to write, e.g. all.json")
+    _add_window(merge)
     merge.set_defaults(func=_cmd_merge)
+
+    slice_ = sub.add_parser("slice", help="write a window of a trace (time, engines, warm-up left out) as a new "
+                                          "trace small enough for the Perfetto UI")
+    slice_.add_argument("trace", help="the trace to cut (JSON, .pftrace or merged)")
+    slice_.add_argument("-o", "--output", required=True, help="the window to write, e.g. window.json (Chrome JSON)")
+    _add_window(slice_)
+    slice_.add_argument("--engines", metavar="A,B", help="only these engines (comma-separated names)")
+    slice_.set_defaults(func=_cmd_slice)
+
+    export = sub.add_parser("export", help="one Parquet row per call, for DuckDB, Polars, Spark")
+    export.add_argument("trace", help="the trace to export (JSON, .pftrace or merged)")
+    export.add_argument("output", help="the Parquet file to write, e.g. calls.parquet")
+    _add_window(export)
+    export.add_argument("--engines", metavar="A,B", help="only these engines (comma-separated names)")
+    export.set_defaults(func=_cmd_export)
 
     view = sub.add_parser("view", help="open a trace in the Perfetto UI served from this machine (offline)")
     view.add_argument("trace", help="trace.json / trace.pftrace / a merged trace (also one cut short by a kill)")
@@ -226,9 +384,9 @@ def build_parser() -> argparse.ArgumentParser:
     view.set_defaults(func=_cmd_view)
 
     demo = sub.add_parser("demo", help="trace a stand-in AOTInductor package with TRT_TRACE_OUT (see README)")
-    demo.add_argument("--out", default="trace.json")
-    demo.add_argument("--engines", type=int, default=6)
-    demo.add_argument("--calls", type=int, default=25)
+    from .demo import add_arguments as demo_arguments  # no torch import: the module imports it when it runs
+
+    demo_arguments(demo)
     demo.set_defaults(func=_cmd_demo)
     return parser
 

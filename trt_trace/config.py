@@ -12,6 +12,7 @@ import sys
 from dataclasses import dataclass
 
 DEFAULT_BUFFER_EVENTS = 1 << 16  # per thread; 40 bytes each -> 2.5 MiB
+MAX_BUFFER_EVENTS = 1 << 30  # per thread: 40 GiB
 
 
 def warn(message: str) -> None:
@@ -21,6 +22,19 @@ def warn(message: str) -> None:
         sys.stderr.flush()
     except Exception:
         pass
+
+
+def mib(n_bytes: int) -> str:
+    """A size in MiB as TRT_TRACE_MAX_MB gives it: 0.05, 2, 1024; a tiny one with 3 significant digits."""
+    value = n_bytes / 2**20
+    return f"{round(value, 3):g}" if value >= 0.01 or value == 0 else f"{value:.3g}"
+
+
+def shown(text: object) -> str:
+    """A user's value (a path, a command) as a one-line message quotes it: as it is where it prints as
+    one line, else with its control characters escaped (repr)."""
+    value = str(text)
+    return value if value.isprintable() else repr(value)
 
 
 def parse_bool(name: str, default: bool) -> bool:
@@ -61,9 +75,9 @@ def buffer_events() -> int:
             f"(using {DEFAULT_BUFFER_EVENTS})"
         )
         return DEFAULT_BUFFER_EVENTS
-    if value > (1 << 30):
-        warn(f"TRT_TRACE_BUFFER={raw!r} is over 1G events per thread; using {1 << 30}")
-        value = 1 << 30
+    if value > MAX_BUFFER_EVENTS:
+        warn(f"TRT_TRACE_BUFFER={raw!r} is over 1G events per thread; using {MAX_BUFFER_EVENTS}")
+        value = MAX_BUFFER_EVENTS
     return value
 
 
@@ -197,10 +211,12 @@ def trace_format() -> str | None:
     raw = os.environ.get("TRT_TRACE_FORMAT")
     if raw is None or raw.strip().lower() in ("", "auto"):
         return None
+    from .formats import written  # the format registry: every format a session can write
+
     value = raw.strip().lower()
-    if value in ("json", "perfetto"):
+    if value in written():
         return value
-    warn(f"TRT_TRACE_FORMAT={raw!r} must be json or perfetto (using the file name's suffix)")
+    warn(f"TRT_TRACE_FORMAT={raw!r} must be {' or '.join(written())} (using the file name's suffix)")
     return None
 
 

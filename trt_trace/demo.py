@@ -30,36 +30,84 @@ SERVE_SCRIPT = textwrap.dedent(
 )
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m trt_trace.demo")
-    parser.add_argument("--out", default="trace.json")
-    parser.add_argument("--engines", type=int, default=6)
-    parser.add_argument("--calls", type=int, default=25)
-    args = parser.parse_args(argv)
+MAX_ENGINES = 64  # each engine is compiled into the package: more only makes the demo slow
+DEFAULT_ENGINES = 6
+DEFAULT_CALLS = 25
 
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The demo's options, shared by `trt-trace demo` and `python -m trt_trace.demo`."""
+    parser.add_argument("--out", default="trace.json", metavar="PATH",
+                        help="the trace file to write (default trace.json; *.pftrace: native Perfetto)")
+    parser.add_argument("--engines", type=int, default=DEFAULT_ENGINES, metavar="N",
+                        help=f"stand-in engines in the package, 1 to {MAX_ENGINES} (default {DEFAULT_ENGINES})")
+    parser.add_argument("--calls", type=int, default=DEFAULT_CALLS, metavar="N",
+                        help=f"times the package is run, each running every engine once (default {DEFAULT_CALLS})")
+
+
+def check_arguments(out: str, engines: int, calls: int) -> tuple[int, str] | None:
+    """(exit code, the one line saying what is wrong) for options the demo cannot run with, else None."""
+    if not 1 <= engines <= MAX_ENGINES:
+        return 2, f"--engines {engines}: give a number of engines from 1 to {MAX_ENGINES}"
+    if calls < 1:
+        return 2, f"--calls {calls}: give a number of calls >= 1"
+    from .session import TraceError, check_output_path
+
+    try:
+        check_output_path(out)
+    except TraceError as exc:
+        return 1, str(exc)
+    return None
+
+
+def run(out: str, engines: int = DEFAULT_ENGINES, calls: int = DEFAULT_CALLS) -> int:
+    """Builds the package, runs it `calls` times with TRT_TRACE_OUT=out, prints the table; an exit code."""
+    problem = check_arguments(out, engines, calls)
+    if problem is not None:
+        print(f"trt-trace demo: {problem[1]}", file=sys.stderr)
+        return problem[0]
+    return build_and_serve(out, engines, calls)
+
+
+def build_and_serve(out: str, engines: int, calls: int) -> int:
+    """The demo itself, with options already checked."""
     import torch
 
     from trt_trace.standin import model
-    from trt_trace.trace_summary import summary_text
+    from trt_trace.trace_summary import TraceFileError, summary_text
 
     t0 = time.time()
-    path = model.package_model(model.demo_specs(args.engines), torch.randn(8, 64))
-    print(f"AOTInductor package with {args.engines} stand-in engines: {path} ({time.time() - t0:.1f} s)")
+    path = model.package_model(model.demo_specs(engines), torch.randn(8, 64))
+    print(f"AOTInductor package with {engines} stand-in engines: {path} ({time.time() - t0:.1f} s)")
 
     env = dict(os.environ)
-    env["TRT_TRACE_OUT"] = os.path.abspath(args.out)
-    print(f"running it {args.calls} times in a fresh process with only TRT_TRACE_OUT={args.out} set ...")
+    env["TRT_TRACE_OUT"] = os.path.abspath(out)
+    print(f"running it {calls} times in a fresh process with only TRT_TRACE_OUT={out} set ...")
     # Not from this directory: `python -c` puts the working directory first on sys.path, and run in a
     # checkout that would import its source folder (no compiled library) instead of the installed package.
-    rc = subprocess.call([sys.executable, "-c", SERVE_SCRIPT, path, str(args.calls)], env=env,
+    rc = subprocess.call([sys.executable, "-c", SERVE_SCRIPT, path, str(calls)], env=env,
                          cwd=tempfile.gettempdir())
     if rc != 0:
-        print(f"demo: the serving process failed with exit code {rc}", file=sys.stderr)
+        print(f"trt-trace demo: the serving process failed with exit code {rc}", file=sys.stderr)
         return rc
     print()
-    print(summary_text(args.out), end="")
-    print(f"\ntrace: {os.path.abspath(args.out)}  (open it in https://ui.perfetto.dev)")
+    try:
+        print(summary_text(out), end="")
+    except TraceFileError as exc:
+        print(f"trt-trace demo: {exc}", file=sys.stderr)
+        return 1
+    print(f"\ntrace: {os.path.abspath(out)}  (open it in https://ui.perfetto.dev)")
     return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m trt_trace.demo", description=__doc__.splitlines()[0])
+    add_arguments(parser)
+    args = parser.parse_args(argv)
+    try:
+        return run(args.out, args.engines, args.calls)
+    except KeyboardInterrupt:
+        return 130
 
 
 if __name__ == "__main__":

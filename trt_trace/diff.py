@@ -4,11 +4,11 @@ is more than noise.
 Engines are matched by name (the k-th engine of a name with the k-th, as `trt-trace summary` adds
 ranks up). For each engine and each duration (the call, its four host phases, its GPU span where
 both traces have one) the two traces' per-call durations are compared with a two-sided
-Mann-Whitney U test (scipy): it asks whether a call of one build tends to take longer than a call
-of the other, with no assumption on the shape of the distribution. That matters here: call
-durations are skewed and have long tails (a lock wait, a page fault), so a t-test on the means
-would let one slow call decide. Its effect measure is the shift of the median, so a change is
-the relative change of the per-call p50.
+Mann-Whitney U test (mann_whitney.py: scipy's test, on value counts): it asks whether a call
+of one build tends to take longer than a call of the other, with no assumption on the shape of
+the distribution. That matters here: call durations are skewed and have long tails (a lock
+wait, a page fault), so a t-test on the means would let one slow call decide. Its effect
+measure is the shift of the median, so a change is the relative change of the per-call p50.
 
 A change is **slower** (a regression) or **faster** when all hold: the test's p-value is below
 ALPHA divided by the number of tests made (Bonferroni: with 40 engines and their phases some
@@ -23,10 +23,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-import numpy as np
-
-from .per_call import DURATIONS, durations_of, percentiles
-from .trace_summary import TraceSummary, aggregate, load_events
+from .mann_whitney import mann_whitney_p
+from .readers import TraceFileError, Window
+from .readers.value_counts import ValueCounts
+from .trace_format import DURATIONS
+from .trace_summary import TraceSummary, aggregate_file
 
 ALPHA = 0.01
 MIN_CHANGE_NS = 1000
@@ -47,7 +48,7 @@ class Figures:
 
 @dataclass
 class DurationChange:
-    duration: str  # one of per_call.DURATIONS
+    duration: str  # one of trace_format.DURATIONS
     base: Figures | None
     new: Figures | None
     p50_change_pct: float | None = None
@@ -75,6 +76,7 @@ class TraceDiff:
     alpha: float  # per test, after the Bonferroni correction
     min_change_ns: int
     engines: list[EngineChange]
+    notes: list[str] = field(default_factory=list)  # the inputs' end notes (cut short, size limit, ...)
 
     @property
     def regressions(self) -> list[tuple[str, str]]:
@@ -82,34 +84,32 @@ class TraceDiff:
                 if d.duration in GATED and d.verdict == SLOWER]
 
 
-def _per_engine(summary: TraceSummary) -> dict[str, dict[str, np.ndarray]]:
-    """engine label -> duration -> per-call ns; the k-th engine of a name is `name #k` (k >= 2)."""
-    out: dict[str, dict[str, np.ndarray]] = {}
+def _per_engine(summary: TraceSummary) -> dict[str, dict[str, ValueCounts]]:
+    """engine label -> duration -> its calls' exact values; the k-th engine of a name is `name #k` (k >= 2)."""
+    out: dict[str, dict[str, ValueCounts]] = {}
     seen: dict[str, int] = {}
     for row, name in enumerate(summary.names):
         k = seen.get(name, 0) + 1
         seen[name] = k
         label = name if k == 1 else f"{name} #{k}"
-        mine = summary.call_ns[summary.call_row == row]
-        values = {}
-        for duration in DURATIONS:
-            mask, col = durations_of(mine, duration)
-            if mask.any():
-                values[duration] = col[mask]
-        out[label] = values
+        out[label] = {d: summary.values[d][row] for d in DURATIONS if len(summary.values[d][row])}
     return out
 
 
-def _figures(values: np.ndarray) -> Figures:
-    p50, p99 = percentiles(values, np.zeros(len(values), dtype=np.int64), 1)[0].tolist()
-    return Figures(calls=len(values), total_ns=int(values.sum()), mean_ns=float(values.mean()), p50_ns=p50, p99_ns=p99)
+def _figures(values: ValueCounts) -> Figures:
+    p50, p99 = values.quantiles()
+    n = len(values)
+    total = values.total()
+    return Figures(calls=n, total_ns=total, mean_ns=total / n, p50_ns=p50, p99_ns=p99)
+
+
+class NoCommonEngine(TraceFileError):
+    """The two traces share no engine: nothing was compared."""
 
 
 def compare(base: TraceSummary, new: TraceSummary, threshold_pct: float = 5.0, alpha: float = ALPHA,
             base_name: str = "BASE", new_name: str = "NEW", min_change_ns: int = MIN_CHANGE_NS) -> TraceDiff:
     """The change of every engine and duration from `base` to `new`, most changed total first."""
-    from scipy.stats import mannwhitneyu
-
     a, b = _per_engine(base), _per_engine(new)
     engines = []
     for label in list(a) + [e for e in b if e not in a]:
@@ -123,8 +123,8 @@ def compare(base: TraceSummary, new: TraceSummary, threshold_pct: float = 5.0, a
             if d.base and d.new:
                 if d.base.p50_ns > 0:
                     d.p50_change_pct = 100.0 * (d.new.p50_ns - d.base.p50_ns) / d.base.p50_ns
-                if len(old[duration]) >= 2 and len(cur[duration]) >= 2:
-                    d.p_value = float(mannwhitneyu(cur[duration], old[duration], alternative="two-sided").pvalue)
+                if d.base.calls >= 2 and d.new.calls >= 2:
+                    d.p_value = mann_whitney_p(*cur[duration].folded(), *old[duration].folded())
             change.durations.append(d)
         engines.append(change)
     # Bonferroni over every test made (phases too: a phase's verdict is shown, so it must not be noise).
@@ -143,18 +143,22 @@ def compare(base: TraceSummary, new: TraceSummary, threshold_pct: float = 5.0, a
 
 
 def diff_files(base_path: str, new_path: str, threshold_pct: float = 5.0, alpha: float = ALPHA,
-               min_change_ns: int = MIN_CHANGE_NS) -> TraceDiff:
-    """compare() of two trace files (JSON, Perfetto, merged); TraceFileError for one that cannot be read
-    or holds no engine call."""
-    from .trace_summary import TraceFileError
-
+               min_change_ns: int = MIN_CHANGE_NS, window: Window | None = None) -> TraceDiff:
+    """compare() of two trace files (JSON, Perfetto, merged), each cut to `window`; TraceFileError for
+    one that cannot be read or holds no engine call, NoCommonEngine where they share none."""
     summaries = []
     for path in (base_path, new_path):
-        s = aggregate(load_events(path))
+        s = aggregate_file(path, DURATIONS, window)
         if not s.names:
-            raise TraceFileError(f"{path} has no engine calls to compare")
+            raise TraceFileError(f"{path} has no engine calls to compare" + (" in the window" if window and
+                                                                             window.active else ""))
         summaries.append(s)
-    return compare(summaries[0], summaries[1], threshold_pct, alpha, base_path, new_path, min_change_ns)
+    diff = compare(summaries[0], summaries[1], threshold_pct, alpha, base_path, new_path, min_change_ns)
+    diff.notes = [n for s in summaries for n in s.notes]
+    if all(e.only_in is not None for e in diff.engines):
+        raise NoCommonEngine(f"{base_path} and {new_path} share no engine: nothing to compare "
+                             f"({', '.join(summaries[0].names)} / {', '.join(summaries[1].names)})")
+    return diff
 
 
 def _ms(ns: float | None) -> str:

@@ -33,7 +33,9 @@ class Drainer:
         self._lock = threading.Lock()  # one drain at a time (thread loop vs. final drain)
         self._thread = threading.Thread(target=self._run, name="trt_trace-drainer", daemon=True)
         self.failed = False
+        self.error = ""  # why the sink failed (one line), once failed
         self._ticks = 0
+        self.wakes = 0  # times the thread woke to drain
         self._buffer = None  # torch uint8 tensor of BATCH_RECORDS records, and its numpy view
         self._view = np.empty(0, dtype=np.uint8)
 
@@ -57,6 +59,7 @@ class Drainer:
                     self._sink(records)
                 except Exception as exc:  # disk full, file removed, ...
                     self.failed = True
+                    self.error = (exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)) or repr(exc)
                     warn(f"could not write the trace ({exc}); tracing continues in the table only")
                     break
         return total
@@ -88,6 +91,7 @@ class Drainer:
 
     def _run(self) -> None:
         while not self._stop.wait(self._interval_s):
+            self.wakes += 1  # before the drain, which waits while held(): tests see the thread reach it
             self.drain_once()
             self._ticks += 1
             if self._ticks % 20 == 0:

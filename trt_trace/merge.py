@@ -24,23 +24,33 @@ its start and at its end. So:
   hosts' wall clocks agree (NTP: typically well under a millisecond in a cluster; PTP: µs).
 * If a shift made a timestamp negative (an input from before the reference host booted), all
   events move later by the same amount, since viewers drop negative timestamps.
+
+Streaming, in two passes over the inputs (trt_trace/readers): the first reads each input's
+metadata, first timestamp and whole calls (the clock shifts need every input's anchors, the
+order every input's rank); the second writes the merged file while it reads the inputs again:
+trt_trace's own events are re-encoded by the writer's encoder (csrc/format) with their new pid,
+time and flow id, any other event through orjson. Calls cut by a kill are left out with all
+their slices and their launch flows. The merge's own metadata is the file's last event and
+carries `"ended": "closed"`: a merged file cut short has none.
 """
 
 from __future__ import annotations
 
-import math
 import os
 import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from statistics import fmean
-from typing import Any
+from typing import Any, BinaryIO
 
+import numpy as np
 import orjson
 
 from . import __version__
-from .complete_calls import drop_partial_calls
+from .readers import CallsRead, TraceFileError, Visitor, Window, native, read, read_calls
+from .readers.columns import NATIVE, keys_of
+from .readers.end_notes import end_line
+from .readers.trace_info import CLOSED, CUT_SHORT, ended_of, is_end_metadata
 from .trace_format import METADATA_EVENT
-from .trace_summary import TraceFileError, load_events
 
 FLOW_ID_STRIDE = 1 << 40  # process k's flow ids: id + k * stride (call ids never come near 2**40)
 PID_STRIDE = 1 << 22  # Linux pids are below 2**22: pid + k * stride never clashes with a real one
@@ -50,22 +60,26 @@ class MergeError(ValueError):
     """An input or output the merge cannot use (the message is one line and names the file)."""
 
 
+def _int(value: Any, default: int = 0) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) else default
+
+
 @dataclass
 class ProcessTrace:
     """One traced process: its file(s) (a process past the size limit wrote trace.json, trace.1.json, ...)."""
 
     files: list[str]
-    events: list[dict[str, Any]]
+    reads: list[CallsRead]
     start: dict[str, Any]
     end: dict[str, Any] | None
     pid: int = 0  # in the merged file
     offset_ns: int = 0  # added to every timestamp
-    partial_calls: int = 0  # calls left out: the file was cut inside them
+    kept: list[np.ndarray | None] = field(default_factory=list)  # per file: the calls' keys a window kept
 
     @property
     def key(self) -> tuple[str, int, int]:
         """Same host, pid and start anchor: parts of one process."""
-        return (self.host, self.os_pid, int(self.start.get("monotonic_ns", 0)))
+        return (self.host, self.os_pid, _int(self.start.get("monotonic_ns", 0)))
 
     @property
     def host(self) -> str:
@@ -73,18 +87,36 @@ class ProcessTrace:
 
     @property
     def os_pid(self) -> int:
-        return int(self.start.get("pid", 0))
+        return _int(self.start.get("pid", 0)) & 0xFFFFFFFF
 
     @property
     def rank(self) -> int | None:
         rank = self.start.get("rank")
-        return rank if isinstance(rank, int) else None
+        return rank if isinstance(rank, int) and not isinstance(rank, bool) else None
+
+    @property
+    def partial_calls(self) -> int:
+        return sum(len(r.partial) for r in self.reads)
+
+    @property
+    def calls(self) -> int:
+        return sum(r.kept for r in self.reads)
+
+    @property
+    def ended(self) -> str:
+        return ended_of(self.end) if self.end is not None else CUT_SHORT
+
+    @property
+    def origin_ns(self) -> int | None:
+        lows = [r.info.origin_ns for r in self.reads if r.info.origin_ns is not None]
+        return min(lows) if lows else None
 
     def anchors(self) -> list[tuple[int, int]]:
         out = []
         for meta in (self.start, self.end or {}):
-            if isinstance(meta.get("monotonic_ns"), int) and isinstance(meta.get("wall_ns"), int):
-                out.append((meta["monotonic_ns"], meta["wall_ns"]))
+            mono, wall = meta.get("monotonic_ns"), meta.get("wall_ns")
+            if isinstance(mono, int) and isinstance(wall, int) and not isinstance(mono, bool):
+                out.append((mono, wall))
         return out
 
     def label(self) -> str:
@@ -99,22 +131,22 @@ class ProcessTrace:
         return " · ".join(parts)
 
 
-def read_trace(path: str) -> ProcessTrace:
-    """Reads one per-process trace written by trt_trace (a file cut short by a kill is fine)."""
+def read_trace(path: str, window: Window | None = None) -> ProcessTrace:
+    """The first pass over one per-process trace written by trt_trace (a file cut short is fine)."""
     if not os.path.exists(path):
         raise MergeError(f"{path}: no such file")
     try:
-        events = load_events(path)
+        calls = read_calls(path, lambda calls, info: None)
     except TraceFileError as exc:
         raise MergeError(str(exc)) from None
-    metas = [e.get("args") or {} for e in events if e.get("ph") == "M" and e.get("name") == METADATA_EVENT]
+    metas = [m for p in calls.info.processes.values() for m in p.metas]
     if any("merged" in m for m in metas):
         raise MergeError(f"{path} is already a merged trace; merge the per-process traces instead")
     starts = [m for m in metas if m.get("tool") == "trt_trace"]
     if not starts:
         raise MergeError(f"{path} is not a trt_trace trace (no trt_trace_metadata start event)")
-    ends = [m for m in metas if "records_written" in m]
-    return ProcessTrace([path], events, starts[0], ends[-1] if ends else None)
+    ends = [m for m in metas if is_end_metadata(m)]
+    return ProcessTrace([path], [calls], starts[0], ends[-1] if ends else None)
 
 
 def _join_parts(traces: list[ProcessTrace]) -> list[ProcessTrace]:
@@ -128,7 +160,7 @@ def _join_parts(traces: list[ProcessTrace]) -> list[ProcessTrace]:
         if any(os.path.samefile(t.files[0], f) for f in first.files):
             raise MergeError(f"{t.files[0]} is given twice")
         first.files += t.files
-        first.events += t.events
+        first.reads += t.reads
         first.end = t.end or first.end
     return list(by_key.values())
 
@@ -160,94 +192,6 @@ def _renumber(processes: list[ProcessTrace]) -> None:
         p.pid = pid
 
 
-def _rewrite(p: ProcessTrace, index: int, shift_ns: int) -> list[dict]:
-    """The process's events with the pid, flow ids and timestamps of the merged file."""
-    offset_us = (p.offset_ns + shift_ns) / 1000.0
-    seen_meta: set[tuple[str, int]] = set()
-    header: list[dict] = []
-    body: list[dict] = []
-    for ev in p.events:
-        ph = ev.get("ph")
-        if ph == "M":
-            name = ev.get("name")
-            if name in ("process_name", "process_sort_index", METADATA_EVENT):
-                continue  # replaced by the merge's own (the metadata: below)
-            key = (str(name), int(ev.get("tid", 0)))
-            if key in seen_meta:  # every part of a split trace repeats the track names
-                continue
-            seen_meta.add(key)
-            header.append(dict(ev, pid=p.pid))
-            continue
-        out = dict(ev, pid=p.pid)
-        if "ts" in ev and offset_us:
-            out["ts"] = round(float(ev["ts"]) + offset_us, 3)
-        if ph in ("s", "t", "f") and "id" in ev and index:
-            out["id"] = int(ev["id"]) + index * FLOW_ID_STRIDE
-        body.append(out)
-    # The process's own metadata events stay (the summary reads drops from them), under the new pid.
-    metas = [dict(e, pid=p.pid, tid=0) for e in p.events if e.get("ph") == "M" and e.get("name") == METADATA_EVENT]
-    return header + metas + body
-
-
-def _min_ts(p: ProcessTrace) -> float | None:
-    values = [float(e["ts"]) for e in p.events if e.get("ph") != "M" and "ts" in e]
-    return min(values) if values else None
-
-
-def merge(paths: list[str], output: str) -> dict[str, Any]:
-    """Merges the traces at `paths` into `output`; returns the merge's metadata (what it did)."""
-    if not paths:
-        raise MergeError("no input traces given")
-    processes = _join_parts([read_trace(p) for p in paths])
-    for p in processes:  # a file cut inside a call: leave the call out, so every row adds up
-        p.events, p.partial_calls = drop_partial_calls(p.events)
-    # Order: by rank (traces without a rank after those with one), then host and pid.
-    processes.sort(key=lambda p: (p.rank is None, p.rank if p.rank is not None else 0, p.host, p.os_pid))
-    notes = _check_ranks(processes)
-    offsets = host_offsets(processes)
-    for p in processes:
-        p.offset_ns = offsets[p.host]
-        if p.host != processes[0].host and not p.anchors():
-            notes.append(f"{p.files[0]}: no clock anchors; its times are left on its own host's clock")
-    lows = [m + p.offset_ns / 1000.0 for p in processes if (m := _min_ts(p)) is not None]
-    shift_ns = math.ceil(-min(lows) * 1000.0) if lows and min(lows) < 0 else 0
-    _renumber(processes)
-
-    out_events: list[dict] = []
-    inputs = []
-    for index, p in enumerate(processes):
-        out_events += [
-            {"ph": "M", "name": "process_name", "pid": p.pid, "tid": 0, "args": {"name": p.label()}},
-            {"ph": "M", "name": "process_sort_index", "pid": p.pid, "tid": 0, "args": {"sort_index": index}},
-        ]
-        out_events += _rewrite(p, index, shift_ns)
-        inputs.append({
-            "files": p.files,
-            "rank": p.rank,
-            "host": p.host,
-            "pid": p.pid,
-            "pid_in_file": p.os_pid,
-            "offset_us": (p.offset_ns + shift_ns) / 1000.0,
-            "complete": p.end is not None,
-            "partial_calls": p.partial_calls,
-            "dropped_events": int((p.end or {}).get("dropped_events", 0)),
-            "calls": sum(1 for e in p.events if e.get("ph") == "X" and e.get("name") == "execute_engine"),
-        })
-    merged = {
-        "tool": "trt_trace merge",
-        "trt_trace_version": __version__,
-        "clock": f"CLOCK_MONOTONIC of host {processes[0].host}" + (f" + {shift_ns} ns" if shift_ns else ""),
-        "reference_host": processes[0].host,
-        "inputs": inputs,
-        "dropped_events": sum(i["dropped_events"] for i in inputs),
-        "notes": notes,
-    }
-    out_events.insert(2, {"ph": "M", "name": METADATA_EVENT, "pid": processes[0].pid, "tid": 0,
-                          "args": {"merged": merged}})
-    _write(output, out_events)
-    return merged
-
-
 def _check_ranks(processes: list[ProcessTrace]) -> list[str]:
     """Notes on the set of ranks: a repeated rank (traces of two jobs?) or ranks missing."""
     notes = []
@@ -258,31 +202,274 @@ def _check_ranks(processes: list[ProcessTrace]) -> list[str]:
     sizes = {p.start.get("world_size") for p in processes} - {None}
     if len(sizes) == 1:
         (size,) = sizes
-        missing = sorted(set(range(int(size))) - set(ranks))
-        if missing:
-            notes.append(f"world size {size} but no trace of rank(s) {', '.join(map(str, missing))}")
+        if isinstance(size, int) and 0 <= size <= 1 << 20:
+            missing = sorted(set(range(size)) - set(ranks))
+            if missing:
+                notes.append(f"world size {size} but no trace of rank(s) {', '.join(map(str, missing))}")
     return notes
 
 
-def _write(output: str, events: list[dict]) -> None:
-    """A complete JSON array, one event per line; written beside the target and renamed into place,
-    so an output that is also an input is only replaced once the merge succeeded."""
-    directory = os.path.dirname(os.path.abspath(output))
-    if os.path.isdir(output):
-        raise MergeError(f"{output} is a directory; give a file name such as {os.path.join(output, 'all.json')}")
-    if not os.path.isdir(directory):
-        raise MergeError(f"cannot write {output}: directory {directory} does not exist")
+class _Output:
+    """The merged JSON array, one event per line, written beside the target and renamed into place
+    at the end (so an output that is also an input is only replaced once the merge succeeded)."""
+
+    def __init__(self, output: str) -> None:
+        directory = os.path.dirname(os.path.abspath(output))
+        if os.path.isdir(output):
+            raise MergeError(f"{output} is a directory; give a file name such as {os.path.join(output, 'all.json')}")
+        if not os.path.isdir(directory):
+            raise MergeError(f"cannot write {output}: directory {directory} does not exist")
+        try:
+            fd, self.tmp = tempfile.mkstemp(dir=directory, prefix=".merge-", suffix=".json")
+        except OSError as exc:
+            raise MergeError(f"cannot write into {directory}: {exc.strerror or exc}") from None
+        self.output = output
+        self.f: BinaryIO = os.fdopen(fd, "wb")
+        self.first = True
+        self.events = 0
+        self.buf = bytearray(1 << 20)
+        self.f.write(b"[\n")
+
+    def piece(self, data: bytes | memoryview, events: int) -> None:
+        if not len(data):
+            return
+        if not self.first:
+            self.f.write(b",\n")
+        self.first = False
+        self.f.write(data)
+        self.events += events
+
+    def event(self, ev: dict[str, Any]) -> None:
+        try:
+            text = orjson.dumps(ev)
+        except TypeError:  # an integer past 64 bits, a key that is no string: as plain JSON values
+            text = orjson.dumps(_plain(ev))
+        self.piece(text, 1)
+
+    def close(self) -> None:
+        try:
+            self.f.write(b"\n]\n")
+            self.f.close()
+            os.chmod(self.tmp, 0o644)  # mkstemp's 0600 would keep the trace from its readers
+            os.replace(self.tmp, self.output)
+        except OSError as exc:
+            self.abandon()
+            raise MergeError(f"cannot write {self.output}: {exc.strerror or exc}") from None
+
+    def abandon(self) -> None:
+        try:
+            self.f.close()
+        except OSError:
+            pass
+        try:
+            os.unlink(self.tmp)
+        except OSError:
+            pass
+
+
+class _Rewrite(Visitor):
+    """The second pass over one file of one process: its events moved into the merged file."""
+
+    def __init__(self, out: _Output, p: ProcessTrace, index: int, shift_ns: int, drop: np.ndarray,
+                 keep: np.ndarray | None, seen_meta: set[tuple[str, int]]) -> None:
+        self.out = out
+        self.p = p
+        self.index = index
+        self.shift_ns = p.offset_ns + shift_ns
+        self.offset_us = self.shift_ns / 1000.0
+        self.flow_add = index * FLOW_ID_STRIDE
+        self.drop = drop  # key codes of the calls left out
+        self.keep = keep  # key codes of the calls a window kept (None: all whole calls)
+        self.seen_meta = seen_meta
+        self.pid_text = str(p.pid).encode()
+        self.engine_blob = b'""'
+        self.engine_off = np.array([0, 2], dtype=np.int64)
+
+    def _kept(self, pids: np.ndarray, ids: np.ndarray) -> np.ndarray:
+        codes = keys_of(pids, ids).view(np.dtype("V16"))
+        ok = ~np.isin(codes, self.drop) if len(self.drop) else np.ones(len(codes), dtype=bool)
+        if self.keep is not None:
+            ok &= np.isin(codes, self.keep)
+        return ok
+
+    def slices(self, slices: np.ndarray, buf: Any) -> None:
+        native_rows = slices["origin"] == NATIVE
+        if not native_rows.any():
+            return
+        s = np.ascontiguousarray(slices[native_rows])
+        keep = self._kept(s["pid"], s["call_id"]).astype(np.uint8)
+        if not keep.any():
+            return
+        so = native.lib()
+        address = native.address(buf) if isinstance(buf, bytearray) else 0
+        while True:
+            blob = self.engine_blob
+            n = so.tt_json_encode(s.ctypes.data, len(s), keep.ctypes.data, address, self.pid_text, len(self.pid_text),
+                                  self.shift_ns, self.flow_add, blob, self.engine_off.ctypes.data,
+                                  len(self.engine_off) - 1, native.address(self.out.buf), len(self.out.buf))
+            if n >= 0:
+                break
+            self.out.buf = bytearray(-n)
+        self.out.piece(memoryview(self.out.buf)[:n], int(keep.sum()))
+
+    def set_engines(self, names: dict[int, str]) -> None:
+        """Engine names of the process's Perfetto slices (their literals come from here)."""
+        top = max(names, default=0)
+        literals = [orjson.dumps(names.get(i, f"engine_{i}")) for i in range(top + 1)]
+        self.engine_blob = b"".join(literals)
+        self.engine_off = np.zeros(len(literals) + 1, dtype=np.int64)
+        np.cumsum([len(x) for x in literals], out=self.engine_off[1:])
+
+    def event(self, ev: dict[str, Any]) -> None:
+        ph = ev.get("ph")
+        pid = self.p.pid
+        if ph == "M":
+            name = ev.get("name")
+            if name in ("process_name", "process_sort_index"):
+                return  # replaced by the merge's own
+            if name == METADATA_EVENT:
+                self.out.event(dict(ev, pid=pid, tid=0))  # the summary reads drops from them
+                return
+            tid = ev.get("tid", 0)
+            key = (str(name), tid if isinstance(tid, int) else 0)
+            if key in self.seen_meta:  # every part of a split trace repeats the track names
+                return
+            self.seen_meta.add(key)
+            self.out.event(dict(ev, pid=pid))
+            return
+        call_id = ev.get("id") if ph in ("s", "t", "f") else (ev.get("args") or {}).get("call_id") \
+            if isinstance(ev.get("args"), dict) else None
+        src_pid = ev.get("pid", 0)
+        if isinstance(call_id, int) and not isinstance(call_id, bool) and isinstance(src_pid, int) and \
+                0 <= call_id < 1 << 64 and 0 <= src_pid < 1 << 64:
+            if not self._kept(np.array([src_pid], dtype=np.uint64), np.array([call_id], dtype=np.uint64))[0]:
+                return
+        out = dict(ev, pid=pid)
+        ts = ev.get("ts")
+        if self.offset_us and isinstance(ts, int | float) and not isinstance(ts, bool):
+            out["ts"] = round(float(ts) + self.offset_us, 3)
+        if ph in ("s", "t", "f") and self.index and isinstance(ev.get("id"), int):
+            out["id"] = ev["id"] + self.flow_add
+        self.out.event(out)
+
+
+def _plain(value: Any) -> Any:
+    """A value orjson writes: keys as strings, integers past 64 bits and other objects as text."""
+    if isinstance(value, dict):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_plain(v) for v in value]
+    if isinstance(value, bool) or value is None or isinstance(value, str | float):
+        return value
+    if isinstance(value, int) and -(1 << 63) <= value < (1 << 64):
+        return value
+    return str(value)
+
+
+def _codes(pids: np.ndarray, ids: np.ndarray) -> np.ndarray:
+    return np.sort(keys_of(pids, ids).view(np.dtype("V16")))
+
+
+def merge(paths: list[str], output: str, window: Window | None = None) -> dict[str, Any]:
+    """Merges the traces at `paths` into `output` (cut to `window`, relative to the merged trace's
+    first slice); returns the merge's metadata (what it did)."""
+    if not paths:
+        raise MergeError("no input traces given")
+    processes = _join_parts([read_trace(p) for p in paths])
+    # Order: by rank (traces without a rank after those with one), then host and pid.
+    processes.sort(key=lambda p: (p.rank is None, p.rank if p.rank is not None else 0, p.host, p.os_pid))
+    notes = _check_ranks(processes)
+    offsets = host_offsets(processes)
+    for p in processes:
+        p.offset_ns = offsets[p.host]
+        if p.host != processes[0].host and not p.anchors():
+            notes.append(f"{p.files[0]}: no clock anchors; its times are left on its own host's clock")
+    lows = [o + p.offset_ns for p in processes if (o := p.origin_ns) is not None]
+    shift_ns = -min(lows) if lows and min(lows) < 0 else 0
+    _renumber(processes)
+    if window is not None and window.active:
+        origin = min(lows) + shift_ns if lows else 0
+        for p in processes:  # the calls each input keeps, on the merged file's clock
+            kept_parts = []
+            for path in p.files:
+                keys: list[np.ndarray] = []
+                try:
+                    r = read_calls(path, lambda calls, info, keys=keys: keys.append(
+                        _codes(calls["pid"], calls["call_id"])), window=window,
+                        origin_ns=origin - p.offset_ns - shift_ns)
+                except TraceFileError as exc:
+                    raise MergeError(str(exc)) from None
+                kept_parts.append(np.sort(np.concatenate(keys)) if keys else np.zeros(0, dtype="V16"))
+                p.reads[p.files.index(path)].kept = r.kept
+            p.kept = kept_parts
+    out = _Output(output)
     try:
-        fd, tmp = tempfile.mkstemp(dir=directory, prefix=".merge-", suffix=".json")
-    except OSError as exc:
-        raise MergeError(f"cannot write into {directory}: {exc.strerror or exc}") from None
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(b"[\n")
-            f.write(b",\n".join(orjson.dumps(e) for e in events))
-            f.write(b"\n]\n")
-        os.chmod(tmp, 0o644)  # mkstemp's 0600 would keep the trace from its readers
-        os.replace(tmp, output)
-    except OSError as exc:
-        os.unlink(tmp)
-        raise MergeError(f"cannot write {output}: {exc.strerror or exc}") from None
+        inputs = _write(out, processes, shift_ns)
+    except BaseException:
+        out.abandon()
+        raise
+    merged = {
+        "tool": "trt_trace merge",
+        "trt_trace_version": __version__,
+        "clock": f"CLOCK_MONOTONIC of host {processes[0].host}" + (f" + {shift_ns} ns" if shift_ns else ""),
+        "reference_host": processes[0].host,
+        "inputs": inputs,
+        "dropped_events": sum(i["dropped_events"] for i in inputs),
+        "notes": notes,
+    }
+    if window is not None and window.active:
+        merged["window"] = window.describe()
+    out.event({"ph": "M", "name": METADATA_EVENT, "pid": processes[0].pid, "tid": 0,
+               "args": {"merged": merged, "ended": CLOSED, "events_written": out.events + 1}})
+    out.close()
+    return merged
+
+
+def _write(out: _Output, processes: list[ProcessTrace], shift_ns: int) -> list[dict[str, Any]]:
+    inputs = []
+    for index, p in enumerate(processes):
+        out.event({"ph": "M", "name": "process_name", "pid": p.pid, "tid": 0, "args": {"name": p.label()}})
+        out.event({"ph": "M", "name": "process_sort_index", "pid": p.pid, "tid": 0, "args": {"sort_index": index}})
+        seen_meta: set[tuple[str, int]] = set()
+        for k, path in enumerate(p.files):
+            r = p.reads[k]
+            drop = np.sort(r.partial.view(np.dtype("V16"))) if len(r.partial) else np.zeros(0, dtype="V16")
+            keep = p.kept[k] if p.kept else None
+            rewrite = _Rewrite(out, p, index, shift_ns, drop, keep, seen_meta)
+            if r.info.format != "json":
+                names: dict[int, str] = {}
+                for proc in r.info.processes.values():
+                    names.update(proc.engines)
+                rewrite.set_engines(names)
+            try:
+                read(path, rewrite)
+            except TraceFileError as exc:
+                raise MergeError(str(exc)) from None
+        inputs.append({
+            "files": p.files,
+            "rank": p.rank,
+            "host": p.host,
+            "pid": p.pid,
+            "pid_in_file": p.os_pid,
+            "offset_us": (p.offset_ns + shift_ns) / 1000.0,
+            "complete": p.end is not None,
+            "ended": p.ended,
+            **{k: p.end[k] for k in ("events_not_written", "next_part") if p.end and p.ended != CLOSED and k in p.end},
+            "partial_calls": p.partial_calls,
+            "dropped_events": _int((p.end or {}).get("dropped_events", 0)),
+            "calls": p.calls,
+        })
+    return inputs
+
+
+def input_notes(merged: dict[str, Any]) -> list[str]:
+    """One line per input that did not end closed (cut short, size limit, split, write failed)."""
+    notes = []
+    for i in merged["inputs"]:
+        if i.get("ended", CLOSED) == CLOSED:
+            continue
+        who = ("" if i["rank"] is None else f"rank {i['rank']} ") + f"{i['host']} pid {i['pid_in_file']}"
+        line = end_line(f"{', '.join(i['files'])} ({who})", i["ended"], i, i["partial_calls"])
+        if line:
+            notes.append(line)
+    return notes

@@ -116,6 +116,10 @@ def set_engine_stream_spans(enable: bool) -> None:
     _op("_set_engine_stream_spans")(bool(enable))
 
 
+def get_engine_stream_spans() -> bool:
+    return bool(_op("_get_engine_stream_spans")())
+
+
 def gpu_stream_trace_installed() -> bool:
     """Whether c10's GPU trace reports event records and waits to trt_trace, so that calls of engines that
     run on a stream of their own get spans of that stream (see README, GPU time)."""
@@ -260,6 +264,24 @@ def perfetto_field_numbers() -> dict[str, int]:
     """The proto field numbers the C++ encoder uses, by proto name (for the test against the descriptors)."""
     names, numbers = _op("_perfetto_field_numbers")()
     return dict(zip(names, numbers, strict=True))
+
+
+# The process-wide C++ settings a session sets from its Settings, and how to read and set each: a
+# session takes a snapshot when it starts and restores it when it stops, so that none outlives it.
+def session_switches() -> dict[str, int | bool]:
+    """The C++ settings a session changes, as they are now (restore_session_switches puts them back)."""
+    return {"buffer_capacity": buffer_capacity(), "gpu_timing": bool(_op("_gpu_timing_switch")()),
+            "gpu_every": get_gpu_every(), "engine_stream_spans": get_engine_stream_spans(),
+            "caller_wait_every": get_caller_wait_every(), "nvtx": get_nvtx()}
+
+
+def restore_session_switches(saved: dict[str, int | bool]) -> None:
+    set_buffer_capacity(int(saved["buffer_capacity"]))
+    set_gpu_timing(bool(saved["gpu_timing"]))
+    set_gpu_every(int(saved["gpu_every"]))
+    set_engine_stream_spans(bool(saved["engine_stream_spans"]))
+    set_caller_wait_every(int(saved["caller_wait_every"]))
+    set_nvtx(bool(saved["nvtx"]))
 
 
 def set_buffer_capacity(records: int) -> None:

@@ -43,13 +43,11 @@ class EnginePlot:
 def _rows(summary: TraceSummary) -> tuple[list[str], np.ndarray]:
     """Engine names and stats sorted by time, most first; the tail past MAX_ENGINES folded into one row.
     The GPU column is scaled to all CUDA calls where calls were sampled out (TRT_TRACE_GPU_EVERY), by
-    the tables' own formula (C++)."""
-    import torch
-
-    from . import ops
+    the tables' own formula (C++, through the torch-free reader library)."""
+    from .readers import native
 
     stats = summary.stats.astype(np.float64)
-    stats[:, _COL["gpu_ns"]] = ops.scaled_gpu_ns(torch.from_numpy(summary.stats)).numpy()
+    stats[:, _COL["gpu_ns"]] = native.scaled_gpu_ns(summary.stats)
     key = np.maximum(stats[:, _COL["total_ns"]], stats[:, _COL["gpu_ns"]])
     order = np.argsort(-key, kind="stable")
     names = [summary.names[i] for i in order]

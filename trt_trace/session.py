@@ -8,17 +8,29 @@ from __future__ import annotations
 
 import atexit
 import dataclasses
+import inspect
 import os
+import posix
 import signal
 import sys
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from . import __version__, config, metrics, ops
-from .config import DEFAULT_BUFFER_EVENTS, DEFAULT_MAX_MB, Settings, expand_path, host_name, rank_info, warn
+from .config import (
+    DEFAULT_BUFFER_EVENTS,
+    DEFAULT_MAX_MB,
+    Settings,
+    expand_path,
+    host_name,
+    rank_info,
+    shown,
+    warn,
+)
 from .drainer import Drainer
 from .flight import FlightWindow
 from .perfetto_protos import protos
@@ -33,22 +45,29 @@ _lock = threading.RLock()
 _active: Session | None = None
 
 
-def _check_output_path(path: str) -> Path:
+def check_output_path(path: str) -> Path:
+    """The path a session (or the demo) can write, else TraceError saying why in one line."""
     if path.strip() == "":
         raise TraceError("the trace output path is empty; give a file name such as trace.json")
     p = Path(path)
-    if p.is_dir():
-        raise TraceError(f"{path} is a directory; give a file name such as {p / 'trace.json'}")
-    parent = p.parent if str(p.parent) != "" else Path(".")
-    if not parent.is_dir():
-        raise TraceError(f"cannot write {path}: directory {parent} does not exist; create it or pick another path")
-    if p.exists() and not os.access(p, os.W_OK):
-        raise TraceError(f"cannot write {path}: permission denied; pick a writable path")
+    shown_path = shown(path)
+    try:
+        if p.is_dir():
+            raise TraceError(f"{shown_path} is a directory; give a file name such as {shown(p / 'trace.json')}")
+        parent = p.parent if str(p.parent) != "" else Path(".")
+        if not parent.is_dir():
+            raise TraceError(f"cannot write {shown_path}: directory {shown(parent)} does not exist; create it or pick "
+                             "another path")
+        if p.exists() and not os.access(p, os.W_OK):
+            raise TraceError(f"cannot write {shown_path}: permission denied; pick a writable path")
+    except (OSError, ValueError) as exc:  # a name too long, a NUL byte: the file system's word
+        raise TraceError(f"cannot write {shown_path}: {getattr(exc, 'strerror', None) or exc}; pick another path") \
+            from None
     try:  # the only sure test (root passes os.access on read-only file systems)
         with tempfile.TemporaryFile(dir=parent):
             pass
     except OSError as exc:
-        raise TraceError(f"cannot write into {parent}: {exc.strerror or exc}; pick a writable path") from None
+        raise TraceError(f"cannot write into {shown(parent)}: {exc.strerror or exc}; pick a writable path") from None
     return p
 
 
@@ -78,7 +97,7 @@ class Session:
         if settings.out is None:
             raise TraceError("no trace output path; give a file name such as trace.json")
         self.settings = settings
-        self.path = str(_check_output_path(expand_path(settings.out)))
+        self.path = str(check_output_path(expand_path(settings.out)))
         try:
             self.format = resolve_format(self.path, settings.format)
         except ValueError as exc:
@@ -107,17 +126,20 @@ class Session:
             else:
                 self.writer = file_writer(self.path, lazy=settings.lazy_file)
         except OSError as exc:
-            raise TraceError(f"cannot write {self.path}: {exc.strerror or exc}; pick a writable path") from exc
+            raise TraceError(f"cannot write {shown(self.path)}: {exc.strerror or exc}; pick a writable path") from exc
         except ImportError as exc:  # the perfetto package's protos
             raise TraceError(f"cannot write a Perfetto trace ({exc}); pip install perfetto, or write *.json") from exc
         self.drainer = Drainer(self._write_batch)
-        self.records_written = 0
+        self.records_written = 0  # records handed to the writer (what reached the files: writer.events_written)
+        self.failure: str | None = None  # why writing the file failed, if it did (stop())
+        self.end_written = False  # after a failure: whether the file still got its end record
         self.started_ns = 0
         self._switch_before = False  # set_profile_execution as the session found it
+        self._switches_before: dict[str, int | bool] = {}  # the other C++ settings as it found them
 
     def _write_batch(self, records) -> None:
+        self.records_written += len(records)  # handed over, whether or not the write then succeeds
         self.writer.write(records)
-        self.records_written += len(records)
 
     def _metadata(self) -> dict[str, Any]:
         import torch
@@ -146,6 +168,8 @@ class Session:
         }
 
     def start(self) -> None:
+        # Every C++ setting this session changes goes back as it was when it stops (stop()).
+        self._switches_before = ops.session_switches()
         ops.set_buffer_capacity(self.buffer_events)
         # Only this session's calls reach its file: whatever the rings still hold (the tail of an
         # earlier session, a call that outlived it) is dropped before recording starts afresh.
@@ -162,7 +186,7 @@ class Session:
         self.writer.begin(f"{metadata['program']}{rank}", metadata)
         self.started_ns = time.monotonic_ns()
         self.drainer.start()
-        if self.nvtx and not ops.set_nvtx(True):
+        if not ops.set_nvtx(self.nvtx) and self.nvtx:  # off too where it was on: the session's setting holds
             warn("TRT_TRACE_NVTX: this build has no NVTX (install nvidia-nvtx and reinstall trt_trace)")
         self._switch_before = ops.get_profile_execution()
         ops.set_recording(True)
@@ -173,17 +197,19 @@ class Session:
         return self.writer if isinstance(self.writer, FlightWindow) else None
 
     def dump(self, trigger: str = "dump()") -> str:
-        """Flight recorder: writes the last seconds of calls as a complete trace; returns its path.
-        Tracing goes on."""
+        """Flight recorder: writes the last seconds of calls as a complete trace and says so in one line
+        (where, how many calls, the window it really holds); returns its path. Tracing goes on."""
         flight = self.flight
         if flight is None:
             raise TraceError(f"not a flight recorder: {self.path} is written as the calls come; "
                              "start one with TRT_TRACE_FLIGHT=SECONDS or trt_trace.flight()")
         self.drainer.drain_once()  # what the rings hold now belongs in the window
         try:
-            return flight.dump(self._end_metadata(), trigger)
+            done = flight.dump(self._end_metadata(), trigger)
         except OSError as exc:
             raise TraceError(f"cannot write the flight recorder's dump: {exc.strerror or exc}") from exc
+        warn(done.line())
+        return done.path
 
     def drop_counts(self) -> list[dict[str, int]]:
         rows = ops.thread_counts().tolist()
@@ -192,41 +218,70 @@ class Session:
         ]
 
     def _end_metadata(self) -> dict[str, Any]:
+        """The session's part of the end record (the writer adds what the file knows: why it ended, its
+        parts, the events written and left out: StreamedTrace.end_record)."""
         threads = self.drop_counts()
         return {
             "monotonic_ns": ops.clock_now_ns(),
             "wall_ns": time.time_ns(),
-            "records_written": self.records_written,
+            "records_drained": self.records_written,
             "dropped_events": sum(t["dropped"] for t in threads),
             "threads": threads,
             "write_failed": self.drainer.failed,
             "gpu_clock": ops.gpu_clock_stats(),
         }
 
-    def stop(self) -> None:
+    def stop(self, report_limit: bool = True) -> None:
+        """Stops recording, drains the rest and finishes the file. report_limit=False: the size limit's
+        loss is left to the caller's line (the exit line says it)."""
         ops.set_recording(False)
         ops.set_profile_execution(self._switch_before or metrics.serving())  # served metrics keep counting
-        if self.nvtx:
-            ops.set_nvtx(False)
         self.drainer.stop()
+        ops.restore_session_switches(self._switches_before)  # after the last drain: it waited for GPU spans
         end = self._end_metadata()
         threads, dropped = end["threads"], end["dropped_events"]
-        if not self.drainer.failed:
+        if self.drainer.failed:
+            self.failure = self.drainer.error
+        else:
             try:
                 self.writer.finish(end)
-            except OSError as exc:  # a flight recorder's exit dump
-                warn(f"could not write the trace at exit: {exc.strerror or exc}")
-        else:
-            self.writer.abandon()
-        if self.writer.events_not_written:
-            warn(f"{self.writer.events_not_written} event(s) not written: {self.path} reached the size limit "
-                 "(TRT_TRACE_MAX_MB); set TRT_TRACE_ON_LIMIT=split to continue in numbered files")
+            except Exception as exc:  # the disk filled at the end, or a flight recorder's exit dump failed
+                self.failure = (exc.strerror if isinstance(exc, OSError) else None) or str(exc) or repr(exc)
+                if self.flight is not None:
+                    warn(f"could not write the flight recorder's exit dump: {self.failure}")
+        if self.failure is not None and self.flight is None:
+            # Cut back to the last whole batch and ended "write failed", where that can still be written.
+            self.end_written = self.writer.finish_after_failure(dict(end, write_failed=True), self.failure)
+        if report_limit and self.writer.events_not_written:
+            warn(f"{self.writer.events_not_written} event(s) not written: {self.path} reached the size limit of "
+                 f"{config.mib(self.writer.max_bytes)} MiB (TRT_TRACE_MAX_MB); set TRT_TRACE_ON_LIMIT=split to "
+                 "continue in numbered files")
         if dropped:
             n = sum(1 for t in threads if t["dropped"])
             warn(
                 f"{dropped} event(s) dropped in {n} thread(s): the trace buffer was full; "
                 f"raise TRT_TRACE_BUFFER (now {self.buffer_events} events per thread)"
             )
+
+    def outcome(self) -> str:
+        """One line saying what is on disk now (after stop()): the files, the events in them, what the
+        size limit left out, or that writing failed and what the file holds."""
+        w = self.writer
+        if self.failure is not None:
+            held = "its end record says so and it loads" if self.end_written else (
+                "it has no end record (readers take it as cut short)")
+            return (f"writing {self.path} failed ({self.failure}) after {w.events_written} events; {held}; "
+                    f"{self.records_written - w.events_written} events drained since are not in it")
+        files = w.paths
+        if len(files) > 1:
+            where = (f"{', '.join(files)} ({w.events_written} events in {len(files)} files split at the size "
+                     f"limit of {config.mib(w.max_bytes)} MiB; trt-trace merge joins them)")
+        else:
+            where = f"{files[0]} ({w.events_written} events)"
+        if w.events_not_written:
+            where += (f"; stopped at the size limit of {config.mib(w.max_bytes)} MiB (TRT_TRACE_MAX_MB): "
+                      f"{w.events_not_written} more events not written (TRT_TRACE_ON_LIMIT=split keeps them)")
+        return f"trace written to {where}; open it in ui.perfetto.dev"
 
 
 def start(path: str, buffer_events: int | None = None, nvtx: bool = False, lazy_file: bool = False,
@@ -249,14 +304,56 @@ def start(path: str, buffer_events: int | None = None, nvtx: bool = False, lazy_
                                                gpu_every))
 
 
-def _settings_from_kwargs(path: str, buffer_events: int | None = None, nvtx: bool = False, lazy_file: bool = False,
-                          gpu: bool = True, max_bytes: int | None = None, split: bool = True,
+def _flag(name: str, value: object) -> bool:
+    """A keyword that switches something: True or False (1 and 0 pass), else TraceError."""
+    if isinstance(value, bool) or (isinstance(value, int) and value in (0, 1)):
+        return bool(value)
+    raise TraceError(f"{name} must be True or False, not {value!r}")
+
+
+def _count(name: str, value: object, what: str, hint: str, minimum: int = 1, maximum: int | None = None) -> int:
+    """A whole number from `minimum` (to `maximum`), else TraceError naming `what` it counts and `hint`."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum or (
+            maximum is not None and value > maximum):
+        upto = f" to {maximum}" if maximum is not None else ""
+        raise TraceError(f"{name} must be a whole number of {what} from {minimum}{upto}, not {value!r}; {hint}")
+    return value
+
+
+def _buffer_events(value: object) -> int:
+    """buffer_events=: events per thread as a number or as TRT_TRACE_BUFFER writes them ('256k', '1M')."""
+    hint = "give e.g. 65536, '256k' or '1M' (None: the default, 64k)"
+    if isinstance(value, str):
+        try:
+            value = config.parse_count(value)
+        except ValueError:
+            raise TraceError(f"buffer_events must be a positive number of events per thread, not {value!r}; "
+                             f"{hint}") from None
+    return _count("buffer_events", value, "events per thread", hint, maximum=config.MAX_BUFFER_EVENTS)
+
+
+def _output_path(value: object) -> str:
+    if isinstance(value, os.PathLike):
+        value = os.fspath(value)
+    if not isinstance(value, str):
+        raise TraceError(f"the trace path must be a file name such as 'trace.json', not {value!r}")
+    return value
+
+
+def _settings_from_kwargs(path: str, buffer_events: int | str | None = None, nvtx: bool = False,
+                          lazy_file: bool = False, gpu: bool = True, max_bytes: int | None = None, split: bool = True,
                           format: str | None = None, gpu_every: int = 1) -> Settings:
+    """start()'s keywords as Settings; a value of the wrong kind or range is one TraceError line naming the fix."""
+    if format is not None and not isinstance(format, str):
+        raise TraceError(f"format must be 'json', 'perfetto' or None (by the file's suffix), not {format!r}")
     return Settings(
-        out=path, buffer_events=buffer_events or DEFAULT_BUFFER_EVENTS, gpu=gpu, gpu_every=gpu_every, nvtx=nvtx,
-        max_bytes=int(DEFAULT_MAX_MB * 2**20) if max_bytes is None else max_bytes, split=split, format=format,
-        lazy_file=lazy_file, quiet=config.quiet(), engine_stream_spans=config.engine_stream_spans(),
-        caller_wait_every=config.caller_wait_every())
+        out=_output_path(path),
+        buffer_events=DEFAULT_BUFFER_EVENTS if buffer_events is None else _buffer_events(buffer_events),
+        gpu=_flag("gpu", gpu), gpu_every=check_gpu_every(gpu_every), nvtx=_flag("nvtx", nvtx),
+        max_bytes=int(DEFAULT_MAX_MB * 2**20) if max_bytes is None else _count(
+            "max_bytes", max_bytes, "bytes", "0: no size limit, None: the default 1 GiB", minimum=0),
+        split=_flag("split", split), format=format, lazy_file=_flag("lazy_file", lazy_file), quiet=config.quiet(),
+        engine_stream_spans=config.engine_stream_spans(), caller_wait_every=config.caller_wait_every())
 
 
 def start_session(settings: Settings) -> Session:
@@ -269,6 +366,7 @@ def start_session(settings: Settings) -> Session:
         session.start()
         _active = session
         _install_signal_handlers()
+        _install_exit_hook()
         if session.flight is not None:
             _install_flight_triggers()
         return session
@@ -281,12 +379,17 @@ def flight(seconds: float, path: str, on_exit: bool = False, max_bytes: int | No
     a dump: trt_trace.dump(), SIGUSR1, an unhandled exception, or the exit with on_exit=True. Dump N
     goes to `path` with `.dumpN` before its suffix (trace.dump1.json); the format is by suffix as for
     start(), whose other keywords it takes."""
-    if not seconds > 0:
-        raise TraceError(f"the flight recorder's window must be a positive number of seconds, not {seconds!r}")
+    if isinstance(seconds, bool) or not isinstance(seconds, int | float) or not 0 < seconds < float("inf"):
+        raise TraceError(f"the flight recorder's window must be a positive number of seconds, not {seconds!r}; "
+                         "give e.g. 30")
+    unknown = sorted(set(start_kwargs) - set(inspect.signature(_settings_from_kwargs).parameters) - {"path"})
+    if unknown:
+        raise TraceError(f"flight() takes no keyword {unknown[0]!r}; it takes on_exit=, max_bytes= and start()'s")
     settings = _settings_from_kwargs(path, **start_kwargs)
     return start_session(dataclasses.replace(
-        settings, flight_s=float(seconds), flight_on_exit=on_exit,
-        flight_max_bytes=settings.flight_max_bytes if max_bytes is None else int(max_bytes)))
+        settings, flight_s=float(seconds), flight_on_exit=_flag("on_exit", on_exit),
+        flight_max_bytes=settings.flight_max_bytes if max_bytes is None else _count(
+            "max_bytes", max_bytes, "bytes", "the flight recorder's memory cap, e.g. 256 * 2**20")))
 
 
 def dump() -> str:
@@ -299,15 +402,21 @@ def dump() -> str:
 
 def stop() -> str | None:
     """Stops tracing and finishes the file; returns its path (None when not tracing)."""
-    global _active
-    with _lock:
-        session, _active = _active, None
+    session = _take_active()
     if session is None:
-        return None
-    if session.pid != os.getpid():  # a fork child: the file is the parent's
         return None
     session.stop()
     return session.path
+
+
+def _take_active() -> Session | None:
+    """The process's session, no longer active (None when not tracing, or when it is a parent's)."""
+    global _active
+    with _lock:
+        session, _active = _active, None
+    if session is None or session.pid != os.getpid():  # a fork child's copy: the file is the parent's
+        return None
+    return session
 
 
 def active() -> Session | None:
@@ -336,13 +445,12 @@ def _install_signal_handlers() -> None:
 
 
 def _dump_on_trigger(trigger: str) -> None:
-    """A trigger's dump: one line saying where it went; never raises into the program."""
+    """A trigger's dump (its line is Session.dump's); never raises into the program."""
     session = _active
     if session is None or session.flight is None or session.pid != os.getpid():
         return
     try:
-        path = session.dump(trigger)
-        warn(f"flight recorder ({trigger}): last {session.settings.flight_s:g} s written to {path}")
+        session.dump(trigger)
     except Exception as exc:
         warn(f"flight recorder ({trigger}): could not write the dump ({exc})")
 
@@ -403,6 +511,7 @@ def _after_fork_in_child() -> None:
     else:
         ops.set_recording(False)
         ops.set_profile_execution(False)
+        ops.restore_session_switches(session._switches_before)  # the parent's session is not the child's
 
 
 os.register_at_fork(before=_lock.acquire, after_in_parent=_lock.release,
@@ -411,14 +520,42 @@ os.register_at_fork(before=_lock.acquire, after_in_parent=_lock.release,
 
 @atexit.register
 def _finish_at_exit() -> None:
-    session = _active
-    if session is None or session.pid != os.getpid():
+    """Finishes this process's trace at exit and says what is on disk, in one line."""
+    session = _take_active()
+    if session is None:
         return
-    path = stop()
-    if path is None or not session.writer.created or session.settings.quiet:
+    quiet = session.settings.quiet
+    session.stop(report_limit=quiet)  # not quiet: the line below says what the size limit left out
+    if quiet:
         return
     if session.flight is not None:
-        if session.flight.on_exit:
-            warn(f"flight recorder (exit): last {session.settings.flight_s:g} s written to {session.flight.paths[-1]}")
+        if session.flight.on_exit and session.flight.last_dump is not None:
+            warn(session.flight.last_dump.line())
         return
-    warn(f"trace written to {path} ({session.records_written} events); open it in ui.perfetto.dev")
+    if session.writer.created or session.failure is not None:
+        warn(session.outcome())
+
+
+# A process (or forked child) that leaves through os._exit runs no atexit hook and would leave its
+# file without its last batches and its end: while this process traces, os._exit finishes the trace
+# first. (posix._exit, a C-level _exit, SIGKILL and crashes cannot run Python code: what the drainer
+# wrote until then, up to its last 50 ms, is on disk, with no end record.)
+_posix_exit = posix._exit
+_exit_before: Callable[[int], Any] | None = None  # os._exit as it was (another tool may have wrapped it too)
+
+
+def _exit_finishing_the_trace(status: int) -> None:
+    try:
+        _finish_at_exit()
+    except BaseException:  # noqa: BLE001 (the process is leaving: nothing may stop it)
+        pass
+    (_exit_before or _posix_exit)(status)
+
+
+def _install_exit_hook() -> None:
+    """os._exit finishes the trace first, from the first session on (a pass-through without one)."""
+    global _exit_before
+    if _exit_before is None and os._exit is not _exit_finishing_the_trace:
+        _exit_before = os._exit
+        _exit_finishing_the_trace.__doc__ = getattr(_exit_before, "__doc__", None)
+        os._exit = _exit_finishing_the_trace

@@ -1,69 +1,39 @@
-"""Reads a trace file back and aggregates it into the per-engine table."""
+"""The per-engine table of a trace file, streamed: whole calls from trt_trace/readers are added up
+per process and engine as they are read, with the exact values of the durations asked for kept as
+value counts (readers/value_counts.py), so memory follows the engines, not the calls."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 import orjson
 
-from .complete_calls import cut_short_note
-from .per_call import DURATIONS, GPU, NO_SPAN, CallTable, durations_of, extract, percentiles
+from .readers import CallsRead, EventsReader, TraceFileError, TraceInfo, Window, load_events, native, read_calls
+from .readers.columns import CALL_CAPTURED, CALL_ERROR, CALL_ON_CUDA, NO_SPAN
+from .readers.end_notes import end_notes, state_fields
+from .readers.trace_info import CLOSED
+from .readers.value_counts import ValueCounts
 from .records import STATS_COLUMNS
-from .trace_format import METADATA_EVENT
+from .trace_format import DURATIONS
+
+__all__ = ["TraceFileError", "TraceSummary", "aggregate", "aggregate_by_process", "aggregate_file", "load_events",
+           "read_summaries", "summary_text"]
 
 _COL = {name: i for i, name in enumerate(STATS_COLUMNS)}
-_PHASE_COLUMN = {
-    "workspace": _COL["workspace_ns"],
-    "inputs": _COL["inputs_ns"],
-    "outputs": _COL["outputs_ns"],
-    "enqueue": _COL["enqueue_ns"],
-}
+_GPU = DURATIONS.index("gpu")
+_NS_COLUMNS = (("total_ns", 0), ("workspace_ns", 1), ("inputs_ns", 2), ("outputs_ns", 3), ("enqueue_ns", 4))
 
 
-class TraceFileError(ValueError):
-    pass
+def cut_short_note(n_partial: int) -> str:
+    """The one line that says what was left out."""
+    return f"cut short: {n_partial} partial call{'s' if n_partial != 1 else ''} left out"
 
 
-def read_trace_bytes(path: str) -> bytes:
-    """The whole file, or a one-line TraceFileError naming why it cannot be read."""
-    try:
-        with open(path, "rb") as f:
-            return f.read()
-    except OSError as exc:
-        raise TraceFileError(f"cannot read {path}: {exc.strerror or exc}") from exc
-
-
-def load_events(path: str) -> list[dict[str, Any]]:
-    """Events of a trace file; accepts an unterminated array (a process killed mid-run)."""
-    from . import pftrace_reader
-
-    if pftrace_reader.looks_like_perfetto(path):  # native Perfetto: the same events, from the protos
-        return pftrace_reader.load_events(path)
-    data = read_trace_bytes(path)
-    try:
-        doc = orjson.loads(data)
-    except orjson.JSONDecodeError:
-        # Streamed array cut short: keep every complete event.
-        cut = data.rstrip()
-        end = cut.rfind(b"},")
-        tail = cut.rfind(b"}")
-        candidates = [cut[: end + 1] + b"]", cut[: tail + 1] + b"]"] if end >= 0 or tail >= 0 else []
-        doc = None
-        for text in candidates:
-            try:
-                doc = orjson.loads(text)
-                break
-            except orjson.JSONDecodeError:
-                continue
-        if doc is None:
-            raise TraceFileError(f"{path} is not a trace JSON file") from None
-    if isinstance(doc, dict):
-        doc = doc.get("traceEvents", [])
-    if not isinstance(doc, list):
-        raise TraceFileError(f"{path} is not a trace JSON file")
-    return doc
+def malformed_note(n: int) -> str:
+    return f"{n} malformed event{'s' if n != 1 else ''} left out (a field of the wrong type or out of range)"
 
 
 @dataclass
@@ -74,17 +44,26 @@ class TraceSummary:
     threads_with_drops: int = 0
     metadata: dict[str, Any] = field(default_factory=dict)
     label: str = ""  # the process's name (process_name event); "" for several processes together
-    partial_calls: int = 0  # calls left out: the file was cut inside them (complete_calls.py)
-    call_ns: np.ndarray = field(default_factory=lambda: np.zeros((0, len(DURATIONS)), dtype=np.int64))
-    call_row: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))  # row of each call
+    partial_calls: int = 0  # calls left out: the file was cut inside them (readers/calls.py)
     gpu_every: int = 1  # GPU events on every Nth CUDA call (the session's setting; the largest of merged ranks)
+    values: dict[str, list[ValueCounts]] = field(default_factory=dict)  # duration -> per row, exact
+    ended: str = CLOSED  # why the trace (or this process's part of it) ended: readers/trace_info.py
+    malformed: int = 0
+    orphan_spans: int = 0
+    notes: list[str] = field(default_factory=list)  # the end notes (one line each) for stderr
 
     def percentiles(self, duration: str = "total") -> tuple[np.ndarray, np.ndarray]:
-        """Exact p50 and p99 in ns of one of per_call.DURATIONS: int64 [rows, 2] and [2] over every
-        call (-1 where no call has it)."""
-        mask, values = durations_of(self.call_ns, duration)
-        per_row = percentiles(values[mask], self.call_row[mask], len(self.names))
-        overall = percentiles(values[mask], np.zeros(int(mask.sum()), dtype=np.int64), 1)[0]
+        """Exact p50 and p99 in ns of one of DURATIONS: int64 [rows, 2] and [2] over every call (-1
+        where no call has it)."""
+        if duration not in DURATIONS:
+            raise ValueError(f"unknown phase {duration!r}; use one of {', '.join(DURATIONS)}")
+        rows = self.values.get(duration)
+        if rows is None and not self.names:
+            rows = []
+        if rows is None:
+            raise ValueError(f"the summary kept no per-call values of {duration!r}")
+        per_row = np.array([vc.quantiles() for vc in rows], dtype=np.int64).reshape(len(rows), 2)
+        overall = np.array(ValueCounts.union(rows).quantiles(), dtype=np.int64)
         return per_row, overall
 
 
@@ -95,178 +74,237 @@ def gpu_every_of(meta: dict[str, Any]) -> int:
         return 1
     try:
         return max(1, int(meta.get("gpu_every", 1)))
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         return 1
 
 
-def _row_stats(calls: CallTable, rows: np.ndarray, n_rows: int, gpu_every: int = 1) -> np.ndarray:
-    """The table's columns (records.STATS_COLUMNS) summed per row over the calls.
-
-    A file does not mark sampled-out calls: with gpu_every > 1, a call on a CUDA device that has no
-    GPU span and neither failed nor was captured into a CUDA graph counts as sampled out. (A call
-    whose inputs were all on the CPU names its outputs' device but got no events either: such calls,
-    rare, count too.)"""
-    stats = np.zeros((n_rows, len(STATS_COLUMNS)), dtype=np.int64)
-    ns = calls.ns
-    has_gpu = ns[:, GPU] != NO_SPAN
-    stats[:, _COL["calls"]] = np.bincount(rows, minlength=n_rows)
-    stats[:, _COL["errors"]] = np.bincount(rows, weights=calls.error, minlength=n_rows).astype(np.int64)
-    for duration, column in (("total", "total_ns"), *((p, f"{p}_ns") for p in _PHASE_COLUMN)):
-        np.add.at(stats[:, _COL[column]], rows, ns[:, DURATIONS.index(duration)])
-    np.add.at(stats[:, _COL["gpu_ns"]], rows[has_gpu], ns[has_gpu, GPU])
-    stats[:, _COL["gpu_calls"]] = np.bincount(rows[has_gpu], minlength=n_rows)
-    if gpu_every > 1:  # only for traces with GPU timing on (gpu_every_of)
-        out = calls.on_cuda & ~has_gpu & ~calls.error & ~calls.captured
-        stats[:, _COL["gpu_sampled_out"]] = np.bincount(rows[out], minlength=n_rows)
-    return stats
+def _int(meta: dict[str, Any], key: str) -> int:
+    value = meta.get(key, 0)
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return 0
+    try:
+        return int(value)
+    except (ValueError, OverflowError):
+        return 0
 
 
-@dataclass
-class _Process:
-    """What one pid of the trace contributes (a merged trace holds one per rank)."""
+class _Rows:
+    """Per (pid, engine id): the table's sums and exact values, added chunk by chunk."""
 
-    pid: int
-    meta: dict[str, Any] = field(default_factory=dict)
-    label: str = ""
-    sort_index: int | None = None
-    partial_calls: int = 0
-    engine_ids: list[int] = field(default_factory=list)  # sorted: the rows of its table
-    names: list[str] = field(default_factory=list)
-    stats: np.ndarray = field(default_factory=lambda: np.zeros((0, len(STATS_COLUMNS)), dtype=np.int64))
-    call_ns: np.ndarray = field(default_factory=lambda: np.zeros((0, len(DURATIONS)), dtype=np.int64))
-    call_row: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    def __init__(self, durations: Iterable[str]) -> None:
+        self.durations = tuple(durations)
+        self.stats: dict[int, np.ndarray] = {}
+        self.sampled_out: dict[int, int] = {}  # CUDA calls without a span, not failed or captured
+        self.values: dict[int, dict[str, ValueCounts]] = {}
 
-    def summary(self) -> TraceSummary:
-        threads = self.meta.get("threads", [])
-        return TraceSummary(
-            names=list(self.names),
-            stats=self.stats,
-            dropped=int(self.meta.get("dropped_events", 0)),
-            threads_with_drops=sum(1 for t in threads if t.get("dropped")),
-            metadata=self.meta,
-            label=self.label or f"pid {self.pid}",
-            partial_calls=self.partial_calls,
-            call_ns=self.call_ns,
-            call_row=self.call_row,
-            gpu_every=gpu_every_of(self.meta),
-        )
+    def add(self, calls: np.ndarray, info: TraceInfo) -> None:
+        pids = calls["pid"]
+        if pids[0] == pids[-1] and (pids == pids[0]).all():  # one process (the usual chunk): no sort by pid
+            base = int(pids[0]) << 32
+            eids = calls["engine_id"].astype(np.int64)
+            present = np.flatnonzero(np.bincount(eids))
+            keys = [base | int(e) for e in present.tolist()]
+            codes = np.searchsorted(present, eids) if len(present) > 1 else np.zeros(len(eids), dtype=np.int64)
+        else:
+            full = (pids.astype(np.uint64) << np.uint64(32)) | calls["engine_id"].astype(np.uint64)
+            uniq, codes = np.unique(full, return_inverse=True)
+            keys = uniq.tolist()
+        n_groups = len(keys)
+        ns = calls["ns"]
+        flags = calls["flags"]
+        has_gpu = ns[:, _GPU] != NO_SPAN
+        counts = np.bincount(codes, minlength=n_groups)
+        sums = {}
+        exact = len(ns) * int(np.abs(ns).max(initial=0)) < (1 << 53)  # float weights add exactly
+        for column, i in _NS_COLUMNS:
+            sums[column] = _group_sum(codes, ns[:, i], n_groups, exact)
+        gpu_ns = _group_sum(codes[has_gpu], ns[has_gpu, _GPU], n_groups, exact)
+        gpu_calls = np.bincount(codes[has_gpu], minlength=n_groups)
+        errors = np.bincount(codes[(flags & CALL_ERROR) != 0], minlength=n_groups)
+        out = ((flags & CALL_ON_CUDA) != 0) & ~has_gpu & ((flags & (CALL_ERROR | CALL_CAPTURED)) == 0)
+        sampled_out = np.bincount(codes[out], minlength=n_groups)
+        order = np.argsort(codes, kind="stable") if n_groups > 1 else None
+        bounds = np.concatenate(([0], np.cumsum(counts)))
+        for g, key in enumerate(keys):
+            st = self.stats.get(key)
+            if st is None:
+                st = self.stats[key] = np.zeros(len(STATS_COLUMNS), dtype=np.int64)
+                self.values[key] = {d: ValueCounts() for d in self.durations}
+                self.sampled_out[key] = 0
+            st[_COL["calls"]] += int(counts[g])
+            st[_COL["errors"]] += int(errors[g])
+            for column, _ in _NS_COLUMNS:
+                st[_COL[column]] += int(sums[column][g])
+            st[_COL["gpu_ns"]] += int(gpu_ns[g])
+            st[_COL["gpu_calls"]] += int(gpu_calls[g])
+            self.sampled_out[key] += int(sampled_out[g])
+            if self.durations:
+                idx = slice(None) if order is None else order[bounds[g]: bounds[g + 1]]
+                for d in self.durations:
+                    col = ns[idx, DURATIONS.index(d)]
+                    self.values[key][d].add(col[col != NO_SPAN] if d == "gpu" else col)
 
 
-def _by_process(events: list[dict[str, Any]]) -> list[_Process]:
-    procs: dict[int, _Process] = {}
-    calls = extract(events)
-    for pid, _ in calls.partial:
-        procs.setdefault(pid, _Process(pid)).partial_calls += 1
-    for ev in events:
-        if ev.get("ph") != "M":
-            continue
-        pid = int(ev.get("pid", 0))
-        proc = procs.get(pid)
-        if proc is None:
-            proc = procs[pid] = _Process(pid)
-        args = ev.get("args", {})
-        if ev.get("name") == METADATA_EVENT:
-            proc.meta.update(args)
-        elif ev.get("name") == "process_name":
-            proc.label = str(args.get("name", ""))
-        elif ev.get("name") == "process_sort_index":
-            proc.sort_index = int(args.get("sort_index", 0))
-    for pid in dict.fromkeys(calls.pid.tolist()):  # in the order of their first call
-        proc = procs.setdefault(pid, _Process(pid))
-        mine = np.flatnonzero(calls.pid == pid)
-        ids = calls.engine_id[mine]
-        proc.engine_ids = np.unique(ids).tolist()
-        proc.names = [calls.names[(pid, i)] for i in proc.engine_ids]
-        proc.call_row = np.searchsorted(np.asarray(proc.engine_ids, dtype=np.int64), ids)
-        proc.call_ns = calls.ns[mine]
-        sub = CallTable(pid=calls.pid[mine], engine_id=ids, error=calls.error[mine], ns=proc.call_ns, names={},
-                        partial=set(), on_cuda=calls.on_cuda[mine], captured=calls.captured[mine])
-        proc.stats = _row_stats(sub, proc.call_row, len(proc.engine_ids), gpu_every_of(proc.meta))
-    # Processes with no engine call and no metadata of ours (another tool's events) are not ours.
-    out = [p for p in procs.values() if p.engine_ids or p.meta or p.partial_calls]
-    order = {id(p): i for i, p in enumerate(out)}
-    out.sort(key=lambda p: (p.sort_index is None, p.sort_index or 0, order[id(p)]))
+def _group_sum(codes: np.ndarray, values: np.ndarray, n: int, exact: bool) -> np.ndarray:
+    """Per-group sums of int64 values: bincount's float weights where they add exactly, else add.at."""
+    if exact:
+        return np.rint(np.bincount(codes, weights=values, minlength=n)).astype(np.int64)
+    out = np.zeros(n, dtype=np.int64)
+    np.add.at(out, codes, values)
     return out
 
 
-def aggregate_by_process(events: list[dict[str, Any]]) -> list[TraceSummary]:
-    """One summary per process (per rank in a merged trace), in the trace's process order."""
-    return [p.summary() for p in _by_process(events)]
+def _process_summaries(read: CallsRead, rows: _Rows) -> list[TraceSummary]:
+    info = read.info
+    partial = read.partial_by_pid()
+    by_pid: dict[int, list[int]] = {}
+    for key in rows.stats:
+        by_pid.setdefault(key >> 32, []).append(key & 0xFFFFFFFF)
+    out = []
+    for p in sorted(info.processes.values(), key=lambda p: (p.sort_index is None, p.sort_index or 0, p.order)):
+        engine_ids = sorted(by_pid.get(p.pid, []))
+        meta = p.meta
+        if not (engine_ids or p.metas or partial.get(p.pid)):
+            continue  # another tool's process: no engine call, no metadata of ours
+        every = gpu_every_of(meta)
+        keys = [(p.pid << 32) | e for e in engine_ids]
+        stats = np.array([rows.stats[k] for k in keys], dtype=np.int64).reshape(len(keys), len(STATS_COLUMNS))
+        if every > 1:
+            stats[:, _COL["gpu_sampled_out"]] = [rows.sampled_out[k] for k in keys]
+        threads = meta.get("threads", [])
+        out.append(TraceSummary(
+            names=[p.engines.get(e, f"engine_{e}") for e in engine_ids],
+            stats=stats,
+            dropped=_int(meta, "dropped_events"),
+            threads_with_drops=sum(1 for t in threads if isinstance(t, dict) and t.get("dropped"))
+            if isinstance(threads, list) else 0,
+            metadata=meta,
+            label=p.label or f"pid {p.pid}",
+            partial_calls=partial.get(p.pid, 0),
+            gpu_every=every,
+            values={d: [rows.values[k][d] for k in keys] for d in rows.durations},
+            ended=p.ended if info.merged is not None else info.ended,
+            malformed=0,
+        ))
+    return out
+
+
+def aggregate_parts(parts: list[TraceSummary], read: CallsRead) -> TraceSummary:
+    """The table of all processes: engines added up by name, the k-th engine called `n` in each
+    process in row (n, k) (two engines of one process may share a name)."""
+    if len(parts) == 1:
+        whole = parts[0]
+    elif not parts:
+        whole = TraceSummary()
+    else:
+        keys: dict[tuple[str, int], int] = {}
+        meta: dict[str, Any] = {}
+        row_ofs = []
+        for part in parts:
+            meta.update(part.metadata)
+            seen: dict[str, int] = {}
+            row_of = []
+            for name in part.names:
+                k = seen.get(name, 0)
+                seen[name] = k + 1
+                row_of.append(keys.setdefault((name, k), len(keys)))
+            row_ofs.append(row_of)
+        stats = np.zeros((len(keys), len(STATS_COLUMNS)), dtype=np.int64)
+        durations = list(parts[0].values)
+        values: dict[str, list[list[ValueCounts]]] = {d: [[] for _ in keys] for d in durations}
+        for part, row_of in zip(parts, row_ofs, strict=True):
+            for i, row in enumerate(row_of):
+                stats[row] += part.stats[i]
+                for d in durations:
+                    values[d][row].append(part.values[d][i])
+        whole = TraceSummary(
+            names=[name for name, _ in keys], stats=stats, dropped=sum(p.dropped for p in parts),
+            threads_with_drops=sum(p.threads_with_drops for p in parts), metadata=meta,
+            partial_calls=sum(p.partial_calls for p in parts), gpu_every=max(p.gpu_every for p in parts),
+            values={d: [ValueCounts.union(v) for v in values[d]] for d in durations})
+    whole = _with_file_facts(whole, read)
+    return whole
+
+
+def _with_file_facts(s: TraceSummary, read: CallsRead) -> TraceSummary:
+    s.ended = read.info.ended
+    s.malformed = read.info.malformed
+    s.orphan_spans = read.orphan_spans
+    s.notes = end_notes(read)
+    return s
+
+
+def read_summaries(path: str | Any, durations: Iterable[str] = ("total",), window: Window | None = None,
+                   ) -> tuple[list[TraceSummary], TraceSummary, CallsRead]:
+    """(one summary per process, the summary of all of them, what the reader found), with exact
+    values kept of `durations`."""
+    rows = _Rows(durations)
+    read = read_calls(path, rows.add, window=window)
+    parts = _process_summaries(read, rows)
+    for part in parts:
+        part.malformed = read.info.malformed
+    return parts, aggregate_parts(parts, read), read
 
 
 def aggregate(events: list[dict[str, Any]]) -> TraceSummary:
-    """The per-engine table of the whole trace. In a merged trace, the engines of all processes
-    are added up by name: rank 0's and rank 1's `_run_on_acc_0_engine` make one row."""
-    parts = aggregate_by_process(events)
-    if len(parts) == 1:
-        return parts[0]
-    if not parts:
-        return TraceSummary()
-    keys: dict[tuple[str, int], int] = {}  # (name, k) -> row
-    meta: dict[str, Any] = {}
-    call_rows = []
-    row_ofs = []
-    for part in parts:
-        meta.update(part.metadata)
-        # Engine ids are per process; two engines of one process may share a name, so the k-th
-        # engine called `n` in each process goes into row (n, k).
-        seen: dict[str, int] = {}
-        row_of = np.zeros(len(part.names), dtype=np.int64)
-        for i, name in enumerate(part.names):
-            k = seen.get(name, 0)
-            seen[name] = k + 1
-            row_of[i] = keys.setdefault((name, k), len(keys))
-        row_ofs.append(row_of)
-        call_rows.append(row_of[part.call_row])
-    stats = np.zeros((len(keys), len(STATS_COLUMNS)), dtype=np.int64)
-    for part, row_of in zip(parts, row_ofs, strict=True):
-        np.add.at(stats, row_of, part.stats)
-    return TraceSummary(
-        names=[name for name, _ in keys],
-        stats=stats,
-        dropped=sum(p.dropped for p in parts),
-        threads_with_drops=sum(p.threads_with_drops for p in parts),
-        metadata=meta,
-        partial_calls=sum(p.partial_calls for p in parts),
-        call_ns=np.concatenate([p.call_ns for p in parts]),
-        call_row=np.concatenate(call_rows),
-        gpu_every=max(p.gpu_every for p in parts),
-    )
+    """The per-engine table of a trace's events (load_events: in memory, for tests and scripts)."""
+    return read_summaries(EventsReader(events), DURATIONS)[1]
+
+
+def aggregate_by_process(events: list[dict[str, Any]]) -> list[TraceSummary]:
+    """One summary per process (per rank in a merged trace) of a trace's events, in the trace's order."""
+    return read_summaries(EventsReader(events), DURATIONS)[0]
+
+
+def aggregate_file(path: str, durations: Iterable[str] = DURATIONS, window: Window | None = None) -> TraceSummary:
+    """The per-engine table of a trace file (JSON, Perfetto, merged)."""
+    return read_summaries(path, durations, window)[1]
 
 
 def _table(s: TraceSummary, phase: str = "total", json: bool = False) -> str:
-    import torch
-
-    from . import ops
-
     per_row, overall = s.percentiles(phase)
-    table = ops.format_timing_table(s.names, torch.from_numpy(s.stats), s.dropped, s.threads_with_drops,
-                                    percentiles=torch.from_numpy(per_row), all_percentiles=tuple(overall.tolist()),
-                                    percentiles_of=phase, json=json, gpu_every=s.gpu_every)
+    table = native.format_table(s.names, s.stats, per_row, tuple(overall.tolist()), phase, json, s.gpu_every,
+                                s.dropped, s.threads_with_drops)
     if json:
         doc = orjson.loads(table)
         doc["partial_calls"] = s.partial_calls
         if s.label:
             doc["process"] = s.label
+        doc.update(state_fields(s))
         return orjson.dumps(doc).decode()
-    return table + (cut_short_note(s.partial_calls) + "\n" if s.partial_calls else "")
+    notes = ""
+    if s.partial_calls:
+        notes += cut_short_note(s.partial_calls) + "\n"
+    if s.malformed:
+        notes += malformed_note(s.malformed) + "\n"
+    return table + notes
 
 
-def summary_text(path: str, by_process: bool = False, phase: str = "total", json: bool = False) -> str:
-    """The per-engine table of a trace file; by_process=True puts one table per process (rank)
-    before the table of all of them. phase: the p50/p99 columns are of the call's total (default)
-    or of one phase (per_call.DURATIONS), exact over the file's calls. json=True: the table as
-    JSON (one object; with by_process, a list of them, the last for all processes)."""
+def summary_parts(path: str, by_process: bool = False, phase: str = "total", json: bool = False,
+                  window: Window | None = None) -> tuple[str, TraceSummary]:
+    """(the table text, the summary of all processes): see summary_text."""
     if phase not in DURATIONS:
         raise TraceFileError(f"unknown phase {phase!r}; use one of {', '.join(DURATIONS)}")
-    events = load_events(path)
+    parts, whole, _read = read_summaries(path, (phase,), window)
     if not by_process:
-        return _table(aggregate(events), phase, json) + ("\n" if json else "")
-    parts = aggregate_by_process(events)
+        return _table(whole, phase, json) + ("\n" if json else ""), whole
     tables = [_table(p, phase, json) for p in parts]
     if len(parts) > 1:
-        tables.append(_table(aggregate(events), phase, json))
+        tables.append(_table(whole, phase, json))
     if json:
-        return "[" + ",".join(tables) + "]\n"
+        return "[" + ",".join(tables) + "]\n", whole
     labels = [f"== {p.label} ==" for p in parts] + ([f"== all {len(parts)} processes =="] if len(parts) > 1 else [])
-    return "\n".join(f"{label}\n{table}" for label, table in zip(labels, tables, strict=True))
+    return "\n".join(f"{label}\n{table}" for label, table in zip(labels, tables, strict=True)), whole
+
+
+def summary_text(path: str, by_process: bool = False, phase: str = "total", json: bool = False,
+                 window: Window | None = None) -> str:
+    """The per-engine table of a trace file; by_process=True puts one table per process (rank)
+    before the table of all of them. phase: the p50/p99 columns are of the call's total (default)
+    or of one phase (DURATIONS), exact over the file's calls. json=True: the table as JSON (one
+    object; with by_process, a list of them, the last for all processes). Text tables end with
+    the trace's end notes (cut short, size limit, split) where there are any."""
+    text, whole = summary_parts(path, by_process, phase, json, window)
+    if json or not whole.notes:
+        return text
+    return text + "".join(note + "\n" for note in whole.notes)

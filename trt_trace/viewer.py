@@ -121,17 +121,22 @@ class ViewerServer:
 
     def add(self, trace: str) -> str:
         """Serves `trace` (a file) and returns the URL that opens it in the UI."""
-        if not os.path.isfile(trace):
-            raise ViewerError(f"{trace}: no such file")
-        if not os.access(trace, os.R_OK):
-            raise ViewerError(f"{trace}: permission denied")
+        shown = trace if trace.isprintable() else repr(trace)
+        try:
+            if not os.path.isfile(trace):
+                raise ViewerError(f"{shown}: no such file")
+            if not os.access(trace, os.R_OK):
+                raise ViewerError(f"{shown}: permission denied")
+        except ValueError:  # a NUL byte
+            raise ViewerError(f"{shown}: no such file") from None
+        full = os.path.abspath(trace)  # compared as absolute paths: a relative one never equals its own
         name = served_name(trace)
         stem, dot, suffix = name.rpartition(".")
         n = 1
-        while self._traces.get(name, trace) != os.path.abspath(trace):  # two traces of one name
+        while self._traces.get(name, full) != full:  # two traces of one name: the second gets "-2"
             n += 1
             name = f"{stem}-{n}.{suffix}" if dot else f"{suffix}-{n}"
-        self._traces[name] = os.path.abspath(trace)
+        self._traces[name] = full
         trace_url = f"http://127.0.0.1:{self.port}{TRACE_PREFIX}{name}"
         return f"http://127.0.0.1:{self.port}/#!/?url={quote(trace_url, safe=':/')}"
 

@@ -93,6 +93,13 @@ class CallScope {
   bool on_op_start(OpKind kind) noexcept;
   void on_op_end() noexcept;
 
+  // Called around every op of this call while a profiler records it, outside the profiler's own
+  // event of the op (profiler_scopes.h): the profiler's phase scopes switch only there.
+  void profiled_op_start(OpKind kind) noexcept {
+    profiler_.on_op_start(static_cast<uint8_t>(live_phase_at_op_start(kind)));
+  }
+  void profiled_op_end() noexcept { profiler_.on_op_end(); }
+
  private:
   // Live ranges (NVTX, profiler scopes): the phase now open (0 = none). Phases
   // switch in real time, so between two output allocations a short `enqueue`
@@ -113,6 +120,22 @@ class CallScope {
   }
 
   enum Stage : uint8_t { kBeforeInputs, kInputs, kOutputs, kAfterOutputs };
+
+  // The phase on_op_start will switch the live ranges to for an op of `kind` starting now (kCall:
+  // none), without changing anything: the profiler's scopes switch before the op's event begins.
+  Phase live_phase_at_op_start(OpKind kind) const noexcept {
+    if (in_op_) return Phase::kCall;  // inside a reported op: the observer will not report it
+    switch (stage_) {
+      case kBeforeInputs:
+        return kind == OpKind::kInputView ? Phase::kInputs : Phase::kCall;
+      case kInputs:
+        return kind == OpKind::kAllocation ? Phase::kOutputs : Phase::kCall;
+      case kOutputs:
+        return kind == OpKind::kAllocation || kind == OpKind::kConversion ? Phase::kOutputs : Phase::kCall;
+      default:
+        return Phase::kCall;
+    }
+  }
 
   // GPU-timing sampling with 1 call in `every` > 1 (gpu_sampling.h), counted in the thread's own row.
   static bool take_gpu_sample(detail::HookThread& me, uint32_t engine_id, int64_t every) noexcept {

@@ -36,18 +36,8 @@ void on_wait(cudaStream_t stream) noexcept {
       stream == static_cast<cudaStream_t>(ev->caller_stream))
     return;
   const SelfTimer timer(kSelfEngineStart);
-  if (ev->caller_pair_skipped) {
-    // begin_call made no capture check: a stream that waited for a capturing one captures too.
-    cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
-    if (cudaStreamIsCapturing(stream, &status) != cudaSuccess) {
-      cudaGetLastError();
-      return;
-    }
-    if (status != cudaStreamCaptureStatusNone) {
-      ev->captured = true;  // recording an event now would break the capture
-      return;
-    }
-  }
+  // No capture check here: begin_call found the caller's stream not capturing, and a stream made to
+  // wait for it joins no capture through that wait.
   cudaEvent_t e = acquire_event(t_watched_device);
   if (e == nullptr) return;
   if (cudaEventRecord(e, stream) != cudaSuccess) {

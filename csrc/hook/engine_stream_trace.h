@@ -33,8 +33,8 @@ namespace gpu {
 // TRT_TRACE_ENGINE_STREAM); read when a traced call begins.
 extern std::atomic<bool> g_engine_stream_spans;
 
-// The call's GPU start event is recorded (or skipped: CallEvents::caller_pair_skipped): watch the
-// runtime's event hand-offs on this thread until stop_watching (installs the trace on first use).
+// The call's GPU start event is recorded: watch the runtime's event hand-offs on this thread until
+// stop_watching (installs the trace on first use).
 // False: engine-stream spans are switched off, nothing is watched.
 bool watch_engine_stream(CallEvents* ev, uint16_t device) noexcept;
 void stop_watching(CallEvents* ev) noexcept;

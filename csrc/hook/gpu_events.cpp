@@ -38,10 +38,12 @@ bool begin_call(uint16_t device, CallEvents* ev, bool engine_stream_only) noexce
     const c10::cuda::CUDAStream stream = c10::cuda::getCurrentCUDAStream(static_cast<c10::DeviceIndex>(device));
     ev->stream = static_cast<uint32_t>(stream.id());
     ev->caller_stream = stream.stream();
-    if (engine_stream_only && watch_engine_stream(ev, device)) {
-      ev->caller_pair_skipped = true;  // on_wait checks for a capture and records the start
-      return true;
-    }
+    // The caller's start event goes on whatever the runtime does next: where it hands the work to a
+    // stream of its own, a call made engine-stream-only drops it for the engine stream's pair (end_call);
+    // where it does not, it is this call's span with the end event on the same stream. (Recording no
+    // start here, and counting on a hand-off like the last call's, lost the span of every call whose
+    // runtime changed its mind: 2.13 after the caller left the default stream.)
+    ev->caller_end_optional = engine_stream_only;
     DeviceOf on_device(stream);
     cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
     if (cudaStreamIsCapturing(stream.stream(), &status) != cudaSuccess) {
@@ -101,7 +103,10 @@ bool end_call(uint16_t device, CallEvents* ev) noexcept {
     give_back(device, static_cast<cudaEvent_t>(ev->engine_start));
     ev->engine_start = nullptr;
   }
-  if (ev->start != nullptr && record_caller_end(device, ev)) {
+  if (engine_pair && ev->caller_end_optional) {
+    // Engine-stream-only: the engine's own span; the caller's start, never ended, goes back unused.
+    ev->caller_pair_skipped = true;
+  } else if (ev->start != nullptr && record_caller_end(device, ev)) {
     ev->on_engine_stream = engine_pair;
     return true;
   }

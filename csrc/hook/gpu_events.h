@@ -48,14 +48,17 @@ struct CallEvents {
   // on the engine's); otherwise only start/end, on whichever stream the engine ran.
   bool on_engine_stream = false;
   bool engine_only = false;        // start/end are the engine-stream pair (no caller-stream end)
-  // begin_call recorded nothing: the call records the engine stream's pair only (gpu_sampling.h),
-  // the capture check made on that stream before its start event.
+  // Set by begin_call: where the engine's work goes to a stream of its own, the call records the
+  // engine stream's pair only (gpu_sampling.h) and no caller-stream end.
+  bool caller_end_optional = false;
+  // Set by end_call: the caller's pair was dropped for the engine stream's (its start given back).
   bool caller_pair_skipped = false;
 };
 
-// Before the call: checks capture, records the start event. engine_stream_only (gpu_sampling.h): no
-// CUDA call here; the engine stream's pair alone, if the engine's work is handed to a stream of its
-// own (where engine-stream spans are switched off, as without it). False: no GPU span.
+// Before the call: checks capture, records the start event on the caller's stream, always (a call
+// gets its span whatever stream the runtime picks). engine_stream_only (gpu_sampling.h): if the
+// runtime hands the work to a stream of its own, the call ends with the engine stream's pair alone
+// and records no caller-stream end. False: no GPU span.
 bool begin_call(uint16_t device, CallEvents* ev, bool engine_stream_only = false) noexcept;
 // After the call: records the end event(s). False: no GPU span (events released).
 bool end_call(uint16_t device, CallEvents* ev) noexcept;

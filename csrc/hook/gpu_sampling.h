@@ -42,13 +42,15 @@ inline bool take_sample(std::atomic<int64_t>& left, int64_t every) noexcept {
 // a measured call makes costs its thread more inside a real call than in a loop of CUDA calls alone
 // (an event record 1.4-2.2 us against 0.8-1.3 us on an H200): the call's other host work evicts the
 // CUDA runtime's code and data from the caches (BENCHMARKS.md). So once a measured call of an engine has seen the engine's
-// own stream, the next kCallerWaitEvery - 1 measured calls of it (on this thread) record only the
-// engine stream's pair, the engine's own GPU work (the table's gpu column); the one after records the
-// caller stream's pair too, whose span is what the caller's stream waited (the runtime's hand-offs
-// included). A call that sees no engine stream sets the countdown back: the next measured call
-// records both pairs, and a call made engine-stream-only that runs on the caller's stream after all
-// gets no span. kCallerWaitEvery is TRT_TRACE_CALLER_WAIT_EVERY's default; 1: both pairs on every
-// measured call.
+// own stream, the next kCallerWaitEvery - 1 measured calls of it (on this thread) keep only the
+// engine stream's pair, the engine's own GPU work (the table's gpu column), and record no caller-stream
+// end; the one after records the caller stream's pair too, whose span is what the caller's stream
+// waited (the runtime's hand-offs included). Every measured call records the caller's start event
+// (gpu_events.h): a call made engine-stream-only whose engine runs on the caller's stream after all
+// (2.13, once the caller left the default stream) ends that pair and gets its caller-stream span, so
+// no measured call goes without a span. A call that sees no engine stream sets the countdown back:
+// the next measured call with a hand-off records both pairs. kCallerWaitEvery is
+// TRT_TRACE_CALLER_WAIT_EVERY's default; 1: both pairs on every measured call.
 constexpr int64_t kCallerWaitEvery = 8;
 extern std::atomic<int64_t> g_caller_wait_every;
 inline int64_t caller_wait_every() noexcept { return g_caller_wait_every.load(std::memory_order_relaxed); }

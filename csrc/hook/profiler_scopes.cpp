@@ -1,8 +1,12 @@
 #include "hook/profiler_scopes.h"
 
+#include <algorithm>
+#include <cstring>
 #include <deque>
+#include <memory>
 #include <mutex>
 
+#include "hook/call_scope.h"
 #include "hook/engine_registry.h"
 
 namespace trt_trace {
@@ -37,6 +41,83 @@ bool detail::profiler_records_user_scopes() noexcept {
   }
 }
 
+namespace {
+
+// The op callbacks around the profiler's (profiler_scopes.h), on this thread while a profiled call runs.
+thread_local bool t_op_callbacks = false;
+thread_local at::CallbackHandle t_before = at::INVALID_CALLBACK_HANDLE;
+thread_local at::CallbackHandle t_after = at::INVALID_CALLBACK_HANDLE;
+thread_local bool t_early = false;  // t_before runs before the profiler's start callback
+
+// What an op starting at the call's top level is, as the op observer will classify what it sees in it
+// (op_observer.h): by the profiler's name for it, which is the schema's name without its overload.
+// aten::to is the composite that 2.11's `.to(dtype)` of an output dispatches around its _to_copy.
+OpKind profiled_op_kind(const at::RecordFunction& fn) noexcept {
+  const char* name = fn.name();
+  if (name == nullptr || std::strncmp(name, "aten::", 6) != 0) return OpKind::kOther;
+  name += 6;
+  if (std::strcmp(name, "view") == 0) return OpKind::kInputView;
+  if (std::strcmp(name, "empty") == 0 || std::strcmp(name, "empty_strided") == 0) return OpKind::kAllocation;
+  if (std::strcmp(name, "_to_copy") == 0 || std::strcmp(name, "to") == 0) return OpKind::kConversion;
+  return OpKind::kOther;
+}
+
+// Runs before the profiler's start callback: the op's event has not begun yet.
+std::unique_ptr<at::ObserverContext> before_profiler(const at::RecordFunction& fn) {
+  if (CallScope* call = CallScope::current()) call->profiled_op_start(profiled_op_kind(fn));
+  return nullptr;
+}
+
+// Runs after the profiler's end callback: the op's event has ended.
+void after_profiler(const at::RecordFunction&, at::ObserverContext*) {
+  if (CallScope* call = CallScope::current()) call->profiled_op_end();
+}
+
+}  // namespace
+
+bool profiler_op_callbacks_installed() noexcept { return t_op_callbacks; }
+
+void ProfilerScopes::add_op_callbacks() noexcept {
+  if (t_op_callbacks) return;  // an outer profiled call on this thread has them
+  try {
+    // Both go after the profiler's own (this thread's, added when it started); the first is then moved
+    // in front of all of them. Callbacks run in that order, starts and ends alike (ATen's
+    // LocalCallbackManager: the process-wide ones first, then this thread's in their order).
+    t_before = at::addThreadLocalCallback(
+        at::RecordFunctionCallback(&before_profiler, nullptr).scopes({at::RecordScope::FUNCTION}));
+    t_after = at::addThreadLocalCallback(
+        at::RecordFunctionCallback(nullptr, &after_profiler).scopes({at::RecordScope::FUNCTION}));
+    at::RecordFunctionTLS tls = at::get_record_function_tls_();
+    auto& callbacks = tls.sorted_tls_callbacks_;
+    auto it = std::find_if(callbacks.begin(), callbacks.end(),
+                           [](const at::RecordFunctionCallbacksEntry& e) { return e.handle_ == t_before; });
+    if (it != callbacks.end()) {
+      std::rotate(callbacks.begin(), it, it + 1);
+      at::set_record_function_tls_(tls);
+    }
+    t_op_callbacks = true;
+    hooked_ = true;
+    // A process-wide profiler's callbacks run before every thread's: ours cannot come first.
+    t_early = it != callbacks.end() && torch::profiler::impl::ProfilerStateBase::get(/*global=*/true) == nullptr;
+  } catch (...) {
+    remove_op_callbacks();
+  }
+}
+
+void ProfilerScopes::remove_op_callbacks() noexcept {
+  for (at::CallbackHandle* handle : {&t_before, &t_after}) {
+    if (*handle == at::INVALID_CALLBACK_HANDLE) continue;
+    try {
+      at::removeCallback(*handle);
+    } catch (...) {
+    }
+    *handle = at::INVALID_CALLBACK_HANDLE;
+  }
+  t_op_callbacks = false;
+  t_early = false;
+  hooked_ = false;
+}
+
 void ProfilerScopes::open(std::optional<at::RecordFunction>& scope, const std::string& name) noexcept {
   try {
     auto callbacks = at::getStepCallbacksUnlessEmpty(at::RecordScope::USER_SCOPE);
@@ -55,12 +136,17 @@ void ProfilerScopes::open_call(uint32_t engine_id) noexcept {
     return;
   }
   open(call_, (*names_)[static_cast<int>(Phase::kCall)]);
+  if (call_) {
+    add_op_callbacks();  // or an outer profiled call's serve this one too
+    early_ = t_op_callbacks && t_early;
+  }
 }
 
-void ProfilerScopes::switch_phase(Phase phase) noexcept {
-  if (!call_) return;
+void ProfilerScopes::apply(Phase phase) noexcept {
+  if (!call_ || open_ == phase) return;
   phase_.reset();  // ends the open phase scope
   open(phase_, (*names_)[static_cast<int>(phase)]);
+  open_ = phase;
 }
 
 }  // namespace trt_trace

@@ -6,10 +6,29 @@
 // `trt::<engine>/<phase>`: profiler users see engine names and phases with no
 // trt_trace file at all.
 //
-// Phase scopes switch where the op observer sees a boundary, which is inside
-// the boundary op's own profiler event (the dispatcher records an op before its
-// first kernel runs): the first op of a phase starts a fraction of a
-// microsecond before its phase scope does. The call scope nests exactly.
+// Nesting. The profiler builds its tree (and self times: a scope's total less
+// its children's) from the events' times, so every event of the call must lie
+// wholly inside one phase scope. But the op observer (op_observer.h) sees a
+// phase boundary from inside the boundary op, after the profiler stamped the
+// op's start and before it stamps its end: a phase switched there would cut
+// the op's event in two, which the tree then hangs beside both phases, and
+// the call scope's self time goes negative. So while a profiled call runs,
+// two RecordFunction callbacks of trt_trace's own sit on this thread around
+// the profiler's: one ordered before the profiler's (its start runs before the
+// profiler stamps an op's start), one after (its end runs after the profiler
+// stamps the op's end). Phase switches then happen only between top-level ops:
+//
+//  * an op about to start at the call's top level starts the phase the
+//    observer will start inside it (the call scope's own rule, asked ahead:
+//    CallScope::live_phase_at_op_start), before its event begins;
+//  * a switch the observer makes inside an op (the end of the last output
+//    allocation starts `enqueue`) waits for the end of the top-level op it is
+//    in, and is made after that op's event ends.
+//
+// With a process-wide profiler (callbacks global, run before any thread's),
+// only the second kind is possible: a phase then begins after the op that
+// started it. The callbacks exist only during profiled calls (added at the
+// call scope's start, removed at its end): other calls and threads never run them.
 //
 // Names are built once per engine (std::string, never freed) because the
 // profiler reads them by reference when a scope starts.
@@ -30,6 +49,9 @@ namespace trt_trace {
 namespace detail {
 bool profiler_records_user_scopes() noexcept;  // the exact check, while a profiler is on
 }  // namespace detail
+
+// Whether this thread has the op callbacks now (only inside a profiled call; for the tests).
+bool profiler_op_callbacks_installed() noexcept;
 
 // Cheap when no profiler is on (a thread-local and a global pointer are null), inline: every
 // engine call asks. First the profiler's own state, the cheapest test that can say no:
@@ -52,22 +74,44 @@ class ProfilerScopes {
     open_call(engine_id);
   }
   bool active() const noexcept { return call_.has_value(); }
-  // Closes the open phase scope and opens `phase`'s.
-  void switch_phase(Phase phase) noexcept;
+  // The phase the call is in now, as the op observer says: switched at once between top-level ops,
+  // else when the top-level op it is in has ended (above).
+  void switch_phase(Phase phase) noexcept {
+    if (!call_) return;
+    target_ = phase;
+    if (depth_ == 0) apply(phase);
+  }
+  // From the callbacks around the profiler's: a top-level op starts (`starts`: the phase it will
+  // start, 0 for none) or an op ends.
+  void on_op_start(uint8_t starts) noexcept {
+    if (depth_++ == 0 && starts != 0 && early_) apply(static_cast<Phase>(starts));
+  }
+  void on_op_end() noexcept {
+    if (depth_ > 0 && --depth_ == 0 && open_ != target_) apply(target_);
+  }
   // Closes the phase scope, then the call scope.
   void end() noexcept {
     if (C10_LIKELY(!call_.has_value())) return;  // no profiler recorded this call
     phase_.reset();
     call_.reset();
+    if (hooked_) remove_op_callbacks();
   }
 
  private:
   void open_call(uint32_t engine_id) noexcept;
   void open(std::optional<at::RecordFunction>& scope, const std::string& name) noexcept;
+  void apply(Phase phase) noexcept;
+  void add_op_callbacks() noexcept;
+  void remove_op_callbacks() noexcept;
 
   const std::array<std::string, kNumHostPhases + 1>* names_ = nullptr;
   std::optional<at::RecordFunction> call_;
   std::optional<at::RecordFunction> phase_;
+  Phase open_ = Phase::kCall;    // the phase whose scope is open (kCall: none)
+  Phase target_ = Phase::kCall;  // the phase the observer says the call is in
+  uint32_t depth_ = 0;           // ops of this call under way, as the profiler sees them
+  bool hooked_ = false;          // this call added the op callbacks (an outer profiled call may have)
+  bool early_ = false;           // the before-the-profiler callback runs first (a per-thread profiler)
 };
 
 }  // namespace trt_trace

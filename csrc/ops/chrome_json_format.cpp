@@ -16,40 +16,11 @@
 #include <vector>
 
 #include "common/record.h"
+#include "format/chrome_json_events.h"
 #include "ops/output_buffer.h"
 
 namespace trt_trace {
 namespace {
-
-// A cursor into a buffer sized for the worst case up front: no capacity checks per append.
-struct Out {
-  char* p;
-  void lit(const char* s, size_t n) {
-    std::memcpy(p, s, n);
-    p += n;
-  }
-  template <size_t N>
-  void lit(const char (&s)[N]) {
-    lit(s, N - 1);
-  }
-  void str(const std::string& s) { lit(s.data(), s.size()); }
-  void num(uint64_t v) { p = std::to_chars(p, p + 20, v).ptr; }  // no locale, no format parsing
-  // ns -> microseconds with exactly three decimals (Perfetto reads them back to the ns).
-  void us(int64_t ns) {
-    if (ns < 0) {
-      *p++ = '-';
-      ns = -ns;
-    }
-    const auto v = static_cast<uint64_t>(ns);
-    num(v / 1000);
-    const auto frac = static_cast<unsigned>(v % 1000);
-    p[0] = '.';
-    p[1] = static_cast<char>('0' + frac / 100);
-    p[2] = static_cast<char>('0' + frac / 10 % 10);
-    p[3] = static_cast<char>('0' + frac % 10);
-    p += 4;
-  }
-};
 
 // records: uint8 [n * 40]; tids: int64 [n]; engine_json[i]: engine i's name as a JSON string
 // literal (quotes included, escaped by the caller). flows: emit launch flow events (enqueue ->
@@ -70,69 +41,25 @@ std::tuple<at::Tensor, int64_t> chrome_json_events(const at::Tensor& records, co
   size_t longest_name = 0;
   for (const auto& e : engine_json) longest_name = std::max(longest_name, e.size());
   // Fixed text + 12 numbers of <= 21 chars + a flow event, per record.
-  const size_t worst = 640 + longest_name + 2 * pid_s.size();
+  const size_t worst = kMaxEventBytes + longest_name + 2 * pid_s.size();
   at::Tensor result = output_buffer(out_buffer, worst * static_cast<size_t>(n), "chrome_json_events");
   char* const begin = reinterpret_cast<char*>(result.data_ptr<uint8_t>());
-  Out out{begin};
+  JsonOut out{begin};
   for (int64_t i = 0; i < n; ++i) {
     const Record& r = rec[i];
     if (r.phase > kLastPublicPhase) continue;
     const std::string& engine = r.engine_id < engine_json.size() ? engine_json[r.engine_id] : engine_json[0];
     if (out.p != begin) out.lit(",\n");
-    out.lit(R"({"ph":"X","cat":"trt_trace","name":")");
-    const char* name = kPhaseNames[r.phase];
-    out.lit(name, std::strlen(name));
-    out.lit(R"(","ts":)");
-    out.us(r.begin_ns);
-    out.lit(R"(,"dur":)");
-    out.us(r.end_ns - r.begin_ns);
-    out.lit(R"(,"pid":)");
-    out.str(pid_s);
-    out.lit(R"(,"tid":)");
-    out.num(static_cast<uint64_t>(tid[i]));
-    out.lit(R"(,"args":{"engine":)");
-    out.str(engine);
-    out.lit(R"(,"engine_id":)");
-    out.num(r.engine_id);
-    out.lit(R"(,"call_id":)");
-    out.num(r.call_id);
-    out.lit(R"(,"thread":)");
-    out.num(r.thread_id);
-    if (r.device != kNoDevice) {
-      out.lit(R"(,"device":)");
-      out.num(r.device);
-    }
-    const bool gpu = r.phase == static_cast<uint8_t>(Phase::kGpu);
-    if (is_gpu_span(r.phase)) {
-      out.lit(R"(,"stream":)");
-      out.num(r.stream);
-    }
-    if (r.flags & kFlagError) out.lit(R"(,"error":true)");
-    if (r.flags & kFlagNested) out.lit(R"(,"nested":true)");
-    if (r.flags & kFlagCaptured) out.lit(R"(,"captured":true)");
-    if (r.flags & kFlagEngineStream) out.lit(R"(,"engine_stream":true)");
-    out.lit("}}");
+    append_slice_event(out, r, static_cast<uint64_t>(tid[i]), pid_s.data(), pid_s.size(), engine.data(), engine.size());
     // Flow arrow (v1) from the enqueue slice to the GPU slice it launched: its start 1 ns into the
     // enqueue slice, its end ("bp":"e", the enclosing slice) 1 ns before the GPU slice ends. Perfetto
     // matches a flow's events in time order, and a GPU span may begin with its enqueue (it is
     // clamped there) and end long before the enqueue does: the slices' middles can come in either
     // order, these two ends do not (for spans of 2 ns or more).
-    const bool launch = launches_gpu(r);
-    if (flows && (gpu || launch)) {
-      if (gpu) {
-        out.lit(",\n{\"ph\":\"f\",\"bp\":\"e\",\"cat\":\"trt_trace\",\"name\":\"launch\",\"id\":");
-      } else {
-        out.lit(",\n{\"ph\":\"s\",\"cat\":\"trt_trace\",\"name\":\"launch\",\"id\":");
-      }
-      out.num(r.call_id);
-      out.lit(R"(,"ts":)");
-      const int64_t inside = r.end_ns > r.begin_ns ? 1 : 0;
-      out.us(gpu ? r.end_ns - inside : r.begin_ns + inside);
-      out.lit(R"(,"pid":)");
-      out.str(pid_s);
-      out.lit(R"(,"tid":)");
-      out.num(static_cast<uint64_t>(tid[i]));
-      out.lit("}");
+    const bool gpu = r.phase == static_cast<uint8_t>(Phase::kGpu);
+    if (flows && (gpu || launches_gpu(r))) {
+      out.lit(",\n");
+      append_flow_event(out, gpu, r.call_id, flow_ts(r, gpu), pid_s.data(), pid_s.size(), static_cast<uint64_t>(tid[i]));
     }
   }
   return {result, static_cast<int64_t>(out.p - begin)};

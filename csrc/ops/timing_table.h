@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "hook/engine_stats.h"
+#include "common/stat_columns.h"
 
 namespace trt_trace {
 

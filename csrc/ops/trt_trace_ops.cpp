@@ -26,6 +26,7 @@
 #include "hook/gpu_sampling.h"
 #include "hook/gpu_self_time.h"
 #include "hook/nvtx_ranges.h"
+#include "hook/profiler_scopes.h"
 #include "hook/tracing_state.h"
 #include "ops/timing_table.h"
 
@@ -128,6 +129,8 @@ int64_t pending() {
 
 bool set_gpu_timing(bool enable) { return gpu::set_enabled(enable); }
 bool get_gpu_timing() { return gpu::enabled() && gpu::available(); }
+// The switch itself, also in a CPU-only build (a session restores it as it found it).
+bool gpu_timing_switch() { return gpu::enabled(); }
 // GPU-timing sampling: 1 traced CUDA call in n of each engine (per calling thread) gets GPU events.
 void set_gpu_every(int64_t n) {
   TORCH_CHECK(gpu::set_sample_every(n), "trt_trace::set_gpu_every: n must be an integer from 1 (every call) to ",
@@ -142,6 +145,7 @@ void set_caller_wait_every(int64_t n) {
 bool gpu_stream_trace_installed() { return gpu::engine_stream_trace_installed(); }
 // Whether GPU spans may move to an engine's own stream (Settings.engine_stream_spans).
 void set_engine_stream_spans(bool enable) { gpu::g_engine_stream_spans.store(enable, std::memory_order_relaxed); }
+bool get_engine_stream_spans() { return gpu::g_engine_stream_spans.load(std::memory_order_relaxed); }
 
 // Named, so that no reader depends on an order of fields.
 c10::Dict<std::string, double> gpu_clock_stats() {
@@ -334,6 +338,9 @@ TORCH_LIBRARY(trt_trace, m) {
   m.def("get_gpu_every() -> int", &get_gpu_every);
   m.def("gpu_clock_stats() -> Dict(str, float)", &gpu_clock_stats);
   m.def("_set_engine_stream_spans(bool enable) -> ()", &set_engine_stream_spans);
+  m.def("_get_engine_stream_spans() -> bool", &get_engine_stream_spans);
+  m.def("_gpu_timing_switch() -> bool", &gpu_timing_switch);
+  m.def("_profiler_op_callbacks() -> bool", [] { return profiler_op_callbacks_installed(); });
   m.def("_gpu_event_host_ns(int device, int calls, int every=1, int hand_off=0, int kernels=0, int scrub_kib=0) -> float",
         &gpu_event_host_ns);
   m.def("_gpu_self_time(bool enable) -> int[]", &gpu_self_time);

@@ -104,4 +104,10 @@ struct StandInEngine : torch::CustomClassHolder {
 
 std::vector<at::Tensor> execute_engine(std::vector<at::Tensor> inputs, c10::intrusive_ptr<StandInEngine> engine);
 
+// A gate in every engine's enqueue, for tests that must act while a call is under way (instead of
+// sleeping and hoping it is): while closed, each call waits in its enqueue, counted.
+void set_enqueue_gate_closed(bool closed) noexcept;
+int64_t calls_at_enqueue_gate() noexcept;
+void wait_at_enqueue_gate() noexcept;
+
 }  // namespace trt_standin

@@ -7,9 +7,11 @@
 #include <ATen/record_function.h>
 #include <c10/core/impl/LocalDispatchKeySet.h>
 
+#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <stdexcept>
+#include <thread>
 
 #include "standin/standin_engine.h"
 
@@ -22,6 +24,9 @@
 namespace trt_standin {
 
 namespace {
+
+std::atomic<bool> g_gate_closed{false};
+std::atomic<int64_t> g_at_gate{0};
 
 void spin_for_us(int64_t us) {
   if (us <= 0) return;
@@ -106,6 +111,15 @@ CallStreams choose_streams(StandInEngine& engine) {
 #endif
 
 }  // namespace
+
+void set_enqueue_gate_closed(bool closed) noexcept { g_gate_closed.store(closed, std::memory_order_release); }
+int64_t calls_at_enqueue_gate() noexcept { return g_at_gate.load(std::memory_order_acquire); }
+void wait_at_enqueue_gate() noexcept {
+  if (C10_LIKELY(!g_gate_closed.load(std::memory_order_acquire))) return;
+  g_at_gate.fetch_add(1, std::memory_order_acq_rel);
+  while (g_gate_closed.load(std::memory_order_acquire)) std::this_thread::sleep_for(std::chrono::microseconds(200));
+  g_at_gate.fetch_sub(1, std::memory_order_acq_rel);
+}
 
 std::vector<at::Tensor> execute_engine(std::vector<at::Tensor> inputs, c10::intrusive_ptr<StandInEngine> engine) {
   const EngineParams& p = engine->params;
@@ -192,6 +206,7 @@ std::vector<at::Tensor> execute_engine(std::vector<at::Tensor> inputs, c10::intr
       }
     }
 #endif
+    wait_at_enqueue_gate();
     spin_for_us(p.host_us);
     if (p.fail_every > 0 && call_index % p.fail_every == 0) {
       throw std::runtime_error("[Error thrown at core/runtime/execute_engine.cpp] Failed to execute TRT engine " +

@@ -61,6 +61,9 @@ TORCH_LIBRARY(tensorrt, m) {
   // The Torch-TensorRT version played (standin_runtime_version.h), and a switch for tests that
   // returns the previous one. Engines made before a switch keep their version.
   m.def("_trt_trace_standin_runtime", []() -> std::string { return traits(current_runtime_version()).name; });
+  // The enqueue gate for tests (standin_engine.h): closed, calls wait in their enqueue; how many wait.
+  m.def("_trt_trace_standin_close_gate", [](bool closed) -> void { set_enqueue_gate_closed(closed); });
+  m.def("_trt_trace_standin_at_gate", []() -> int64_t { return calls_at_enqueue_gate(); });
   m.def("_trt_trace_standin_set_runtime", [](std::string name) -> std::string {
     const RuntimeVersion next = version_named(name);
     const std::string previous = traits(current_runtime_version()).name;

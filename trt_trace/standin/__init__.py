@@ -18,7 +18,16 @@ played, and `use_runtime()` switches it in-process (for tests).
 It refuses to load where the real runtime is loaded (both cannot own the `tensorrt` namespace).
 """
 
-from .runtime import RUNTIME_VERSIONS, EngineSpec, load, make_engine, reference_outputs, runtime_version, use_runtime
+from .runtime import (
+    RUNTIME_VERSIONS,
+    EngineSpec,
+    EnqueueGate,
+    load,
+    make_engine,
+    reference_outputs,
+    runtime_version,
+    use_runtime,
+)
 
-__all__ = ["RUNTIME_VERSIONS", "EngineSpec", "load", "make_engine", "reference_outputs", "runtime_version",
-           "use_runtime"]
+__all__ = ["RUNTIME_VERSIONS", "EngineSpec", "EnqueueGate", "load", "make_engine", "reference_outputs",
+           "runtime_version", "use_runtime"]

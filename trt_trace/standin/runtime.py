@@ -11,6 +11,7 @@ made (or unpickled) afterwards follow the new version, engines made before keep 
 from __future__ import annotations
 
 import sys
+import time
 from dataclasses import dataclass, fields
 from pathlib import Path
 
@@ -147,3 +148,34 @@ def reference_outputs(spec: EngineSpec, inputs: list[torch.Tensor]) -> list[torc
     elif spec.activation == "tanh":
         y = torch.tanh(y)
     return [(y * (k + 1)).to(inputs[0].dtype) for k in range(spec.num_outputs)]
+
+
+class EnqueueGate:
+    """While the gate is closed every stand-in call waits in its enqueue: a test can act while calls
+    are under way, knowing they are (wait_for), instead of sleeping. Opened again on leaving."""
+
+    def __init__(self) -> None:
+        load()
+
+    def __enter__(self) -> EnqueueGate:
+        torch.ops.tensorrt._trt_trace_standin_close_gate(True)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.open()
+
+    def open(self) -> None:
+        torch.ops.tensorrt._trt_trace_standin_close_gate(False)
+
+    @staticmethod
+    def waiting() -> int:
+        """Calls waiting at the gate now."""
+        return int(torch.ops.tensorrt._trt_trace_standin_at_gate())
+
+    def wait_for(self, calls: int, timeout_s: float = 60.0) -> None:
+        """Returns once `calls` calls wait at the gate (AssertionError after `timeout_s`)."""
+        deadline = time.monotonic() + timeout_s
+        while self.waiting() < calls:
+            if time.monotonic() > deadline:
+                raise AssertionError(f"{self.waiting()} of {calls} calls reached the stand-in's enqueue gate")
+            time.sleep(0.001)

@@ -44,7 +44,7 @@ class ChromeJsonWriter(StreamedTrace):
         """lazy=True: the file is created at the first engine event. max_bytes > 0: size limit per
         file; split=True continues in numbered files, False stops writing (trace_file.py)."""
         self._file = TraceFile(path, self._part_start, part_end=b"\n]\n", separator=b",\n", lazy=lazy,
-                               max_bytes=max_bytes, split=split)
+                               max_bytes=max_bytes, split=split, end_event=self._metadata_event)
         self.path = path
         self._track_meta: list[dict[str, Any]] = []  # every track's name events, for each new file
         self._engine_names = engine_names
@@ -109,7 +109,13 @@ class ChromeJsonWriter(StreamedTrace):
         new_tracks = orjson.dumps(meta)[1:-1] if meta else b""
         self._file.write(new_tracks, body, len(records), int(records["begin_ns"].min()))
 
+    def _metadata_event(self, args: dict[str, Any]) -> bytes:
+        return orjson.dumps({"ph": "M", "name": METADATA_EVENT, "pid": self._pid, "tid": 0, "args": args})
+
     def finish(self, end_metadata: dict[str, Any]) -> None:
-        end_metadata = dict(end_metadata, files=self.paths, events_not_written=self.events_not_written)
-        closing = orjson.dumps({"ph": "M", "name": METADATA_EVENT, "pid": self._pid, "tid": 0, "args": end_metadata})
-        self._file.finish(closing, first_ns=0, count=1)
+        self._file.finish(self._metadata_event(self.end_record(end_metadata)), first_ns=0)
+
+    def finish_after_failure(self, end_metadata: dict[str, Any], error: str) -> bool:
+        """Ends the file after a failed write, with what it holds up to its last whole batch; False: no end."""
+        end = dict(self.end_record(end_metadata), ended="write failed", error=error)
+        return self._file.finish_after_failure(self._metadata_event(end))

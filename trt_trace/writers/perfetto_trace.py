@@ -57,7 +57,7 @@ import numpy as np
 
 from .. import ops
 from ..perfetto_protos import protos
-from ..trace_format import ENGINE_UUID_BASE, METADATA_EVENT, PERFETTO_SUFFIXES, PHASE_NAMES
+from ..trace_format import ANNOTATIONS, ENGINE_UUID_BASE, METADATA_EVENT, PERFETTO_SUFFIXES, PHASE_NAMES
 from ..tracks import LaneAssigner, decode_track, place_on_lanes, present_codes, track_codes
 from .trace_file import StreamedTrace, TraceFile
 
@@ -69,8 +69,6 @@ ENGINES_UUID = 3
 ENGINES_TRACK = "engines"
 FIRST_LANE_UUID = 16
 METADATA_TRACK = "trt_trace metadata"
-# Slice annotation names, interned in this order (iid = index + 1): csrc/ops/perfetto_format.cpp's Annotation.
-ANNOTATIONS = ("engine", "call_id", "thread", "device", "stream", "error", "nested", "captured", "engine_stream")
 METADATA_NAME_IID = len(PHASE_NAMES) + 1  # event names: phase + 1, then the metadata instant
 GPU_RANK = 1 << 20  # GPU lanes sort after the host lanes under their engine
 
@@ -207,7 +205,8 @@ class PerfettoTraceWriter(StreamedTrace):
         self._lanes = LaneAssigner()
         self._gpu_lanes = LaneAssigner()
         self._format_buffer = ops.FormatBuffer()  # the formatter's output, reused from batch to batch
-        self._file = TraceFile(path, self._part_start, lazy=lazy, max_bytes=max_bytes, split=split)
+        self._file = TraceFile(path, self._part_start, lazy=lazy, max_bytes=max_bytes, split=split,
+                               end_event=self._part_end_event)
 
     # -- the file ---------------------------------------------------------------------------------
 
@@ -277,17 +276,30 @@ class PerfettoTraceWriter(StreamedTrace):
     def write(self, records: np.ndarray) -> None:
         if len(records) == 0:
             return
-        self._last_end_ns = max(self._last_end_ns, int(records["end_ns"].max()))
         lanes, is_gpu = place_on_lanes(records, self._lanes, self._gpu_lanes)
         uuids, new_tracks = self._track_uuids(records, lanes, is_gpu)
         body = ops.perfetto_slice_packets(records, uuids, SEQUENCE_ID, list(range(1, len(ANNOTATIONS) + 1)),
                                           self.gpu_flows, self._format_buffer)
         self._file.write(new_tracks, body, len(records), int(records["begin_ns"].min()))
+        # After the write: a part that ends before this batch (split) is stamped at its own last record.
+        self._last_end_ns = max(self._last_end_ns, int(records["end_ns"].max()))
 
-    def finish(self, end_metadata: dict[str, Any]) -> None:
-        end_metadata = dict(end_metadata, files=self.paths, events_not_written=self.events_not_written)
-        ts = int(end_metadata.get("monotonic_ns") or time.clock_gettime_ns(time.CLOCK_MONOTONIC))
-        empty_start = int(self._start_metadata.get("monotonic_ns") or ts)  # a file that got no record
+    def _part_end_event(self, args: dict[str, Any]) -> bytes:
+        """The end record of a part the trace goes on from, at that part's last record."""
+        return _metadata_packet(self._last_end_ns, args)
+
+    def _closing(self, end: dict[str, Any]) -> tuple[bytes, int]:
+        """The end packets (stamped at the last record's end) and the stamp of a file that got no record."""
+        ts = int(end.get("monotonic_ns") or time.clock_gettime_ns(time.CLOCK_MONOTONIC))
+        empty_start = int(self._start_metadata.get("monotonic_ns") or ts)
         ts = min(ts, self._last_end_ns) if self._last_end_ns else ts  # the timeline ends with the calls
         # A second clock snapshot lets a reader correct wall-clock drift over a long run.
-        self._file.finish(_clock_snapshot_packet() + _metadata_packet(ts, end_metadata), empty_start)
+        return _clock_snapshot_packet() + _metadata_packet(ts, end), empty_start
+
+    def finish(self, end_metadata: dict[str, Any]) -> None:
+        self._file.finish(*self._closing(self.end_record(end_metadata)))
+
+    def finish_after_failure(self, end_metadata: dict[str, Any], error: str) -> bool:
+        """Ends the file after a failed write, with what it holds up to its last whole batch; False: no end."""
+        closing, _ = self._closing(dict(self.end_record(end_metadata), ended="write failed", error=error))
+        return self._file.finish_after_failure(closing)

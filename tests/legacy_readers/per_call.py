@@ -1,3 +1,6 @@
+# ruff: noqa
+# Today's reader as it was before trt_trace/readers (issue 24), kept as the oracle that
+# tests/test_readers_oracle.py compares the streaming readers with. Not used by the package.
 """The engine calls of a trace, one row per call with its durations: the one extraction behind the
 summary's sums and exact percentiles (`trt-trace summary`) and `trt-trace diff`.
 
@@ -13,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from .complete_calls import partial_calls
-from .trace_format import CATEGORY, DURATIONS, PHASE_NAMES, Phase
+from trt_trace.trace_format import CATEGORY, DURATIONS, PHASE_NAMES, Phase
 
 # Columns of CallTable.ns: trace_format.DURATIONS, the call's host time, its four host phases, its GPU span.
 GPU = DURATIONS.index("gpu")

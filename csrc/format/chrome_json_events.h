@@ -1,0 +1,115 @@
+// The text of one Chrome JSON event as trt_trace writes it: a slice (`X`) of a record, and a launch
+// flow end (`s` / `f`). One definition for the writer (ops/chrome_json_format.cpp, through torch)
+// and the torch-free reader library (readers/, `trt-trace merge` re-encoding the events it moves):
+// the readers' fast path parses exactly this layout back (readers/json_lines.cpp).
+//
+// No torch, no allocation: the caller sizes the buffer for the worst case (kMaxEventBytes plus the
+// engine name's literal and the pid's digits) and appends through a cursor.
+#pragma once
+
+#include <charconv>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+
+#include "common/record.h"
+
+namespace trt_trace {
+
+// The longest event's fixed text plus 12 numbers of <= 21 characters, plus a flow event.
+constexpr size_t kMaxEventBytes = 640;
+
+// A cursor into a buffer sized for the worst case up front: no capacity checks per append.
+struct JsonOut {
+  char* p;
+  void lit(const char* s, size_t n) {
+    std::memcpy(p, s, n);
+    p += n;
+  }
+  template <size_t N>
+  void lit(const char (&s)[N]) {
+    lit(s, N - 1);
+  }
+  void num(uint64_t v) { p = std::to_chars(p, p + 20, v).ptr; }  // no locale, no format parsing
+  // ns -> microseconds with exactly three decimals (Perfetto reads them back to the ns).
+  void us(int64_t ns) {
+    uint64_t v;
+    if (ns < 0) {
+      *p++ = '-';
+      v = static_cast<uint64_t>(0) - static_cast<uint64_t>(ns);
+    } else {
+      v = static_cast<uint64_t>(ns);
+    }
+    num(v / 1000);
+    const auto frac = static_cast<unsigned>(v % 1000);
+    p[0] = '.';
+    p[1] = static_cast<char>('0' + frac / 100);
+    p[2] = static_cast<char>('0' + frac / 10 % 10);
+    p[3] = static_cast<char>('0' + frac % 10);
+    p += 4;
+  }
+};
+
+// {"ph":"X",...} of a record on track `tid` of process `pid` (its digits), engine name given as a
+// JSON string literal (quotes included).
+inline void append_slice_event(JsonOut& out, const Record& r, uint64_t tid, const char* pid, size_t pid_len,
+                               const char* engine, size_t engine_len) {
+  out.lit(R"({"ph":"X","cat":"trt_trace","name":")");
+  const char* name = kPhaseNames[r.phase];
+  out.lit(name, std::strlen(name));
+  out.lit(R"(","ts":)");
+  out.us(r.begin_ns);
+  out.lit(R"(,"dur":)");
+  out.us(r.end_ns - r.begin_ns);
+  out.lit(R"(,"pid":)");
+  out.lit(pid, pid_len);
+  out.lit(R"(,"tid":)");
+  out.num(tid);
+  out.lit(R"(,"args":{"engine":)");
+  out.lit(engine, engine_len);
+  out.lit(R"(,"engine_id":)");
+  out.num(r.engine_id);
+  out.lit(R"(,"call_id":)");
+  out.num(r.call_id);
+  out.lit(R"(,"thread":)");
+  out.num(r.thread_id);
+  if (r.device != kNoDevice) {
+    out.lit(R"(,"device":)");
+    out.num(r.device);
+  }
+  if (is_gpu_span(r.phase)) {
+    out.lit(R"(,"stream":)");
+    out.num(r.stream);
+  }
+  if (r.flags & kFlagError) out.lit(R"(,"error":true)");
+  if (r.flags & kFlagNested) out.lit(R"(,"nested":true)");
+  if (r.flags & kFlagCaptured) out.lit(R"(,"captured":true)");
+  if (r.flags & kFlagEngineStream) out.lit(R"(,"engine_stream":true)");
+  out.lit("}}");
+}
+
+// A launch flow's start (`s`, in the enqueue slice) or end (`f` with "bp":"e", in the GPU slice).
+inline void append_flow_event(JsonOut& out, bool end, uint64_t id, int64_t ts_ns, const char* pid, size_t pid_len,
+                              uint64_t tid) {
+  if (end) {
+    out.lit("{\"ph\":\"f\",\"bp\":\"e\",\"cat\":\"trt_trace\",\"name\":\"launch\",\"id\":");
+  } else {
+    out.lit("{\"ph\":\"s\",\"cat\":\"trt_trace\",\"name\":\"launch\",\"id\":");
+  }
+  out.num(id);
+  out.lit(R"(,"ts":)");
+  out.us(ts_ns);
+  out.lit(R"(,"pid":)");
+  out.lit(pid, pid_len);
+  out.lit(R"(,"tid":)");
+  out.num(tid);
+  out.lit("}");
+}
+
+// Where a record's flow ends go: 1 ns inside its slice (see ops/chrome_json_format.cpp).
+inline int64_t flow_ts(const Record& r, bool end) {
+  const int64_t inside = r.end_ns > r.begin_ns ? 1 : 0;
+  return end ? r.end_ns - inside : r.begin_ns + inside;
+}
+
+}  // namespace trt_trace

@@ -1,0 +1,243 @@
+// The fast path of the Perfetto reader: trt_trace's own slice packets (writers/perfetto_trace.py,
+// ops/perfetto_format.cpp: a SLICE_BEGIN with interned name, debug annotations and flow ids,
+// immediately followed by its SLICE_END on the same track) decoded from the wire format into
+// Slice structs. Any other packet (track descriptors, interned names, clock snapshots, metadata
+// instants) stops the loop at its offset and is decoded by Python with the protobuf classes,
+// which also update the tables this loop reads (names, annotation names, tracks). A slice packet
+// of any other shape (not ours) answers kNotOurs: the file is then read by the general path.
+#include <cstring>
+
+#include "readers/read_types.h"
+
+namespace trt_trace {
+namespace {
+
+enum PfStatus : int32_t {
+  kNeedMore = 0,  // the buffer ends (in a packet, or at its end)
+  kFull = 1,      // the output is full
+  kOther = 2,     // a packet for Python at the returned offset
+  kNotOurs = 3,   // a slice packet of another shape: use the general path for the whole file
+  kGarbage = 4,   // not a Trace.packet field: the trace ends here (a cut or corrupt tail)
+};
+
+// Annotation name kinds, as the Python side numbers them in ann_kind (the writer's ANNOTATIONS + 1).
+enum AnnKind : uint8_t {
+  kAnnNone = 0, kAnnEngine, kAnnCallId, kAnnThread, kAnnDevice, kAnnStream, kAnnError, kAnnNested, kAnnCaptured,
+  kAnnEngineStream,
+};
+
+struct Reader {
+  const uint8_t* p;
+  const uint8_t* end;
+  bool varint(uint64_t& v) {
+    uint64_t x = 0;
+    for (int shift = 0; shift < 64; shift += 7) {
+      if (p == end) return false;
+      const uint8_t b = *p++;
+      x |= static_cast<uint64_t>(b & 0x7f) << shift;
+      if (!(b & 0x80)) {
+        v = x;
+        return true;
+      }
+    }
+    return false;
+  }
+  bool fixed64(uint64_t& v) {
+    if (end - p < 8) return false;
+    std::memcpy(&v, p, 8);
+    p += 8;
+    return true;
+  }
+  bool bytes(const uint8_t*& a, const uint8_t*& b) {
+    uint64_t n;
+    if (!varint(n) || n > static_cast<uint64_t>(end - p)) return false;
+    a = p;
+    b = p + n;
+    p = b;
+    return true;
+  }
+};
+
+struct Tables {
+  const uint8_t* name_phase;     // [256] name iid -> phase + 1 (0: not a phase name)
+  const uint8_t* ann_kind;       // [256] annotation name iid -> AnnKind
+  const int64_t* track_engine;   // [n_tracks] lane track uuid -> engine id, -1: not an engine lane
+  const uint32_t* track_tid;     // [n_tracks] lane track uuid -> the JSON writer's tid
+  int64_t n_tracks;
+  uint64_t seq_id;
+  uint32_t pid;
+};
+
+struct OpenSlice {
+  int64_t open;
+  int64_t open_pos;  // the begin packet's offset
+  uint64_t track;
+  Slice slice;
+};
+
+struct Event {
+  uint64_t type = 0, track = 0, name_iid = 0;
+  bool has_type = false, has_track = false, has_name = false;
+  int flow_out = 0, flow_in = 0;
+  uint64_t flow_out_id = 0, flow_in_id = 0;
+  uint64_t ann_value[16] = {};
+  bool ann_set[16] = {};
+};
+
+// Decodes a TrackEvent; false where it holds a field the fast path does not know.
+bool decode_event(Reader r, const Tables& t, Event& e) {
+  while (r.p < r.end) {
+    uint64_t key;
+    if (!r.varint(key)) return false;
+    const uint64_t field = key >> 3, wire = key & 7;
+    if (wire == 0 && (field == 9 || field == 11 || field == 10)) {
+      uint64_t v;
+      if (!r.varint(v)) return false;
+      if (field == 9) { e.type = v; e.has_type = true; }
+      if (field == 11) { e.track = v; e.has_track = true; }
+      if (field == 10) { e.name_iid = v; e.has_name = true; }
+    } else if (wire == 1 && (field == 47 || field == 48)) {
+      uint64_t v;
+      if (!r.fixed64(v)) return false;
+      if (field == 47) { e.flow_out++; e.flow_out_id = v; }
+      else { e.flow_in++; e.flow_in_id = v; }
+    } else if (wire == 2 && field == 4) {
+      const uint8_t *a, *b;
+      if (!r.bytes(a, b)) return false;
+      Reader ar{a, b};
+      uint64_t iid = 0, value = 0;
+      bool has_iid = false, has_value = false;
+      while (ar.p < ar.end) {
+        uint64_t k;
+        if (!ar.varint(k)) return false;
+        const uint64_t f = k >> 3, w = k & 7;
+        if (w != 0) return false;
+        uint64_t v;
+        if (!ar.varint(v)) return false;
+        if (f == 1) { iid = v; has_iid = true; }
+        else if (f == 2 || f == 3 || f == 17) { value = v; has_value = true; }
+        else return false;
+      }
+      if (!has_iid || !has_value || iid >= 256) return false;
+      const uint8_t kind = t.ann_kind[iid];
+      if (kind == kAnnNone || e.ann_set[kind]) return false;
+      e.ann_set[kind] = true;
+      e.ann_value[kind] = value;
+    } else {
+      return false;
+    }
+  }
+  return true;
+}
+
+}  // namespace
+}  // namespace trt_trace
+
+using namespace trt_trace;
+
+// Decodes buf[pos, len) packet by packet. state: a begin still waiting for its end (across calls).
+// Returns the offset reached; *status says why it stopped (PfStatus).
+TT_API int64_t tt_pf_parse(const uint8_t* buf, int64_t len, int64_t pos, const uint8_t* name_phase,
+                           const uint8_t* ann_kind, const int64_t* track_engine, const uint32_t* track_tid,
+                           int64_t n_tracks, uint64_t seq_id, uint32_t pid, OpenSlice* state, Slice* out,
+                           int64_t cap, int64_t* n_out, int32_t* status) {
+  const Tables t{name_phase, ann_kind, track_engine, track_tid, n_tracks, seq_id, pid};
+  int64_t n = 0;
+  *status = kNeedMore;
+  while (pos < len) {
+    if (n == cap) {
+      *status = kFull;
+      break;
+    }
+    if (buf[pos] != 0x0a) {
+      *status = kGarbage;
+      break;
+    }
+    Reader head{buf + pos + 1, buf + len};
+    uint64_t size;
+    if (!head.varint(size)) break;  // the length itself is cut: need more
+    if (size > static_cast<uint64_t>(buf + len - head.p)) break;
+    const uint8_t* pkt_end = head.p + size;
+    Reader r{head.p, pkt_end};
+    uint64_t ts = 0, seq = 0;
+    bool has_ts = false, other = false;
+    const uint8_t *te_a = nullptr, *te_b = nullptr;
+    while (r.p < r.end && !other) {
+      uint64_t key;
+      if (!r.varint(key)) { other = true; break; }
+      const uint64_t field = key >> 3, wire = key & 7;
+      if (wire == 0 && field == 8) {
+        if (!r.varint(ts)) other = true;
+        has_ts = true;
+      } else if (wire == 0 && field == 10) {
+        if (!r.varint(seq)) other = true;
+      } else if (wire == 2 && field == 11) {
+        if (!r.bytes(te_a, te_b)) other = true;
+      } else {
+        other = true;
+      }
+    }
+    Event e;
+    const bool decoded = !other && te_a != nullptr && decode_event(Reader{te_a, te_b}, t, e);
+    const bool is_slice = decoded && e.has_type && (e.type == 1 || e.type == 2);
+    if (!is_slice) {
+      if (state->open || (decoded && e.has_type && (e.type == 1 || e.type == 2))) {
+        *status = kNotOurs;  // a begin not followed by its end, or a slice packet we cannot read
+        break;
+      }
+      if (decoded && !e.has_type) { *status = kNotOurs; break; }
+      *status = kOther;
+      break;
+    }
+    if (!has_ts || (t.seq_id && seq != t.seq_id) || !e.has_track) { *status = kNotOurs; break; }
+    if (e.type == 1) {
+      if (state->open || !e.has_name || e.name_iid >= 256 || t.name_phase[e.name_iid] == 0) {
+        *status = kNotOurs;
+        break;
+      }
+      if (e.track >= static_cast<uint64_t>(t.n_tracks) || t.track_engine[e.track] < 0) { *status = kNotOurs; break; }
+      Slice& s = state->slice;
+      std::memset(&s, 0, sizeof(s));
+      Record& rec = s.rec;
+      rec.begin_ns = static_cast<int64_t>(ts);
+      rec.phase = static_cast<uint8_t>(t.name_phase[e.name_iid] - 1);
+      rec.engine_id = static_cast<uint32_t>(t.track_engine[e.track]);
+      rec.call_id = e.ann_value[kAnnCallId];
+      rec.thread_id = static_cast<uint32_t>(e.ann_value[kAnnThread]);
+      rec.device = e.ann_set[kAnnDevice] ? static_cast<uint16_t>(e.ann_value[kAnnDevice]) : kNoDevice;
+      rec.stream = static_cast<uint32_t>(e.ann_value[kAnnStream]);
+      if (!e.ann_set[kAnnCallId] || e.ann_value[kAnnThread] > 0xffffffffull ||
+          (e.ann_set[kAnnDevice] && e.ann_value[kAnnDevice] >= kNoDevice) || e.ann_value[kAnnStream] > 0xffffffffull ||
+          e.flow_out > 1 || e.flow_in > 1 || (e.flow_out && e.flow_out_id != rec.call_id) ||
+          (e.flow_in && e.flow_in_id != rec.call_id) ||
+          (e.ann_set[kAnnEngine] && e.ann_value[kAnnEngine] != static_cast<uint64_t>(rec.engine_id) + 1)) {
+        *status = kNotOurs;
+        break;
+      }
+      if (e.ann_value[kAnnError]) rec.flags |= kFlagError;
+      if (e.ann_value[kAnnNested]) rec.flags |= kFlagNested;
+      if (e.ann_value[kAnnCaptured]) rec.flags |= kFlagCaptured;
+      if (e.ann_value[kAnnEngineStream]) rec.flags |= kFlagEngineStream;
+      if (e.flow_out) rec.flags |= kFlagFlowOut;
+      if (e.flow_in) rec.flags |= kFlagFlowIn;
+      s.pid = t.pid;
+      s.tid = t.track_tid[e.track];
+      s.kind = kSliceX;
+      s.has_device = e.ann_set[kAnnDevice];
+      state->open = 1;
+      state->open_pos = pos;
+      state->track = e.track;
+    } else {
+      if (!state->open || state->track != e.track || e.has_name || e.flow_out || e.flow_in) {
+        *status = kNotOurs;
+        break;
+      }
+      state->slice.rec.end_ns = static_cast<int64_t>(ts);
+      out[n++] = state->slice;
+      state->open = 0;
+    }
+    pos = pkt_end - buf;
+  }
+  *n_out = n;
+  return pos;
+}

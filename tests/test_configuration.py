@@ -1,0 +1,208 @@
+"""Every TRT_TRACE_* variable reads what docs/configuration.md says: exact values for what it takes,
+its default when unset or blank, one warning line and the default (or its cap) for what it does not."""
+
+from __future__ import annotations
+
+import pytest
+
+from trt_trace import config
+
+MIB = 1 << 20
+CASES = [
+    # (variable, raw, expected, warns)
+    ("TRT_TRACE_BUFFER", "65536", 65536, False),
+    ("TRT_TRACE_BUFFER", " 64k ", 64 * 1024, False),
+    ("TRT_TRACE_BUFFER", "1M", 1 << 20, False),
+    ("TRT_TRACE_BUFFER", "1m", 1 << 20, False),
+    ("TRT_TRACE_BUFFER", "1", 1, False),
+    ("TRT_TRACE_BUFFER", "0", config.DEFAULT_BUFFER_EVENTS, True),
+    ("TRT_TRACE_BUFFER", "k", config.DEFAULT_BUFFER_EVENTS, True),
+    ("TRT_TRACE_BUFFER", "1025M", 1 << 30, True),
+    ("TRT_TRACE_BUFFER", "1024M", 1 << 30, False),
+    ("TRT_TRACE_BUFFER", "", config.DEFAULT_BUFFER_EVENTS, False),
+    ("TRT_TRACE_GPU", "0", False, False),
+    ("TRT_TRACE_GPU", "off", False, False),
+    ("TRT_TRACE_GPU", "No", False, False),
+    ("TRT_TRACE_GPU", "false", False, False),
+    ("TRT_TRACE_GPU", " TRUE ", True, False),
+    ("TRT_TRACE_GPU", "maybe", True, True),
+    ("TRT_TRACE_NVTX", "1", True, False),
+    ("TRT_TRACE_NVTX", "on", True, False),
+    ("TRT_TRACE_NVTX", "yes", True, False),
+    ("TRT_TRACE_NVTX", "2", False, True),
+    ("TRT_TRACE_NVTX", " ", False, False),
+    ("TRT_TRACE_MAX_MB", "2", 2 * MIB, False),
+    ("TRT_TRACE_MAX_MB", "0.5", MIB // 2, False),
+    ("TRT_TRACE_MAX_MB", "0", 0, False),
+    ("TRT_TRACE_MAX_MB", "-1", 1024 * MIB, True),
+    ("TRT_TRACE_MAX_MB", "inf", 1024 * MIB, True),
+    ("TRT_TRACE_MAX_MB", "nan", 1024 * MIB, True),
+    ("TRT_TRACE_ON_LIMIT", "stop", False, False),
+    ("TRT_TRACE_ON_LIMIT", " SPLIT ", True, False),
+    ("TRT_TRACE_ON_LIMIT", "halt", True, True),
+    ("TRT_TRACE_FLIGHT", "30", 30.0, False),
+    ("TRT_TRACE_FLIGHT", "0", 0.0, False),
+    ("TRT_TRACE_FLIGHT", "-5", 0.0, True),
+    ("TRT_TRACE_FLIGHT_MAX_MB", "1", MIB, False),
+    ("TRT_TRACE_FLIGHT_MAX_MB", "0", 256 * MIB, True),
+    ("TRT_TRACE_FORMAT", "perfetto", "perfetto", False),
+    ("TRT_TRACE_FORMAT", " JSON ", "json", False),
+    ("TRT_TRACE_FORMAT", "auto", None, False),
+    ("TRT_TRACE_FORMAT", "xml", None, True),
+    ("TRT_TRACE_GPU_EVERY", "8", 8, False),
+    ("TRT_TRACE_GPU_EVERY", "1048576", 1 << 20, False),
+    ("TRT_TRACE_GPU_EVERY", "1048577", 1 << 20, True),
+    ("TRT_TRACE_GPU_EVERY", "0", 1, True),
+    ("TRT_TRACE_CALLER_WAIT_EVERY", "1", 1, False),
+    ("TRT_TRACE_CALLER_WAIT_EVERY", "x", 8, True),
+    ("TRT_TRACE_ENGINE_STREAM", "0", False, False),
+    ("TRT_TRACE_QUIET", "1", True, False),
+    ("TRT_TRACE_FLIGHT_ON_EXIT", "1", True, False),
+    # Blank is unset: the default, and no line.
+    ("TRT_TRACE_MAX_MB", " ", 1024 * MIB, False),
+    ("TRT_TRACE_ON_LIMIT", " ", True, False),
+    ("TRT_TRACE_FORMAT", " ", None, False),
+    ("TRT_TRACE_FLIGHT", "", 0.0, False),
+    ("TRT_TRACE_GPU_EVERY", "\t", 1, False),
+]
+
+# The whole line for a value each parser refuses: the variable, what it got, the fix, the default used.
+LINES = [
+    ("TRT_TRACE_BUFFER", "lots", "TRT_TRACE_BUFFER='lots' is not a positive event count; use e.g. 65536, 256k or 1M "
+                                 "(using 65536)"),
+    ("TRT_TRACE_MAX_MB", "big", "TRT_TRACE_MAX_MB='big' is not a size in MiB; use e.g. 512, or 0 for no limit "
+                                "(using 1024)"),
+    ("TRT_TRACE_FLIGHT", "soon", "TRT_TRACE_FLIGHT='soon' is not a number of seconds; use e.g. 30 (0: off) (using 0)"),
+    ("TRT_TRACE_FLIGHT_MAX_MB", "0", "TRT_TRACE_FLIGHT_MAX_MB='0' is not a positive size in MiB; use e.g. 512 "
+                                     "(using 256)"),
+    ("TRT_TRACE_GPU_EVERY", "abc", "TRT_TRACE_GPU_EVERY='abc' is not a call count >= 1; use e.g. 8 for GPU events on "
+                                   "every 8th call, or TRT_TRACE_GPU=0 for none (using 1)"),
+    ("TRT_TRACE_ON_LIMIT", "halt", "TRT_TRACE_ON_LIMIT='halt' must be split or stop (using split)"),
+    ("TRT_TRACE_FORMAT", "xml", "TRT_TRACE_FORMAT='xml' must be json or perfetto (using the file name's suffix)"),
+    ("TRT_TRACE_GPU", "maybe", "TRT_TRACE_GPU='maybe' is not a boolean; use 1 or 0 (using 1)"),
+]
+READERS = {
+    "TRT_TRACE_BUFFER": config.buffer_events,
+    "TRT_TRACE_GPU": lambda: config.from_env().gpu,
+    "TRT_TRACE_NVTX": lambda: config.from_env().nvtx,
+    "TRT_TRACE_MAX_MB": config.max_bytes,
+    "TRT_TRACE_ON_LIMIT": config.split_at_limit,
+    "TRT_TRACE_FLIGHT": config.flight_seconds,
+    "TRT_TRACE_FLIGHT_MAX_MB": config.flight_max_bytes,
+    "TRT_TRACE_FORMAT": config.trace_format,
+    "TRT_TRACE_GPU_EVERY": config.gpu_every,
+    "TRT_TRACE_CALLER_WAIT_EVERY": config.caller_wait_every,
+    "TRT_TRACE_ENGINE_STREAM": config.engine_stream_spans,
+    "TRT_TRACE_QUIET": config.quiet,
+    "TRT_TRACE_FLIGHT_ON_EXIT": lambda: config.from_env().flight_on_exit,
+}
+
+
+@pytest.fixture(autouse=True)
+def _no_settings(monkeypatch):
+    for var in list(READERS) + ["TRT_TRACE_OUT", "TRT_TRACE_METRICS_PORT", "TRT_TRACE_METRICS_ADDR"]:
+        monkeypatch.delenv(var, raising=False)
+
+
+@pytest.mark.parametrize("var,raw,expected,warns", CASES)
+def test_each_variable_reads_what_the_docs_say(monkeypatch, capsys, var, raw, expected, warns):
+    monkeypatch.setenv(var, raw)
+    assert READERS[var]() == expected
+    err = capsys.readouterr().err
+    assert err.count("\n") == (1 if warns else 0), err
+    if warns:
+        assert err.startswith(f"trt_trace: {var}={raw!r}")
+
+
+@pytest.mark.parametrize("var,raw,line", LINES)
+def test_a_refused_value_gets_one_line_that_names_the_fix(monkeypatch, capsys, var, raw, line):
+    monkeypatch.setenv(var, raw)
+    READERS[var]()
+    assert capsys.readouterr().err == f"trt_trace: {line}\n"
+
+
+def test_settings_are_frozen_and_default_as_documented():
+    import dataclasses
+
+    s = config.Settings()
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        s.out = "t.json"  # type: ignore[misc]
+    assert (s.out, s.lazy_file, s.gpu, s.nvtx, s.flight_s, s.flight_on_exit, s.quiet, s.engine_stream_spans) == (
+        None, False, True, False, 0.0, False, False, True)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        config.MetricsSettings(port=1).port = 2  # type: ignore[misc]
+    assert config.MetricsSettings(port=1).addr == "127.0.0.1"
+
+
+def test_the_cache_folder(monkeypatch, tmp_path):
+    import os
+
+    monkeypatch.setenv("TRT_TRACE_CACHE_DIR", str(tmp_path / "c"))
+    assert config.cache_dir() == str(tmp_path / "c")
+    monkeypatch.delenv("TRT_TRACE_CACHE_DIR")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "x"))
+    assert config.cache_dir() == str(tmp_path / "x" / "trt_trace")
+    monkeypatch.delenv("XDG_CACHE_HOME")
+    assert config.cache_dir() == os.path.join(os.path.expanduser("~/.cache"), "trt_trace")
+
+
+def test_unset_is_the_default_everywhere(capsys):
+    s = config.from_env()
+    assert s == config.Settings(out=None, lazy_file=True)  # every other field its default
+    assert (s.buffer_events, s.max_bytes, s.split, s.gpu_every, s.caller_wait_every, s.flight_max_bytes) == (
+        1 << 16, 1024 * MIB, True, 1, 8, 256 * MIB)
+    assert capsys.readouterr().err == ""
+
+
+def test_the_output_path_and_the_flight_recorders_default_name(monkeypatch, capsys):
+    monkeypatch.setenv("TRT_TRACE_OUT", "  ")
+    assert config.from_env().out is None
+    assert capsys.readouterr().err == ("trt_trace: TRT_TRACE_OUT is set but empty; give a file name such as "
+                                       "trace.json (running untraced)\n")
+    monkeypatch.setenv("TRT_TRACE_FLIGHT", "0.5")  # any window above 0 names its dumps
+    s = config.from_env()
+    assert s.out == "trt_trace_flight_{pid}.json" and s.flight_s == 0.5
+    monkeypatch.setenv("TRT_TRACE_OUT", "t.json")
+    assert config.from_env().out == "t.json"
+
+
+def test_the_metrics_address_is_local_unless_asked(monkeypatch):
+    monkeypatch.setenv("TRT_TRACE_METRICS_PORT", "9400")
+    assert config.metrics_from_env() == config.MetricsSettings(port=9400, addr="127.0.0.1")
+    monkeypatch.setenv("TRT_TRACE_METRICS_ADDR", "  ")
+    assert config.metrics_from_env().addr == "127.0.0.1"
+
+
+@pytest.mark.parametrize("raw,expected", [("9400", 9400), (" 0 ", 0), ("65535", 65535), ("65536", None),
+                                          ("-1", None), ("http", None), ("", None)])
+def test_the_metrics_port(monkeypatch, capsys, raw, expected):
+    monkeypatch.setenv("TRT_TRACE_METRICS_PORT", raw)
+    monkeypatch.setenv("TRT_TRACE_METRICS_ADDR", " 0.0.0.0 ")
+    got = config.metrics_from_env()
+    assert (None if got is None else got.port) == expected
+    if got is not None:
+        assert got.addr == "0.0.0.0"
+    assert capsys.readouterr().err.count("\n") == (1 if expected is None and raw.strip() else 0)
+
+
+def test_paths_expand_pid_rank_and_host(monkeypatch):
+    import os
+
+    monkeypatch.delenv("RANK", raising=False)
+    monkeypatch.setenv("LOCAL_RANK", "3")
+    assert config.expand_path("t_{rank}_{pid}.json") == f"t_3_{os.getpid()}.json"
+    monkeypatch.setenv("RANK", "7")
+    assert config.expand_path("{host}/{rank}") == f"{config.host_name()}/7"
+    monkeypatch.delenv("RANK")
+    monkeypatch.delenv("LOCAL_RANK")
+    assert config.expand_path("t_{rank}.json") == "t_0.json"
+    monkeypatch.setenv("WORLD_SIZE", "8")
+    monkeypatch.setenv("RANK", " x ")
+    assert config.rank_info() == {"rank": None, "local_rank": None, "world_size": 8}
+    monkeypatch.setenv("RANK", "5")
+    monkeypatch.setenv("LOCAL_RANK", "1")
+    assert config.rank_info() == {"rank": 5, "local_rank": 1, "world_size": 8}
+
+
+def test_a_value_shown_in_a_message_is_one_line():
+    assert config.shown("t.json") == "t.json" and config.shown("a\nb") == "'a\\nb'"

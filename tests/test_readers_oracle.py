@@ -1,0 +1,321 @@
+"""The streaming readers (trt_trace/readers) against today's readers (tests/legacy_readers, the code
+they replaced): the same tables, per-process tables, diffs and merges, to the ns, on every kind of
+trace the suite makes: JSON and Perfetto, merged, cut short (inside an event, inside a call, at a
+packet boundary), split parts, GPU spans and caller-stream waits, errors, sampled GPU timing,
+overlapping calls on lanes, pre-allocated outputs. And the native fast paths against the general
+ones (orjson, protobuf) on the same traces.
+
+One deliberate difference: a Perfetto trace's process is named after its process track (today's
+reader called it "pid 0"), so labels are compared for JSON only."""
+
+from __future__ import annotations
+
+import json
+import threading
+from pathlib import Path
+
+import numpy as np
+import orjson
+import pytest
+import torch
+from legacy_readers import diff as legacy_diff
+from legacy_readers import merge as legacy_merge
+from legacy_readers import trace_summary as legacy
+from test_gpu_tracks import call_records
+
+import trt_trace
+from trt_trace import diff, merge, standin, trace_summary
+from trt_trace.readers import Visitor, read_calls
+from trt_trace.readers.chrome_json import ChromeJsonReader
+from trt_trace.readers.perfetto import PerfettoReader
+from trt_trace.records import RECORD_DTYPE
+from trt_trace.trace_format import DURATIONS, Phase
+from trt_trace.writers import ChromeJsonWriter, PerfettoTraceWriter
+
+NEW_KEYS = ("ended", "malformed_events")
+
+
+def _run(path: Path, engines, calls: int, threads: int = 1, batches: int = 1, **kw) -> Path:
+    def work():
+        for k in range(calls):
+            for e in engines:
+                try:
+                    torch.ops.tensorrt.execute_engine([torch.ones(8)], e)
+                except RuntimeError:
+                    pass
+            if batches > 1 and k % (calls // batches) == 0:
+                trt_trace.active().drainer.drain_once()  # a batch of its own (a part of its own past the limit)
+
+    with trt_trace.tracing(str(path), **kw):
+        if threads == 1:
+            work()
+        else:
+            ts = [threading.Thread(target=work) for _ in range(threads)]
+            for t in ts:
+                t.start()
+            for t in ts:
+                t.join()
+    return path
+
+
+def _written(path: Path, batches, names, pid: int = 7, **metadata) -> Path:
+    writer = (ChromeJsonWriter if path.suffix == ".json" else PerfettoTraceWriter)(str(path), lambda: names)
+    writer.begin("oracle", {"tool": "trt_trace", "pid": pid, "host": "h", "monotonic_ns": pid, "wall_ns": 5 * 10**18,
+                            **metadata})
+    for b in batches:
+        writer.write(b)
+    writer.finish({"dropped_events": 0, "threads": [], "monotonic_ns": 10**10, "wall_ns": 5 * 10**18 + 10**10,
+                   "records_written": sum(len(b) for b in batches)})
+    return path
+
+
+def _gpu_records(sampled: bool) -> list[np.ndarray]:
+    rows = []
+    for k in range(40):
+        wait = (1_000_000 * k + 25_000, 1_000_000 * k + 400_000) if k % 3 == 0 else None
+        rows += call_records(k + 1, 1 + k % 2, 1_000_000 * (k + 1), 1_000_000 * (k + 1) + 30_000,
+                             1_000_000 * (k + 1) + 200_000 + 1000 * k, stream=7 + k % 2, wait=wait,
+                             flags=1 if k == 5 else (4 if k == 6 else 0))
+    records = np.array(rows, dtype=RECORD_DTYPE)
+    if sampled:  # 1 in 4 calls measured: the others' GPU spans (and waits) never came
+        gpuish = np.isin(records["phase"], (Phase.GPU, Phase.CALLER_WAIT))
+        records = records[~gpuish | (records["call_id"] % 4 == 1)]
+    gpu = np.isin(records["phase"], (Phase.GPU, Phase.CALLER_WAIT))
+    return [records[~gpu], records[gpu]]  # spans a batch later, as the resolver hands them over
+
+
+def _overlapping() -> np.ndarray:
+    """Calls of one engine from 3 threads, 100 µs long, 50 µs apart: two at a time, on two lanes."""
+    rows = []
+    for k in range(30):
+        begin = 1_000_000 + (k // 3) * 500_000 + (k % 3) * 50_000
+        for row in call_records(k + 1, 1, begin, begin + 30_000, begin + 200_000)[:5]:  # host records only
+            rows.append(row[:4] + (100 + k % 3,) + row[5:])
+    return np.array(rows, dtype=RECORD_DTYPE)
+
+
+def _cut(src: Path, dst: Path, fraction: float) -> Path:
+    data = src.read_bytes()
+    dst.write_bytes(data[: int(len(data) * fraction)])
+    return dst
+
+
+def _cut_at_packet(src: Path, dst: Path, fraction: float) -> Path:
+    data = src.read_bytes()
+    pos = 0
+    ends = []
+    while pos < len(data):
+        size, shift, p = 0, 0, pos + 1
+        while data[p] & 0x80:
+            size |= (data[p] & 0x7F) << shift
+            shift += 7
+            p += 1
+        size |= data[p] << shift
+        pos = p + 1 + size
+        ends.append(pos)
+    dst.write_bytes(data[: ends[int(len(ends) * fraction)]])
+    return dst
+
+
+@pytest.fixture(scope="module")
+def traces(tmp_path_factory) -> dict[str, Path]:
+    d = tmp_path_factory.mktemp("oracle")
+    standin.load()
+    out: dict[str, Path] = {}
+    plain = [standin.make_engine(f"oracle_{i}", host_us=10 * (i + 1)) for i in range(3)]
+    faulty = standin.make_engine("oracle_faulty", fail_every=3)
+    prealloc = standin.make_engine("oracle_prealloc")
+    prealloc.use_pre_allocated_outputs = True
+    for suffix in (".json", ".pftrace"):
+        key = suffix[1:]
+        out[f"plain {key}"] = _run(d / f"plain{suffix}", plain, 40)
+        out[f"errors {key}"] = _run(d / f"errors{suffix}", [faulty, prealloc, plain[0]], 30)
+        out[f"threads {key}"] = _run(d / f"threads{suffix}", [plain[1]], 25, threads=4)
+        out[f"lanes {key}"] = _written(d / f"lanes{suffix}", [_overlapping()], ["", "l_a"])
+        out[f"gpu {key}"] = _written(d / f"gpu{suffix}", _gpu_records(False), ["", "g_a", "g_b"], gpu_timing=True)
+        out[f"sampled {key}"] = _written(d / f"sampled{suffix}", _gpu_records(True), ["", "g_a", "g_b"],
+                                         gpu_timing=True, gpu_every=4)
+        _run(d / f"split{suffix}", plain, 60, batches=6, max_bytes=4_000)
+        for part in sorted(d.glob(f"split*{suffix}")):
+            out[f"split part {part.name}"] = part
+        if suffix == ".json":
+            out["cut json mid-event"] = _cut(out["plain json"], d / "cut1.json", 0.61)
+            out["cut json inside a call"] = _cut(out["gpu json"], d / "cut2.json", 0.43)
+        else:
+            out["cut pftrace mid-packet"] = _cut(out["plain pftrace"], d / "cut1.pftrace", 0.57)
+            out["cut pftrace at a packet"] = _cut_at_packet(out["gpu pftrace"], d / "cut2.pftrace", 0.5)
+    ranks = []
+    for rank in (0, 1):
+        ranks.append(_written(d / f"rank{rank}.json", _gpu_records(rank == 1), ["", "g_a", "g_b"], pid=70 + rank,
+                              rank=rank, world_size=2, gpu_timing=True))
+    out["merged"] = d / "merged.json"
+    legacy_merge.merge([str(p) for p in ranks], str(out["merged"]))
+    out["ranks"] = ranks  # type: ignore[assignment]
+    return out
+
+
+KINDS = ["plain json", "plain pftrace", "errors json", "errors pftrace", "threads json", "threads pftrace",
+         "lanes json", "lanes pftrace", "gpu json",
+         "gpu pftrace", "sampled json", "sampled pftrace", "cut json mid-event", "cut json inside a call",
+         "cut pftrace mid-packet", "cut pftrace at a packet", "merged", "split parts"]
+
+
+def _paths(traces, kind: str) -> list[Path]:
+    if kind == "split parts":
+        return [p for k, p in traces.items() if k.startswith("split part")]
+    return [traces[kind]]
+
+
+def _doc(text: str, label: bool) -> object:
+    doc = json.loads(text)
+    for d in doc if isinstance(doc, list) else [doc]:
+        for k in NEW_KEYS:
+            d.pop(k, None)
+        if not label:
+            d.pop("process", None)
+    return doc
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_tables_equal_todays_readers(traces, kind):
+    for path in _paths(traces, kind):
+        label = path.suffix == ".json"
+        for phase in DURATIONS:
+            for by_process in (False, True):
+                old = legacy.summary_text(str(path), by_process=by_process, phase=phase, json=True)
+                new = trace_summary.summary_text(str(path), by_process=by_process, phase=phase, json=True)
+                assert _doc(new, label) == _doc(old, label), (path.name, phase, by_process)
+        old_text = legacy.summary_text(str(path))
+        new_text = trace_summary.summary_text(str(path))
+        notes = trace_summary.aggregate_file(str(path)).notes
+        if label:  # the text table too, then the end notes (new)
+            assert new_text == old_text + "".join(n + "\n" for n in notes)
+
+
+@pytest.mark.parametrize("kind", ["plain json", "errors pftrace", "gpu json", "sampled pftrace", "merged"])
+def test_diffs_equal_todays_diff(traces, kind):
+    base = traces[kind]
+    for new in (traces["gpu json"], traces["sampled json"], traces["plain pftrace"]):
+        old = legacy_diff.to_json(legacy_diff.diff_files(str(base), str(new)))
+        try:
+            cur = diff.to_json(diff.diff_files(str(base), str(new)))
+        except diff.NoCommonEngine:
+            assert all(e["only_in"] for e in old["engines"])  # today's diff said "no regression" here
+            continue
+        cur.pop("notes")
+        for doc in (old, cur):
+            for e in doc["engines"]:
+                for d in e["durations"]:
+                    d["p_value"] = None if d["p_value"] is None else round(d["p_value"], 12)
+                    for side in ("base", "new"):
+                        if d[side]:
+                            d[side]["mean_ns"] = round(d[side]["mean_ns"], 6)
+        assert cur == old
+
+
+def _canonical(events: list[dict]) -> list:
+    """A merged file's events, order and number notation aside."""
+    out = []
+    for e in events:
+        if e.get("name") == "trt_trace_metadata" and "merged" in (e.get("args") or {}):
+            continue
+        e = dict(e)
+        if "ts" in e:
+            e["ts"] = round(float(e["ts"]) * 1000)
+        if "dur" in e:
+            e["dur"] = round(float(e["dur"]) * 1000)
+        out.append(orjson.dumps(e, option=orjson.OPT_SORT_KEYS))
+    return sorted(out)
+
+
+@pytest.mark.parametrize("inputs", ["ranks", "split", "cut", "pftrace"])
+def test_merges_equal_todays_merge(traces, tmp_path, inputs):
+    paths = {"ranks": [str(p) for p in traces["ranks"]],
+             "split": [str(traces[k]) for k in traces if k.startswith("split part") and k.endswith(".json")],
+             "cut": [str(traces["cut json inside a call"])],
+             "pftrace": [str(traces["plain pftrace"]), str(traces["errors pftrace"])]}[inputs]
+    old_meta = legacy_merge.merge(paths, str(tmp_path / "old.json"))
+    new_meta = merge.merge(paths, str(tmp_path / "new.json"))
+    for i in new_meta["inputs"]:
+        i.pop("ended")
+    assert new_meta == old_meta
+    old_events = orjson.loads((tmp_path / "old.json").read_bytes())
+    new_events = orjson.loads((tmp_path / "new.json").read_bytes())
+    assert _canonical(new_events) == _canonical(old_events)
+    assert legacy.summary_text(str(tmp_path / "new.json"), by_process=True) == \
+        legacy.summary_text(str(tmp_path / "old.json"), by_process=True)
+
+
+class _Slices(Visitor):
+    def __init__(self) -> None:
+        self.rows: list[tuple] = []
+
+    def slices(self, s: np.ndarray, buf) -> None:
+        for r in s:
+            self.rows.append((int(r["kind"]), int(r["phase"]), int(r["begin_ns"]), int(r["end_ns"]),
+                              int(r["call_id"]), int(r["engine_id"]), int(r["thread_id"]), int(r["flags"]) & 15,
+                              int(r["device"]), int(r["stream"]), int(r["pid"]), int(r["tid"])))
+            self.flow_bits = getattr(self, "flow_bits", 0) + bin(int(r["flags"]) >> 6).count("1")
+
+
+def _fallback_json(src: Path, dst: Path) -> Path:
+    """The same trace with every event written by orjson (another notation: 12.5, not 12.500), so
+    that no line is in the writer's own layout and every one goes through the general path."""
+    lines = []
+    for line in src.read_bytes().splitlines():
+        text = line.strip().rstrip(b",")
+        if text in (b"[", b"]", b""):
+            lines.append(text)
+            continue
+        events = orjson.loads(b"[" + text.lstrip(b"[").rstrip(b"]") + b"]")
+        lines.append(b",".join(orjson.dumps(e) for e in events) + b",")
+    dst.write_bytes(b"\n".join(lines).replace(b",\n]", b"\n]"))
+    return dst
+
+
+@pytest.mark.parametrize("kind", ["plain json", "errors json", "gpu json", "sampled json", "merged"])
+def test_the_json_fast_path_and_the_general_path_agree(traces, tmp_path, kind):
+    src = traces[kind]
+    general = _fallback_json(src, tmp_path / "general.json")
+    a, b = _Slices(), _Slices()
+    ChromeJsonReader(str(src)).read(a)
+    ChromeJsonReader(str(general)).read(b)
+    flows = sum(1 for r in a.rows if r[0] != 0)
+    assert sorted(a.rows) == sorted(b.rows) and len(a.rows) > flows > 0 if "gpu" in kind else True
+    assert sorted(a.rows) == sorted(b.rows)
+    for phase in ("total", "gpu"):
+        assert trace_summary.summary_text(str(src), phase=phase, json=True) == \
+            trace_summary.summary_text(str(general), phase=phase, json=True)
+
+
+@pytest.mark.parametrize("kind", ["plain pftrace", "errors pftrace", "gpu pftrace", "sampled pftrace",
+                                  "cut pftrace at a packet"])
+def test_the_perfetto_fast_path_and_the_general_path_agree(traces, kind):
+    src = str(traces[kind])
+    fast, general = _Slices(), _Slices()
+    PerfettoReader(src).read(fast)
+    reader = PerfettoReader(src)
+    reader.force_general = True
+    reader.read(general)
+    # Slices alike; launch flows are flags of a slice on the fast path, events of their own on the general one.
+    slices = sorted(r for r in general.rows if r[0] == 0)
+    assert len(fast.rows) > 0 and sorted(fast.rows) == slices
+    flows = [r for r in general.rows if r[0] != 0]
+    assert len(flows) == getattr(fast, "flow_bits", 0)
+    a = read_calls(src, lambda calls, info: None)
+    assert a.calls > 0
+
+
+def test_every_trace_kind_was_made(traces):
+    """The fixture made what the tests above claim: cut files are cut, parts are parts, spans are there."""
+    assert len([k for k in traces if k.startswith("split part")]) >= 4
+    for kind, ended in (("cut json mid-event", "cut short"), ("cut pftrace at a packet", "cut short"),
+                        ("plain json", "closed"), ("merged", "closed")):
+        assert trace_summary.aggregate_file(str(traces[kind])).ended == ended, kind
+    gpu = trace_summary.aggregate_file(str(traces["sampled json"]))
+    assert int(gpu.stats[:, 8].sum()) == 10 and int(gpu.stats[:, 9].sum()) > 0  # measured, sampled out
+    errors = trace_summary.aggregate_file(str(traces["errors json"]))
+    assert int(errors.stats[:, 1].sum()) == 10 and "oracle_prealloc" in errors.names
+    lanes = {e["args"]["name"] for e in trace_summary.load_events(str(traces["lanes json"]))
+             if e.get("name") == "thread_name"}
+    assert lanes == {"l_a", "l_a (2)"}  # overlapping calls of one engine went to a second lane
