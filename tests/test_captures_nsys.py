@@ -14,6 +14,7 @@ import sys
 import tempfile
 from pathlib import Path
 
+import orjson
 import pytest
 from captures_helpers import assert_matches, trace_calls
 from conftest import demo_package_now
@@ -197,3 +198,45 @@ time.sleep(0.2)
     assert sorted(calls.call_id.tolist()) == sorted(trace_calls(str(tmp_path / "t.json")).call_id.tolist())
     assert calls.notes == ["1 call(s) still running when the process ended left out (nsys closed their ranges at "
                            "the exit)"]
+
+
+# -- through trt_trace's own verbs (the readers registry): summary, diff, merge of run.sqlite ------------------
+
+def cli_run(argv: list[str], capsys) -> tuple[int, str, str]:  # noqa: ANN001
+    from trt_trace import cli
+
+    code = cli.main(argv)
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+def test_summary_and_diff_of_the_export_have_the_traces_calls(nsys_capture, capsys):
+    db, trace = nsys_capture
+    code, out, err = cli_run(["summary", str(db), "--json"], capsys)
+    assert code == 0 and "Traceback" not in err
+    cap = {e["engine"]: e for e in orjson.loads(out)["engines"]}
+    code, out, _ = cli_run(["summary", str(trace), "--json"], capsys)
+    ours = {e["engine"]: e for e in orjson.loads(out)["engines"]}
+    assert {k: v["calls"] for k, v in cap.items()} == {k: v["calls"] for k, v in ours.items()}
+    assert orjson.loads(cli_run(["summary", str(db), "--json"], capsys)[1])["capture"] == \
+        {"source": "nsys", "cuda_activity": False}
+    code, out, err = cli_run(["diff", str(trace), str(db), "--json", "--threshold", "1e9"], capsys)
+    assert code == 0 and {e["engine"] for e in orjson.loads(out)["engines"]} == set(ours), err
+
+
+def test_merge_pairs_the_exports_ranges_with_the_traces_calls_by_call_id(nsys_capture, tmp_path, capsys):
+    db, trace = nsys_capture
+    merged = tmp_path / "all.json"
+    code, out, err = cli_run(["merge", str(trace), str(db), "-o", str(merged)], capsys)
+    assert code == 0, err
+    events = orjson.loads(merged.read_bytes())
+    ours = {e["args"]["call_id"]: e for e in events
+            if e.get("cat") == "trt_trace" and e.get("name") == "execute_engine"}
+    ranges = [e for e in events if e.get("cat") == "nsys"]
+    assert len(ranges) == len(ours) == 30 + 6 + 16 + 18
+    assert sorted(r["args"]["call_id"] for r in ranges) == sorted(ours)
+    for r in ranges:  # on the trace's clock: each range holds its call (trt_trace's reads are inside it)
+        call = ours[r["args"]["call_id"]]
+        assert r["ts"] <= call["ts"] + 1.0 and r["ts"] + r["dur"] >= call["ts"] + call["dur"] - 1.0, (r, call)
+        assert r["name"] == call["args"]["engine"]
+    assert f"nsys capture {db}: {len(ours)} of {len(ours)} calls placed" in out

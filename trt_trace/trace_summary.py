@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 import orjson
 
+from .captures import kernel_columns
 from .readers import CallsRead, EventsReader, TraceFileError, TraceInfo, Window, load_events, native, read_calls
 from .readers.columns import CALL_CAPTURED, CALL_ERROR, CALL_ON_CUDA, NO_SPAN
 from .readers.end_notes import end_notes, state_fields
@@ -51,6 +52,10 @@ class TraceSummary:
     malformed: int = 0
     orphan_spans: int = 0
     notes: list[str] = field(default_factory=list)  # the end notes (one line each) for stderr
+    # Another profiler's capture (captures/): its calls' kernel sums per row (kernel_columns.SUMS), the calls counted
+    capture: Any = None
+    kernel_sums: np.ndarray | None = None
+    capture_kept: np.ndarray | None = None
 
     def percentiles(self, duration: str = "total") -> tuple[np.ndarray, np.ndarray]:
         """Exact p50 and p99 in ns of one of DURATIONS: int64 [rows, 2] and [2] over every call (-1
@@ -96,6 +101,7 @@ class _Rows:
         self.stats: dict[int, np.ndarray] = {}
         self.sampled_out: dict[int, int] = {}  # CUDA calls without a span, not failed or captured
         self.values: dict[int, dict[str, ValueCounts]] = {}
+        self.kernels = kernel_columns.KernelSums()
 
     def add(self, calls: np.ndarray, info: TraceInfo) -> None:
         pids = calls["pid"]
@@ -110,6 +116,8 @@ class _Rows:
             uniq, codes = np.unique(full, return_inverse=True)
             keys = uniq.tolist()
         n_groups = len(keys)
+        if info.capture is not None:
+            self.kernels.add(keys, codes, calls["call_id"], info.capture)
         ns = calls["ns"]
         flags = calls["flags"]
         has_gpu = ns[:, _GPU] != NO_SPAN
@@ -185,8 +193,16 @@ def _process_summaries(read: CallsRead, rows: _Rows) -> list[TraceSummary]:
             values={d: [rows.values[k][d] for k in keys] for d in rows.durations},
             ended=p.ended if info.merged is not None else info.ended,
             malformed=0,
+            **_capture_fields(rows, keys),
         ))
     return out
+
+
+def _capture_fields(rows: _Rows, keys: list[int]) -> dict[str, Any]:
+    k = rows.kernels
+    if k.capture is None:
+        return {}
+    return {"capture": k.capture, "kernel_sums": k.rows(keys), "capture_kept": k.kept_rows()}
 
 
 def aggregate_parts(parts: list[TraceSummary], read: CallsRead) -> TraceSummary:
@@ -217,7 +233,16 @@ def aggregate_parts(parts: list[TraceSummary], read: CallsRead) -> TraceSummary:
                 stats[row] += part.stats[i]
                 for d in durations:
                     values[d][row].append(part.values[d][i])
+        capture = next((p.capture for p in parts if p.capture is not None), None)
+        kernel_sums = None
+        if capture is not None:
+            kernel_sums = np.zeros((len(keys), len(kernel_columns.SUMS)), dtype=np.int64)
+            for part, row_of in zip(parts, row_ofs, strict=True):
+                for i, row in enumerate(row_of):
+                    if part.kernel_sums is not None:
+                        kernel_sums[row] += part.kernel_sums[i]
         whole = TraceSummary(
+            capture=capture, kernel_sums=kernel_sums, capture_kept=parts[0].capture_kept,
             names=[name for name, _ in keys], stats=stats, dropped=sum(p.dropped for p in parts),
             threads_with_drops=sum(p.threads_with_drops for p in parts), metadata=meta,
             partial_calls=sum(p.partial_calls for p in parts), gpu_every=max(p.gpu_every for p in parts),
@@ -231,6 +256,8 @@ def _with_file_facts(s: TraceSummary, read: CallsRead) -> TraceSummary:
     s.malformed = read.info.malformed
     s.orphan_spans = read.orphan_spans
     s.notes = end_notes(read)
+    if read.info.capture is not None:
+        s.notes += kernel_columns.notes(read.info.capture)
     return s
 
 
@@ -265,13 +292,22 @@ def _table(s: TraceSummary, phase: str = "total", json: bool = False) -> str:
     per_row, overall = s.percentiles(phase)
     table = native.format_table(s.names, s.stats, per_row, tuple(overall.tolist()), phase, json, s.gpu_every,
                                 s.dropped, s.threads_with_drops)
+    capture = s.capture
+    with_kernels = capture is not None and capture.has_device_activity and s.kernel_sums is not None
+    calls = s.stats[:, _COL["calls"]] if len(s.stats) else np.zeros(0, dtype=np.int64)
     if json:
         doc = orjson.loads(table)
+        if capture is not None:
+            doc = kernel_columns.add_json_fields(table, s.names, calls, s.kernel_sums, capture)
         doc["partial_calls"] = s.partial_calls
         if s.label:
             doc["process"] = s.label
         doc.update(state_fields(s))
         return orjson.dumps(doc).decode()
+    if with_kernels:
+        order_doc = orjson.loads(native.format_table(s.names, s.stats, per_row, tuple(overall.tolist()), phase, True,
+                                                     s.gpu_every, s.dropped, s.threads_with_drops))
+        table = kernel_columns.add_columns(table, order_doc, s.names, calls, s.kernel_sums)
     notes = ""
     if s.partial_calls:
         notes += cut_short_note(s.partial_calls) + "\n"

@@ -195,6 +195,48 @@ def profiler_kernels(d: Path, check: Check, faketrt) -> None:  # noqa: ANN001
                  by_call_id=False)
         print("\n".join("      " + ln for ln in report.format_engine_table(calls).splitlines()))
         print("\n".join("      " + ln for ln in report.format_top_kernels(calls, 2).splitlines()[:6]))
+        cli_checks(label, prof_path, trace, calls, check, d)
+
+
+def cli_checks(label: str, capture: Path, trace: Path, calls, check: Check, out_dir: Path) -> None:  # noqa: ANN001
+    """The same capture through the CLI (the readers registry): `summary --json --kernels` gives each
+    engine's exact kernel sum, and `merge` puts every kernel of a paired call after its call's start on
+    trt_trace's timeline (a kernel starts after its launch, which is inside the call)."""
+    import numpy as np
+
+    cli = [sys.executable, "-c", "import sys, trt_trace_cli; sys.exit(trt_trace_cli.main())"]
+    p = subprocess.run([*cli, "summary", str(capture), "--json", "--kernels", "3"], capture_output=True, text=True,
+                       timeout=300)
+    if p.returncode != 0:
+        check(f"{label}: trt-trace summary --kernels", False, p.stderr.strip()[-300:])
+        return
+    doc = json.loads(p.stdout)
+    names = calls.engine_names()
+    bad = []
+    for row in doc["engines"]:
+        m = names == row["engine"]
+        want_ms, want_k = int(calls.kernel_ns[m].sum()) / 1e6, int(calls.kernels[m].sum())
+        if abs(row.get("gpu_kernels_ms", -1) - want_ms) > 1e-6 or row.get("kernels") != want_k:
+            bad.append((row["engine"], row.get("gpu_kernels_ms"), want_ms, row.get("kernels"), want_k))
+    check(f"{label}: summary's gpu kernels ms = the capture's kernel unions, per engine", not bad and
+          bool(doc.get("top_kernels")), f"{len(doc['engines'])} engines; top kernel "
+          f"{(doc.get('top_kernels') or [{}])[0].get('name')}; {bad[:3]}")
+    merged = out_dir / f"{capture.name}.merged.json"
+    p = subprocess.run([*cli, "merge", str(trace), str(capture), "-o", str(merged)], capture_output=True, text=True,
+                       timeout=300)
+    if p.returncode != 0:
+        check(f"{label}: trt-trace merge", False, p.stderr.strip()[-300:])
+        return
+    events = json.loads(merged.read_text())
+    starts = {e["args"]["call_id"]: e["ts"] for e in events
+              if e.get("cat") == "trt_trace" and e.get("name") == "execute_engine"}
+    kernels = [e for e in events if str(e.get("cat", "")).startswith(f"{calls.source} ") and e.get("ph") == "X"]
+    early = [e for e in kernels if e["ts"] < starts.get(e["args"]["call_id"], -1e30) - 1.0]
+    placed = [d for d in events if d.get("name") == "trt_trace_metadata"][-1]["args"]["merged"]["captures"][0]
+    check(f"{label}: merge places every kernel/copy, none before its call's start", placed["placed_activities"] ==
+          len(calls.activities) == len(kernels) and not early,
+          f"{len(kernels)} of {len(calls.activities)} placed; {len(early)} early; " + " | ".join(
+              p.stdout.strip().splitlines()[-2:]) + f"; median kernel {np.median([k['dur'] for k in kernels]):.1f} µs")
 
 
 # ---- Nsight Systems ------------------------------------------------------------------------------
@@ -245,6 +287,7 @@ def verify_nsys(folder: Path, check: Check) -> None:
     evaluate("nsys, one thread then two threads on two streams", calls, trace_of(str(folder / "trace.json")),
              {f"_run_on_acc_nsys_{us}us_engine": us for us in SIZES_US}, truth, ROUNDS, check, by_call_id=True)
     print("\n".join("      " + ln for ln in report.format_engine_table(calls).splitlines()))
+    cli_checks("nsys", folder / "run.sqlite", folder / "trace.json", calls, check, folder)
 
 
 def nsys_kernels(d: Path, check: Check, fake: str, runtime: str) -> None:

@@ -75,14 +75,19 @@ def engine_rows(calls: CaptureCalls) -> list[EngineRow]:
     return rows
 
 
-def top_kernels(calls: CaptureCalls, engine: str | None = None, n: int = 10) -> list[KernelRow]:
-    """The device activities of each engine (or of one), grouped by name, the most time first: n per engine."""
+def top_kernels(calls: CaptureCalls, engine: str | None = None, n: int = 10,
+                calls_kept: np.ndarray | None = None) -> list[KernelRow]:
+    """The device activities of each engine (or of one), grouped by name, the most time first: n per engine.
+    calls_kept: only the activities of these calls (rows of `calls`), e.g. a summary's window."""
     acts = calls.activities
     out: list[KernelRow] = []
+    kept = np.ones(len(acts), dtype=bool)
+    if calls_kept is not None and len(acts):
+        kept = np.isin(acts.call, calls_kept)
     for e, name in enumerate(calls.engines):
         if engine is not None and name != engine:
             continue
-        m = calls.engine[acts.call] == e if len(acts) else np.zeros(0, dtype=bool)
+        m = (calls.engine[acts.call] == e) & kept if len(acts) else np.zeros(0, dtype=bool)
         if not m.any():
             continue
         dur = (acts.end_ns - acts.begin_ns)[m]
@@ -128,8 +133,8 @@ def format_engine_table(calls: CaptureCalls) -> str:
     return "\n".join(lines)
 
 
-def format_top_kernels(calls: CaptureCalls, n: int = 10) -> str:
-    rows = top_kernels(calls, n=n)
+def format_top_kernels(calls: CaptureCalls, n: int = 10, calls_kept: np.ndarray | None = None) -> str:
+    rows = top_kernels(calls, n=n, calls_kept=calls_kept)
     if not rows:
         return "no device activity launched by engine calls in this capture"
     lines = []
