@@ -49,7 +49,7 @@ from . import __version__
 from .readers import CallsRead, TraceFileError, Visitor, Window, native, read, read_calls
 from .readers.columns import NATIVE, keys_of
 from .readers.end_notes import end_line
-from .readers.trace_info import CLOSED, CUT_SHORT, ended_of, is_end_metadata
+from .readers.trace_info import CLOSED, CUT_SHORT, SPLIT, ended_of, is_end_metadata
 from .trace_format import METADATA_EVENT
 
 FLOW_ID_STRIDE = 1 << 40  # process k's flow ids: id + k * stride (call ids never come near 2**40)
@@ -161,8 +161,19 @@ def _join_parts(traces: list[ProcessTrace]) -> list[ProcessTrace]:
             raise MergeError(f"{t.files[0]} is given twice")
         first.files += t.files
         first.reads += t.reads
-        first.end = t.end or first.end
+        first.end = _process_end(first.end, t.end)
     return list(by_key.values())
+
+
+def _process_end(a: dict[str, Any] | None, b: dict[str, Any] | None) -> dict[str, Any] | None:
+    """The end of a process split into parts, whatever order its files come in: the last part's (the
+    one that did not end "split"); none (cut short) where a part has none; else a "split" end, which
+    names the part still missing."""
+    if a is not None and ended_of(a) != SPLIT:
+        return a
+    if b is not None and ended_of(b) != SPLIT:
+        return b
+    return None if a is None or b is None else b
 
 
 def host_offsets(processes: list[ProcessTrace]) -> dict[str, int]:

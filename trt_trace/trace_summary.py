@@ -13,7 +13,6 @@ import orjson
 
 from .captures import kernel_columns
 from .readers import CallsRead, EventsReader, TraceFileError, TraceInfo, Window, load_events, native, read_calls
-from .readers.columns import CALL_CAPTURED, CALL_ERROR, CALL_ON_CUDA, NO_SPAN
 from .readers.end_notes import end_notes, state_fields
 from .readers.trace_info import CLOSED
 from .readers.value_counts import ValueCounts
@@ -24,8 +23,7 @@ __all__ = ["TraceFileError", "TraceSummary", "aggregate", "aggregate_by_process"
            "read_summaries", "summary_text"]
 
 _COL = {name: i for i, name in enumerate(STATS_COLUMNS)}
-_GPU = DURATIONS.index("gpu")
-_NS_COLUMNS = (("total_ns", 0), ("workspace_ns", 1), ("inputs_ns", 2), ("outputs_ns", 3), ("enqueue_ns", 4))
+_SAMPLED_OUT = _COL["gpu_sampled_out"]  # counted apart: the table shows it only where GPU timing was sampled
 
 
 def cut_short_note(n_partial: int) -> str:
@@ -101,65 +99,24 @@ class _Rows:
         self.stats: dict[int, np.ndarray] = {}
         self.sampled_out: dict[int, int] = {}  # CUDA calls without a span, not failed or captured
         self.values: dict[int, dict[str, ValueCounts]] = {}
+        self._columns = tuple(DURATIONS.index(d) for d in self.durations)
         self.kernels = kernel_columns.KernelSums()
 
     def add(self, calls: np.ndarray, info: TraceInfo) -> None:
-        pids = calls["pid"]
-        if pids[0] == pids[-1] and (pids == pids[0]).all():  # one process (the usual chunk): no sort by pid
-            base = int(pids[0]) << 32
-            eids = calls["engine_id"].astype(np.int64)
-            present = np.flatnonzero(np.bincount(eids))
-            keys = [base | int(e) for e in present.tolist()]
-            codes = np.searchsorted(present, eids) if len(present) > 1 else np.zeros(len(eids), dtype=np.int64)
-        else:
-            full = (pids.astype(np.uint64) << np.uint64(32)) | calls["engine_id"].astype(np.uint64)
-            uniq, codes = np.unique(full, return_inverse=True)
-            keys = uniq.tolist()
-        n_groups = len(keys)
-        if info.capture is not None:
-            self.kernels.add(keys, codes, calls["call_id"], info.capture)
-        ns = calls["ns"]
-        flags = calls["flags"]
-        has_gpu = ns[:, _GPU] != NO_SPAN
-        counts = np.bincount(codes, minlength=n_groups)
-        sums = {}
-        exact = len(ns) * int(np.abs(ns).max(initial=0)) < (1 << 53)  # float weights add exactly
-        for column, i in _NS_COLUMNS:
-            sums[column] = _group_sum(codes, ns[:, i], n_groups, exact)
-        gpu_ns = _group_sum(codes[has_gpu], ns[has_gpu, _GPU], n_groups, exact)
-        gpu_calls = np.bincount(codes[has_gpu], minlength=n_groups)
-        errors = np.bincount(codes[(flags & CALL_ERROR) != 0], minlength=n_groups)
-        out = ((flags & CALL_ON_CUDA) != 0) & ~has_gpu & ((flags & (CALL_ERROR | CALL_CAPTURED)) == 0)
-        sampled_out = np.bincount(codes[out], minlength=n_groups)
-        order = np.argsort(codes, kind="stable") if n_groups > 1 else None
-        bounds = np.concatenate(([0], np.cumsum(counts)))
+        """One chunk of calls: grouped and summed by native code in one pass (native.call_groups)."""
+        keys, sums, values = native.call_groups(calls, self._columns)
+        if info.capture is not None:  # another profiler's capture: its calls' kernels, by the same groups
+            self.kernels.add(keys, calls, info.capture)
         for g, key in enumerate(keys):
             st = self.stats.get(key)
             if st is None:
                 st = self.stats[key] = np.zeros(len(STATS_COLUMNS), dtype=np.int64)
                 self.values[key] = {d: ValueCounts() for d in self.durations}
                 self.sampled_out[key] = 0
-            st[_COL["calls"]] += int(counts[g])
-            st[_COL["errors"]] += int(errors[g])
-            for column, _ in _NS_COLUMNS:
-                st[_COL[column]] += int(sums[column][g])
-            st[_COL["gpu_ns"]] += int(gpu_ns[g])
-            st[_COL["gpu_calls"]] += int(gpu_calls[g])
-            self.sampled_out[key] += int(sampled_out[g])
-            if self.durations:
-                idx = slice(None) if order is None else order[bounds[g]: bounds[g + 1]]
-                for d in self.durations:
-                    col = ns[idx, DURATIONS.index(d)]
-                    self.values[key][d].add(col[col != NO_SPAN] if d == "gpu" else col)
-
-
-def _group_sum(codes: np.ndarray, values: np.ndarray, n: int, exact: bool) -> np.ndarray:
-    """Per-group sums of int64 values: bincount's float weights where they add exactly, else add.at."""
-    if exact:
-        return np.rint(np.bincount(codes, weights=values, minlength=n)).astype(np.int64)
-    out = np.zeros(n, dtype=np.int64)
-    np.add.at(out, codes, values)
-    return out
+            st[:_SAMPLED_OUT] += sums[g, :_SAMPLED_OUT]
+            self.sampled_out[key] += int(sums[g, _SAMPLED_OUT])
+            for d, per_group in zip(self.durations, values, strict=True):
+                self.values[key][d].add(per_group[g])
 
 
 def _process_summaries(read: CallsRead, rows: _Rows) -> list[TraceSummary]:

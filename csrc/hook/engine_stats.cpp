@@ -142,6 +142,7 @@ std::vector<std::array<int64_t, kNumStatColumns>> EngineStats::snapshot(uint32_t
 
 void EngineStats::reset() {
   std::lock_guard<std::mutex> lock(mutex_);
+  gpu::g_rate_in_stats.store(0, std::memory_order_relaxed);  // the sampled-out counts start again
   uint32_t rows = 0;  // every engine id any table has a row for
   for (const auto& t : tables_) {
     for (uint32_t c = 0; c < Table::kMaxChunks; ++c) {

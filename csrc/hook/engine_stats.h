@@ -71,7 +71,10 @@ class EngineStats {
     bool take_gpu_sample(uint32_t engine_id, int64_t every) noexcept {
       Row* r = row(engine_id);
       if (C10_UNLIKELY(r == nullptr)) return true;
-      if (gpu::take_sample((*r)[kRowGpuCountdown], every)) return true;
+      if (gpu::take_sample((*r)[kRowGpuCountdown], every)) {
+        gpu::note_sampled_rate(every);
+        return true;
+      }
       add((*r)[kStatGpuSampledOut], 1);
       return false;
     }

@@ -5,6 +5,7 @@ namespace gpu {
 
 std::atomic<int64_t> g_every{1};
 std::atomic<int64_t> g_caller_wait_every{kCallerWaitEvery};
+std::atomic<int64_t> g_rate_in_stats{0};
 
 namespace {
 // A "1 in n calls" setting: n in [1, kMaxGpuEvery] is stored, anything else refused.

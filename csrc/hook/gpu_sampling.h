@@ -24,6 +24,19 @@ inline int64_t sample_every() noexcept { return g_every.load(std::memory_order_r
 // n in [1, kMaxGpuEvery]; returns false (and keeps the value) otherwise.
 bool set_sample_every(int64_t n) noexcept;
 
+// The rate the live stats' sampled-out counts were taken at (the table's "1 in N" note): the setting
+// is put back when a session stops, so the table cannot read it from sample_every(). 0: no sampled
+// call since the stats were reset; -1: calls were sampled at more than one rate. Noted on a
+// measured call of a sampled engine (once in N calls), reset with the stats (EngineStats::reset).
+extern std::atomic<int64_t> g_rate_in_stats;
+inline int64_t rate_in_stats() noexcept { return g_rate_in_stats.load(std::memory_order_relaxed); }
+inline void note_sampled_rate(int64_t every) noexcept {
+  int64_t seen = g_rate_in_stats.load(std::memory_order_relaxed);
+  if (seen == every || seen == -1) return;
+  if (seen == 0 && g_rate_in_stats.compare_exchange_strong(seen, every, std::memory_order_relaxed)) return;
+  if (seen != every) g_rate_in_stats.store(-1, std::memory_order_relaxed);
+}
+
 // The decision itself, on a countdown only the calling thread writes (EngineStats::Table keeps one
 // per engine in its row): the first call, then every `every`th, is measured (true); a countdown left
 // over from a larger `every` ends at once.

@@ -124,7 +124,9 @@ std::string timing_table_text(const TimingTable& t) {
     const int64_t measured = t.all.stats[kStatGpuCalls];
     out += "gpu ms: sampled, " + std::to_string(measured) + " of " +
            std::to_string(measured + t.all.stats[kStatGpuSampledOut]) + " CUDA calls measured" +
-           (t.gpu_every > 1 ? " (1 in " + std::to_string(t.gpu_every) + ")" : "") + ", scaled to all" +
+           (t.gpu_every > 1    ? " (1 in " + std::to_string(t.gpu_every) + ")"
+            : t.gpu_every < 0 ? " (at more than one rate)"
+                              : "") + ", scaled to all" +
            (t.percentiles_of == "gpu" ? "; gpu p50/p99 of the measured calls" : "") + "\n";
   }
   if (t.all.stats[kStatErrors] > 0) {

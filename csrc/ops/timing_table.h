@@ -30,7 +30,7 @@ struct TimingTable {
   std::vector<double> cumulative;
   std::string percentiles_of;   // "total" (the call) or a phase ("enqueue", "gpu", ...)
   bool any_gpu = false;
-  int64_t gpu_every = 1;        // the sampling setting the figures were taken with (TRT_TRACE_GPU_EVERY)
+  int64_t gpu_every = 1;        // the sampling rate the figures were taken at (TRT_TRACE_GPU_EVERY); -1: several
   uint64_t dropped_events = 0;
   uint64_t threads_with_drops = 0;
 };

@@ -67,9 +67,11 @@ std::string timing_table(const std::string& percentiles_of, bool json) {
     rows.push_back({names[id], stats[id], histogram::percentile(h, 50), histogram::percentile(h, 99)});
   }
   const auto [dropped, threads] = drop_totals();
+  // The rate the sampled-out counts were taken at, not today's setting (a session puts it back).
+  const int64_t rate = gpu::rate_in_stats();  // 0: no call sampled since the stats were reset
   TimingTable table = build_timing_table(std::move(rows), histogram::percentile(all.data(), 50),
                                          histogram::percentile(all.data(), 99), percentiles_of, dropped, threads,
-                                         gpu::sample_every());
+                                         rate == 0 ? 1 : rate);
   return json ? timing_table_json(table) : timing_table_text(table);
 }
 

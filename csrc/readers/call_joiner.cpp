@@ -36,6 +36,80 @@ struct KeyHash {
   }
 };
 
+// Key -> position in the GPU window: open addressing with linear probing and backward-shift
+// deletion, no allocation per entry (every CUDA call goes in and out of it once).
+class FlatIndex {
+ public:
+  FlatIndex() { rehash(1024); }
+  bool empty() const { return size_ == 0; }
+  size_t size() const { return size_; }
+  const uint64_t* find(const Key& k) const {
+    for (size_t i = slot(k);; i = (i + 1) & mask_) {
+      const Entry& e = table_[i];
+      if (e.value == kEmpty) return nullptr;
+      if (e.key == k) return &e.value;
+    }
+  }
+  void put(const Key& k, uint64_t v) {
+    if (2 * (size_ + 1) > table_.size()) rehash(2 * table_.size());
+    for (size_t i = slot(k);; i = (i + 1) & mask_) {
+      Entry& e = table_[i];
+      if (e.value == kEmpty) {
+        e = Entry{k, v};
+        ++size_;
+        return;
+      }
+      if (e.key == k) {
+        e.value = v;
+        return;
+      }
+    }
+  }
+  void erase(const Key& k) {
+    size_t i = slot(k);
+    for (;; i = (i + 1) & mask_) {
+      if (table_[i].value == kEmpty) return;
+      if (table_[i].key == k) break;
+    }
+    // Shift later entries of the run back over the hole, so that lookups never need tombstones.
+    for (size_t j = (i + 1) & mask_;; j = (j + 1) & mask_) {
+      if (table_[j].value == kEmpty) break;
+      const size_t home = slot(table_[j].key);
+      if (((j - home) & mask_) >= ((j - i) & mask_)) {  // home not in (i, j]: the entry may move to i
+        table_[i] = table_[j];
+        i = j;
+      }
+    }
+    table_[i].value = kEmpty;
+    --size_;
+  }
+  void clear() {
+    for (auto& e : table_) e.value = kEmpty;
+    size_ = 0;
+  }
+
+ private:
+  static constexpr uint64_t kEmpty = ~0ull;
+  struct Entry {
+    Key key;
+    uint64_t value;
+  };
+  size_t slot(const Key& k) const { return KeyHash{}(k) & mask_; }
+  void rehash(size_t n) {
+    std::vector<Entry> old;
+    old.swap(table_);
+    table_.assign(n, Entry{Key{0, 0}, kEmpty});
+    mask_ = n - 1;
+    size_ = 0;
+    for (const auto& e : old) {
+      if (e.value != kEmpty) put(e.key, e.value);
+    }
+  }
+  std::vector<Entry> table_;
+  size_t mask_ = 0;
+  size_t size_ = 0;
+};
+
 struct Open {
   Record call{};
   bool has_call = false;
@@ -112,7 +186,9 @@ class Joiner {
     open_order_.clear();
   }
 
+  // Up to cap calls into dst; with cap 0, how many are ready.
   int64_t take(Call* dst, int64_t cap) {
+    if (cap == 0) return static_cast<int64_t>(out_.size() - taken_);
     int64_t n = 0;
     while (n < cap && taken_ < out_.size()) dst[n++] = out_[taken_++];
     if (taken_ == out_.size()) {
@@ -197,7 +273,7 @@ class Joiner {
       out_.push_back(c);
       return;
     }
-    waiting_index_[key] = waiting_base_ + waiting_.size();
+    waiting_index_.put(key, waiting_base_ + waiting_.size());
     waiting_.push_back(Waiting{key, c, false});
     ++waiting_live_;
     while (waiting_live_ > gpu_window_) pop_waiting(true);
@@ -224,16 +300,16 @@ class Joiner {
       if (it != open_.end()) o = &it->second;
     }
     if (o == nullptr && !waiting_index_.empty()) {
-      auto it = waiting_index_.find(key);
-      if (it != waiting_index_.end()) {
-        Waiting& w = waiting_[it->second - waiting_base_];
+      const uint64_t* at = waiting_index_.find(key);
+      if (at != nullptr) {
+        Waiting& w = waiting_[*at - waiting_base_];
         if (gpu) {
           w.call.ns[kNsGpu] = (w.call.ns[kNsGpu] < 0 ? 0 : w.call.ns[kNsGpu]) + dur;
           if (x.rec.flags & kFlagEngineStream) w.call.flags |= kCallGpuEngineStream;
           out_.push_back(w.call);
           w.done = true;
           --waiting_live_;
-          waiting_index_.erase(it);
+          waiting_index_.erase(key);
           while (!waiting_.empty() && waiting_.front().done) {
             waiting_.pop_front();
             ++waiting_base_;
@@ -270,7 +346,7 @@ class Joiner {
   std::unordered_map<Key, Open, KeyHash> open_;
   std::deque<std::pair<Key, uint64_t>> open_order_;
   std::deque<Waiting> waiting_;
-  std::unordered_map<Key, uint64_t, KeyHash> waiting_index_;
+  FlatIndex waiting_index_;
   uint64_t waiting_base_ = 0;
   int64_t waiting_live_ = 0;
   std::vector<Call> out_;

@@ -3,6 +3,10 @@
 // faster than building a Python dict per event. Every other line (metadata, another tool's events,
 // numbers in another notation, a line cut by a kill) is handed back by position to the general
 // path (trt_trace/readers/chrome_json.py, orjson), which gives the same result for these lines.
+#if defined(__SSE2__)
+#include <emmintrin.h>  // SSE2: part of x86-64 itself
+#endif
+
 #include <cstring>
 
 #include "readers/read_types.h"
@@ -10,43 +14,86 @@
 namespace trt_trace {
 namespace {
 
+#define TT_INLINE inline __attribute__((always_inline))
+
+template <typename T>
+TT_INLINE T load(const char* p) {
+  T v;
+  std::memcpy(&v, p, sizeof(T));
+  return v;
+}
+
+// Whether the 8 bytes of c (little endian) are all ASCII digits, and their value (SWAR: no loop).
+TT_INLINE bool eight_digits(uint64_t c) {
+  return ((c & 0xF0F0F0F0F0F0F0F0ull) | (((c + 0x0606060606060606ull) & 0xF0F0F0F0F0F0F0F0ull) >> 4)) ==
+         0x3333333333333333ull;
+}
+TT_INLINE uint64_t eight_digits_value(uint64_t c) {
+  c -= 0x3030303030303030ull;
+  c = c * 10 + (c >> 8);  // pairs of digits
+  c = (((c & 0x000000FF000000FFull) * (100 + (1000000ull << 32))) +
+       (((c >> 16) & 0x000000FF000000FFull) * (1 + (10000ull << 32)))) >> 32;
+  return c;
+}
+
+// a[0, N) == b[0, N) for a length known at compile time: 8 bytes at a time, no call to memcmp.
+template <size_t N>
+TT_INLINE bool same(const char* a, const char* b) {
+  if constexpr (N >= 8) {
+    uint64_t diff = 0;
+    for (size_t i = 0; i + 8 <= N; i += 8) diff |= load<uint64_t>(a + i) ^ load<uint64_t>(b + i);
+    if constexpr (N % 8 != 0) diff |= load<uint64_t>(a + N - 8) ^ load<uint64_t>(b + N - 8);  // overlapping
+    return diff == 0;
+  } else if constexpr (N >= 4) {
+    return ((load<uint32_t>(a) ^ load<uint32_t>(b)) | (load<uint32_t>(a + N - 4) ^ load<uint32_t>(b + N - 4))) == 0;
+  } else if constexpr (N >= 2) {
+    return ((load<uint16_t>(a) ^ load<uint16_t>(b)) | (load<uint16_t>(a + N - 2) ^ load<uint16_t>(b + N - 2))) == 0;
+  } else {
+    return N == 0 || a[0] == b[0];
+  }
+}
+
 struct Cursor {
   const char* p;
   const char* end;
 
-  bool lit(const char* s, size_t n) {
-    if (static_cast<size_t>(end - p) < n || std::memcmp(p, s, n) != 0) return false;
-    p += n;
+  // Literals are compared at their compile-time length: the compiler turns each into a few loads
+  // and compares, not a call to memcmp.
+  template <size_t N>
+  TT_INLINE bool lit(const char (&s)[N]) {
+    if (static_cast<size_t>(end - p) < N - 1 || !same<N - 1>(p, s)) return false;
+    p += N - 1;
     return true;
   }
-  template <size_t N>
-  bool lit(const char (&s)[N]) {
-    return lit(s, N - 1);
-  }
   // A JSON integer without sign or leading zeros, below 2^64 (at most 19 digits: no overflow).
-  bool u64(uint64_t& v) {
+  TT_INLINE bool u64(uint64_t& v) {
     const char* q = p;
-    if (q == end || *q < '0' || *q > '9') return false;
-    if (*q == '0' && q + 1 < end && q[1] >= '0' && q[1] <= '9') return false;
+    if (q == end || static_cast<unsigned>(*q - '0') > 9) return false;
+    if (*q == '0' && q + 1 < end && static_cast<unsigned>(q[1] - '0') <= 9) return false;
     uint64_t x = 0;
-    int digits = 0;
-    while (q < end && *q >= '0' && *q <= '9') {
-      if (++digits > 19) return false;
+    while (end - q >= 8) {  // 8 digits at a time where 8 follow (timestamps)
+      const uint64_t c = load<uint64_t>(q);
+      if (!eight_digits(c)) break;
+      x = x * 100000000ull + eight_digits_value(c);
+      q += 8;
+    }
+    while (q < end && static_cast<unsigned>(*q - '0') <= 9) {
       x = x * 10 + static_cast<uint64_t>(*q - '0');
       ++q;
     }
+    if (q - p > 19) return false;  // 2^64 and more: not ours (and x may have wrapped)
     v = x;
     p = q;
     return true;
   }
-  bool u32(uint32_t& v) {
+  TT_INLINE bool u32(uint32_t& v) {
     uint64_t x;
     if (!u64(x) || x > 0xffffffffull) return false;
     v = static_cast<uint32_t>(x);
     return true;
   }
   // Microseconds as the writer writes them: -?digits.ddd, exactly three decimals: exact ns.
-  bool us(int64_t& ns) {
+  TT_INLINE bool us(int64_t& ns) {
     bool neg = false;
     if (p < end && *p == '-') {
       neg = true;
@@ -67,18 +114,36 @@ struct Cursor {
     return true;
   }
   // A JSON string literal (quotes included) with no control characters; escapes are kept as they are.
-  bool string(const char*& at, size_t& len) {
+  TT_INLINE bool string(const char*& at, size_t& len) {
     if (p == end || *p != '"') return false;
     const char* q = p + 1;
-    while (q < end && *q != '"') {
+#if defined(__SSE2__)
+    const __m128i quote = _mm_set1_epi8('"'), backslash = _mm_set1_epi8('\\'), control = _mm_set1_epi8(0x1f);
+#endif
+    while (true) {
+#if defined(__SSE2__)
+      while (end - q >= 16) {  // 16 bytes at a time to the next quote, backslash or control character
+        const __m128i x = _mm_loadu_si128(reinterpret_cast<const __m128i*>(q));
+        const __m128i hit = _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(x, quote), _mm_cmpeq_epi8(x, backslash)),
+                                         _mm_cmpeq_epi8(_mm_max_epu8(x, control), control));
+        const int mask = _mm_movemask_epi8(hit);
+        if (mask == 0) {
+          q += 16;
+          continue;
+        }
+        q += __builtin_ctz(static_cast<unsigned>(mask));
+        break;
+      }
+#endif
+      if (q == end) return false;
       const unsigned char ch = static_cast<unsigned char>(*q);
+      if (ch == '"') break;
       if (ch < 0x20) return false;
       if (ch == '\\') {
-        if (++q == end) return false;
+        if (++q == end || *q == '\n') return false;  // an escape never takes a line's newline
       }
       ++q;
     }
-    if (q == end) return false;
     at = p;
     len = static_cast<size_t>(q + 1 - p);
     p = q + 1;
@@ -86,29 +151,51 @@ struct Cursor {
   }
 };
 
-// The rest of a line after an event: an optional comma, then nothing but blanks.
-bool line_ends(Cursor& c) {
-  if (c.p < c.end && *c.p == ',') ++c.p;
-  while (c.p < c.end && (*c.p == ' ' || *c.p == '\r' || *c.p == '\t')) ++c.p;
-  return c.p == c.end;
+// The phase named at c.p (kPhaseNames, as trace_format.PHASE_NAMES, then its closing quote): moves
+// c past the name (to the quote) and returns the phase, -1 if none.
+TT_INLINE int phase_at(Cursor& c) {
+  if (c.p == c.end) return -1;
+  int phase = -1;
+  size_t n = 0;
+  const size_t left = static_cast<size_t>(c.end - c.p);
+  const auto is = [&](auto& lit, int ph) {  // lit: the name with its closing quote
+    constexpr size_t k = sizeof(lit) - 1;
+    if (left >= k && same<k>(c.p, lit)) {
+      phase = ph;
+      n = k - 1;
+      return true;
+    }
+    return false;
+  };
+  switch (c.p[0]) {
+    case 'e': is("execute_engine\"", 0) || is("enqueue\"", 4); break;
+    case 'w': is("workspace\"", 1); break;
+    case 'i': is("inputs\"", 2); break;
+    case 'o': is("outputs\"", 3); break;
+    case 'g': is("gpu\"", 5); break;
+    case 'c': is("caller stream wait\"", 6); break;
+    default: break;
+  }
+  c.p += n;
+  return phase;
 }
 
-bool parse_slice(Cursor c, const char* base, Slice& s) {
+// The rest of a line after an event: an optional comma, then nothing but blanks up to the newline
+// (or the buffer's end). Returns where the newline is (end: none), nullptr if anything else follows.
+inline const char* line_end_after(const char* p, const char* end) {
+  if (p < end && *p == ',') ++p;
+  while (p < end && (*p == ' ' || *p == '\r' || *p == '\t')) ++p;
+  return p == end || *p == '\n' ? p : nullptr;
+}
+
+// Each parser reads one event from c.p and returns where it ends (nullptr: not ours). The cursor may
+// run to the buffer's end: nothing they accept holds a newline, so what they read lies in one line.
+const char* parse_slice(Cursor c, const char* base, Slice& s) {
   std::memset(&s, 0, sizeof(s));
-  if (!c.lit(R"({"ph":"X","cat":"trt_trace","name":")")) return false;
-  // The phase's name, by its first letter and length (kPhaseNames).
-  int phase = -1;
-  const char* q = static_cast<const char*>(std::memchr(c.p, '"', static_cast<size_t>(c.end - c.p)));
-  if (q == nullptr) return false;
-  const size_t n = static_cast<size_t>(q - c.p);
-  for (int i = 0; i <= kLastPublicPhase; ++i) {
-    if (kPhaseNames[i][0] == c.p[0] && std::strlen(kPhaseNames[i]) == n && std::memcmp(c.p, kPhaseNames[i], n) == 0) {
-      phase = i;
-      c.p = q;
-      break;
-    }
-  }
-  if (phase < 0) return false;
+  if (!c.lit(R"({"ph":"X","cat":"trt_trace","name":")")) return nullptr;
+  // The phase's name and its closing quote, by its first letter (kPhaseNames): no search per event.
+  const int phase = phase_at(c);
+  if (phase < 0) return nullptr;
   Record& r = s.rec;
   int64_t ts, dur;
   uint64_t call_id;
@@ -119,7 +206,7 @@ bool parse_slice(Cursor c, const char* base, Slice& s) {
         c.lit(R"(,"tid":)") && c.u32(tid) && c.lit(R"(,"args":{"engine":)") && c.string(name, name_len) &&
         c.lit(R"(,"engine_id":)") && c.u32(engine_id) && c.lit(R"(,"call_id":)") && c.u64(call_id) &&
         c.lit(R"(,"thread":)") && c.u32(thread))) {
-    return false;
+    return nullptr;
   }
   r.begin_ns = ts;
   r.end_ns = ts + dur;
@@ -132,41 +219,41 @@ bool parse_slice(Cursor c, const char* base, Slice& s) {
   r.stream = 0;
   if (c.lit(R"(,"device":)")) {
     uint32_t device;
-    if (!c.u32(device) || device >= kNoDevice) return false;
+    if (!c.u32(device) || device >= kNoDevice) return nullptr;
     r.device = static_cast<uint16_t>(device);
   }
   // The writer writes a stream for GPU spans and only for them: anything else is not its line.
-  if (is_gpu_span(r.phase) != c.lit(R"(,"stream":)")) return false;
-  if (is_gpu_span(r.phase) && !c.u32(r.stream)) return false;
+  if (is_gpu_span(r.phase) != c.lit(R"(,"stream":)")) return nullptr;
+  if (is_gpu_span(r.phase) && !c.u32(r.stream)) return nullptr;
   if (c.lit(R"(,"error":true)")) r.flags |= kFlagError;
   if (c.lit(R"(,"nested":true)")) r.flags |= kFlagNested;
   if (c.lit(R"(,"captured":true)")) r.flags |= kFlagCaptured;
   if (c.lit(R"(,"engine_stream":true)")) r.flags |= kFlagEngineStream;
-  if (!c.lit("}}") || !line_ends(c)) return false;
+  if (!c.lit("}}")) return nullptr;
   s.pid = pid;
   s.tid = tid;
   s.name_off = static_cast<uint32_t>(name - base);
   s.name_len = static_cast<uint32_t>(name_len);
   s.kind = kSliceX;
   s.has_device = r.device != kNoDevice;
-  return true;
+  return c.p;
 }
 
-bool parse_flow(Cursor c, Slice& s) {
+const char* parse_flow(Cursor c, Slice& s) {
   bool end;
   if (c.lit("{\"ph\":\"s\",\"cat\":\"trt_trace\",\"name\":\"launch\",\"id\":")) {
     end = false;
   } else if (c.lit("{\"ph\":\"f\",\"bp\":\"e\",\"cat\":\"trt_trace\",\"name\":\"launch\",\"id\":")) {
     end = true;
   } else {
-    return false;
+    return nullptr;
   }
   uint64_t id;
   int64_t ts;
   uint32_t pid, tid;
   if (!(c.u64(id) && c.lit(R"(,"ts":)") && c.us(ts) && c.lit(R"(,"pid":)") && c.u32(pid) && c.lit(R"(,"tid":)") &&
-        c.u32(tid) && c.lit("}") && line_ends(c))) {
-    return false;
+        c.u32(tid) && c.lit("}"))) {
+    return nullptr;
   }
   std::memset(&s, 0, sizeof(s));
   s.rec.begin_ns = s.rec.end_ns = ts;
@@ -175,7 +262,7 @@ bool parse_flow(Cursor c, Slice& s) {
   s.pid = pid;
   s.tid = tid;
   s.kind = end ? kFlowEnd : kFlowStart;
-  return true;
+  return c.p;
 }
 
 // Lines that carry no event: the array's brackets and blank lines.
@@ -197,28 +284,31 @@ using trt_trace::Slice;
 TT_API int64_t tt_json_parse(const char* buf, int64_t len, int32_t final, Slice* slices, int64_t slices_cap,
                              int64_t* odd, int64_t odd_cap, int64_t* n_slices, int64_t* n_odd) {
   int64_t pos = 0, ns = 0, no = 0;
+  const char* const end = buf + len;
   while (pos < len) {
     if (ns == slices_cap || no == odd_cap) break;
     const char* a = buf + pos;
-    const char* nl = static_cast<const char*>(std::memchr(a, '\n', static_cast<size_t>(len - pos)));
-    if (nl == nullptr && !final) break;
-    const char* b = nl ? nl : buf + len;
-    const int64_t next = (b - buf) + (nl ? 1 : 0);
-    trt_trace::Cursor c{a, b};
+    // Our events first, read up to the buffer's end: the newline is found by the parse, not searched for.
+    const char* ev_end = nullptr;
     Slice& s = slices[ns];
-    if (b - a > 6 && a[0] == '{' && a[1] == '"' && a[2] == 'p' && a[3] == 'h' && a[7] == 'X') {
-      if (trt_trace::parse_slice(c, buf, s)) {
-        ++ns;
-        pos = next;
-        continue;
-      }
-    } else if (b - a > 6 && a[0] == '{' && (a[7] == 's' || a[7] == 'f')) {
-      if (trt_trace::parse_flow(c, s)) {
-        ++ns;
-        pos = next;
-        continue;
+    if (len - pos > 8 && a[0] == '{' && a[1] == '"') {
+      if (a[7] == 'X') {
+        ev_end = trt_trace::parse_slice(trt_trace::Cursor{a, end}, buf, s);
+      } else if (a[7] == 's' || a[7] == 'f') {
+        ev_end = trt_trace::parse_flow(trt_trace::Cursor{a, end}, s);
       }
     }
+    const char* nl = ev_end ? trt_trace::line_end_after(ev_end, end) : nullptr;
+    if (nl != nullptr) {
+      if (nl == end && !final) break;  // the line may go on in the next block
+      ++ns;
+      pos = (nl - buf) + (nl < end ? 1 : 0);
+      continue;
+    }
+    nl = static_cast<const char*>(std::memchr(a, '\n', static_cast<size_t>(len - pos)));
+    if (nl == nullptr && !final) break;
+    const char* b = nl ? nl : end;
+    const int64_t next = (b - buf) + (nl ? 1 : 0);
     if (!trt_trace::structural(a, b)) {
       odd[3 * no] = pos;
       odd[3 * no + 1] = b - a;

@@ -29,7 +29,12 @@ enum AnnKind : uint8_t {
 struct Reader {
   const uint8_t* p;
   const uint8_t* end;
-  bool varint(uint64_t& v) {
+  // One byte is the common case (tags, iids, small values): no loop for it.
+  inline bool varint(uint64_t& v) {
+    if (p < end && *p < 0x80) {
+      v = *p++;
+      return true;
+    }
     uint64_t x = 0;
     for (int shift = 0; shift < 64; shift += 7) {
       if (p == end) return false;
@@ -75,56 +80,71 @@ struct OpenSlice {
   Slice slice;
 };
 
+// A decoded TrackEvent. Annotation values are read only where their bit of ann_set is set, so
+// nothing but the scalars is cleared per packet.
 struct Event {
   uint64_t type = 0, track = 0, name_iid = 0;
   bool has_type = false, has_track = false, has_name = false;
   int flow_out = 0, flow_in = 0;
   uint64_t flow_out_id = 0, flow_in_id = 0;
-  uint64_t ann_value[16] = {};
-  bool ann_set[16] = {};
+  uint32_t ann_set = 0;  // bit k: annotation kind k was given
+  uint64_t ann_value[16];
+  uint64_t ann(int kind) const { return ann_set >> kind & 1 ? ann_value[kind] : 0; }
+  bool has(int kind) const { return ann_set >> kind & 1; }
 };
 
 // Decodes a TrackEvent; false where it holds a field the fast path does not know.
-bool decode_event(Reader r, const Tables& t, Event& e) {
+inline bool decode_event(Reader r, const Tables& t, Event& e) {
   while (r.p < r.end) {
     uint64_t key;
     if (!r.varint(key)) return false;
-    const uint64_t field = key >> 3, wire = key & 7;
-    if (wire == 0 && (field == 9 || field == 11 || field == 10)) {
-      uint64_t v;
-      if (!r.varint(v)) return false;
-      if (field == 9) { e.type = v; e.has_type = true; }
-      if (field == 11) { e.track = v; e.has_track = true; }
-      if (field == 10) { e.name_iid = v; e.has_name = true; }
-    } else if (wire == 1 && (field == 47 || field == 48)) {
-      uint64_t v;
-      if (!r.fixed64(v)) return false;
-      if (field == 47) { e.flow_out++; e.flow_out_id = v; }
-      else { e.flow_in++; e.flow_in_id = v; }
-    } else if (wire == 2 && field == 4) {
-      const uint8_t *a, *b;
-      if (!r.bytes(a, b)) return false;
-      Reader ar{a, b};
-      uint64_t iid = 0, value = 0;
-      bool has_iid = false, has_value = false;
-      while (ar.p < ar.end) {
-        uint64_t k;
-        if (!ar.varint(k)) return false;
-        const uint64_t f = k >> 3, w = k & 7;
-        if (w != 0) return false;
-        uint64_t v;
-        if (!ar.varint(v)) return false;
-        if (f == 1) { iid = v; has_iid = true; }
-        else if (f == 2 || f == 3 || f == 17) { value = v; has_value = true; }
-        else return false;
+    switch (key) {
+      case (9 << 3) | 0:
+        if (!r.varint(e.type)) return false;
+        e.has_type = true;
+        break;
+      case (11 << 3) | 0:
+        if (!r.varint(e.track)) return false;
+        e.has_track = true;
+        break;
+      case (10 << 3) | 0:
+        if (!r.varint(e.name_iid)) return false;
+        e.has_name = true;
+        break;
+      case (47 << 3) | 1:
+        if (!r.fixed64(e.flow_out_id)) return false;
+        e.flow_out++;
+        break;
+      case (48 << 3) | 1:
+        if (!r.fixed64(e.flow_in_id)) return false;
+        e.flow_in++;
+        break;
+      case (4 << 3) | 2: {
+        const uint8_t *a, *b;
+        if (!r.bytes(a, b)) return false;
+        Reader ar{a, b};
+        uint64_t iid = 0, value = 0;
+        bool has_iid = false, has_value = false;
+        while (ar.p < ar.end) {
+          uint64_t k;
+          if (!ar.varint(k)) return false;
+          const uint64_t f = k >> 3, w = k & 7;
+          if (w != 0) return false;
+          uint64_t v;
+          if (!ar.varint(v)) return false;
+          if (f == 1) { iid = v; has_iid = true; }
+          else if (f == 2 || f == 3 || f == 17) { value = v; has_value = true; }
+          else return false;
+        }
+        if (!has_iid || !has_value || iid >= 256) return false;
+        const uint8_t kind = t.ann_kind[iid];
+        if (kind == kAnnNone || e.has(kind)) return false;
+        e.ann_set |= 1u << kind;
+        e.ann_value[kind] = value;
+        break;
       }
-      if (!has_iid || !has_value || iid >= 256) return false;
-      const uint8_t kind = t.ann_kind[iid];
-      if (kind == kAnnNone || e.ann_set[kind]) return false;
-      e.ann_set[kind] = true;
-      e.ann_value[kind] = value;
-    } else {
-      return false;
+      default:
+        return false;
     }
   }
   return true;
@@ -202,28 +222,28 @@ TT_API int64_t tt_pf_parse(const uint8_t* buf, int64_t len, int64_t pos, const u
       rec.begin_ns = static_cast<int64_t>(ts);
       rec.phase = static_cast<uint8_t>(t.name_phase[e.name_iid] - 1);
       rec.engine_id = static_cast<uint32_t>(t.track_engine[e.track]);
-      rec.call_id = e.ann_value[kAnnCallId];
-      rec.thread_id = static_cast<uint32_t>(e.ann_value[kAnnThread]);
-      rec.device = e.ann_set[kAnnDevice] ? static_cast<uint16_t>(e.ann_value[kAnnDevice]) : kNoDevice;
-      rec.stream = static_cast<uint32_t>(e.ann_value[kAnnStream]);
-      if (!e.ann_set[kAnnCallId] || e.ann_value[kAnnThread] > 0xffffffffull ||
-          (e.ann_set[kAnnDevice] && e.ann_value[kAnnDevice] >= kNoDevice) || e.ann_value[kAnnStream] > 0xffffffffull ||
+      rec.call_id = e.ann(kAnnCallId);
+      rec.thread_id = static_cast<uint32_t>(e.ann(kAnnThread));
+      rec.device = e.has(kAnnDevice) ? static_cast<uint16_t>(e.ann(kAnnDevice)) : kNoDevice;
+      rec.stream = static_cast<uint32_t>(e.ann(kAnnStream));
+      if (!e.has(kAnnCallId) || e.ann(kAnnThread) > 0xffffffffull ||
+          (e.has(kAnnDevice) && e.ann(kAnnDevice) >= kNoDevice) || e.ann(kAnnStream) > 0xffffffffull ||
           e.flow_out > 1 || e.flow_in > 1 || (e.flow_out && e.flow_out_id != rec.call_id) ||
           (e.flow_in && e.flow_in_id != rec.call_id) ||
-          (e.ann_set[kAnnEngine] && e.ann_value[kAnnEngine] != static_cast<uint64_t>(rec.engine_id) + 1)) {
+          (e.has(kAnnEngine) && e.ann(kAnnEngine) != static_cast<uint64_t>(rec.engine_id) + 1)) {
         *status = kNotOurs;
         break;
       }
-      if (e.ann_value[kAnnError]) rec.flags |= kFlagError;
-      if (e.ann_value[kAnnNested]) rec.flags |= kFlagNested;
-      if (e.ann_value[kAnnCaptured]) rec.flags |= kFlagCaptured;
-      if (e.ann_value[kAnnEngineStream]) rec.flags |= kFlagEngineStream;
+      if (e.ann(kAnnError)) rec.flags |= kFlagError;
+      if (e.ann(kAnnNested)) rec.flags |= kFlagNested;
+      if (e.ann(kAnnCaptured)) rec.flags |= kFlagCaptured;
+      if (e.ann(kAnnEngineStream)) rec.flags |= kFlagEngineStream;
       if (e.flow_out) rec.flags |= kFlagFlowOut;
       if (e.flow_in) rec.flags |= kFlagFlowIn;
       s.pid = t.pid;
       s.tid = t.track_tid[e.track];
       s.kind = kSliceX;
-      s.has_device = e.ann_set[kAnnDevice];
+      s.has_device = e.has(kAnnDevice);
       state->open = 1;
       state->open_pos = pos;
       state->track = e.track;

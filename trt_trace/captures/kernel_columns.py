@@ -30,9 +30,13 @@ class KernelSums:
     by_key: dict[int, np.ndarray] = field(default_factory=dict)
     kept: list[np.ndarray] = field(default_factory=list)  # capture rows of the calls counted
 
-    def add(self, keys: list[int], codes: np.ndarray, call_rows: np.ndarray, capture: CaptureCalls) -> None:
+    def add(self, keys: list[int], calls: np.ndarray, capture: CaptureCalls) -> None:
+        """One chunk of calls (readers' CALL_DTYPE rows, `call_id` = the row in the capture), grouped by
+        the summary's keys (pid << 32 | engine id, sorted)."""
         self.capture = capture
-        idx = call_rows.astype(np.int64)
+        full = (calls["pid"].astype(np.uint64) << np.uint64(32)) | calls["engine_id"].astype(np.uint64)
+        codes = np.searchsorted(np.asarray(keys, dtype=np.uint64), full)
+        idx = calls["call_id"].astype(np.int64)
         self.kept.append(idx)
         cols = (((capture.kernels[idx] + capture.copies[idx]) > 0).astype(np.int64), capture.kernels[idx],
                 capture.kernel_ns[idx], capture.copies[idx], capture.copy_ns[idx], capture.launches_unmatched[idx])

@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 import queue
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import numpy as np
@@ -27,6 +28,8 @@ from .trace_info import TraceFileError, TraceInfo
 BLOCK = 8 << 20  # bytes read at a time
 SLICES = 1 << 16
 ODD = 1 << 12
+SLACK = 1 << 20  # room past a block for the line a block boundary cuts (carried into the next block)
+SPLIT_MIN = 1 << 20  # blocks at least this large are parsed as two halves on two threads
 
 
 class Visitor:
@@ -68,7 +71,6 @@ class ChromeJsonReader:
 
     def __init__(self, path: str) -> None:
         self.path = path
-        self._known: dict[int, np.ndarray] = {}  # pid -> engine ids whose names are known
 
     # -- the parts every mode shares ----------------------------------------------------------------
 
@@ -108,43 +110,25 @@ class ChromeJsonReader:
             converted.clear()
 
     @staticmethod
-    def _note(info: TraceInfo, arr: np.ndarray) -> None:
+    def _note(info: TraceInfo, arr: np.ndarray) -> np.ndarray:
+        """Counts the slices and moves the trace's origin; returns the chunk's (pid, engine id, first
+        row) triples of call slices (native.slice_facts: one native pass, not numpy's per field)."""
         info.slices += len(arr)
-        xs = arr["begin_ns"][arr["kind"] == 0]
-        if len(xs):
-            low = int(xs.min())
+        low, pairs = native.slice_facts(arr)
+        if low is not None:
             info.origin_ns = low if info.origin_ns is None else min(info.origin_ns, low)
+        return pairs
 
-    def _names(self, info: TraceInfo, arr: np.ndarray, buf: bytearray) -> None:
+    def _names(self, info: TraceInfo, arr: np.ndarray, buf: bytearray, pairs: np.ndarray) -> None:
         """Engine names of (pid, engine id) pairs seen for the first time (their first call's)."""
-        calls = arr[(arr["phase"] == 0) & (arr["kind"] == 0)]
-        if not len(calls):
-            return
-        pids = calls["pid"]
-        eids = calls["engine_id"]
-        if pids[0] == pids[-1] and (pids == pids[0]).all():  # one process: look its ids up at once
-            known = self._known.get(int(pids[0]))
-            top = int(eids.max())
-            if known is not None and top < len(known) and known[eids].all():
-                return
-        pairs = (pids.astype(np.uint64) << np.uint64(32)) | eids.astype(np.uint64)
-        uniq, first = np.unique(pairs, return_index=True)
-        for pair, i in zip(uniq.tolist(), first.tolist(), strict=True):
-            pid, eid = pair >> 32, pair & 0xFFFFFFFF
+        for pid, eid, i in sorted(pairs.tolist()):  # by (pid, engine id): processes are made in that order
             p = info.process(pid)
             if eid not in p.engines:
-                off, n = int(calls["name_off"][i]), int(calls["name_len"][i])
+                off, n = int(arr["name_off"][i]), int(arr["name_len"][i])
                 try:
                     p.engines[eid] = str(orjson.loads(bytes(buf[off: off + n])))
                 except orjson.JSONDecodeError:
                     p.engines[eid] = f"engine_{eid}"
-            known = self._known.get(pid)
-            if known is None or eid >= len(known):
-                grown = np.zeros(max(eid + 1, 2 * (0 if known is None else len(known)), 64), dtype=bool)
-                if known is not None:
-                    grown[: len(known)] = known
-                known = self._known[pid] = grown
-            known[eid] = True
 
     # -- reading -----------------------------------------------------------------------------------
 
@@ -202,7 +186,7 @@ class ChromeJsonReader:
             try:
                 return free_bufs.get_nowait()
             except queue.Empty:  # at most DEPTH + 2 ever exist: the pipeline holds the rest
-                return bytearray(block + (1 << 20))
+                return bytearray(block + SLACK)
 
         def array() -> np.ndarray:
             try:
@@ -210,37 +194,58 @@ class ChromeJsonReader:
             except queue.Empty:
                 return np.empty(SLICES, dtype=SLICE_DTYPE)
 
-        def produce(pipe: pipeline.Pipe) -> None:
+        def parse(base: int, start: int, stop: int, final: int) -> tuple[list[tuple], int]:
+            """buf[start, stop) parsed into (slices, n, odd lines, offset) chunks; returns them and the
+            offset reached (whole lines only, unless final)."""
             counts = np.zeros(2, dtype=np.int64)
+            chunks = []
+            pos = start
+            while True:
+                arr = array()
+                odd = np.empty(3 * ODD, dtype=np.int64)
+                used = so.tt_json_parse(base + pos, stop - pos, final, arr.ctypes.data, SLICES,
+                                        odd.ctypes.data, ODD, counts.ctypes.data, counts.ctypes.data + 8)
+                n, n_odd = int(counts[0]), int(counts[1])
+                chunks.append((arr, n, odd[: 3 * n_odd], pos))
+                pos += used
+                if used == 0 or pos >= stop or (n < SLICES and n_odd < ODD):
+                    return chunks, pos
+
+        def produce(pipe: pipeline.Pipe) -> None:
+            with ThreadPoolExecutor(1, thread_name_prefix="trt_trace parser") as pool:
+                produce_with(pipe, pool)
+
+        def produce_with(pipe: pipeline.Pipe, helper: ThreadPoolExecutor) -> None:
             carry = b""
             eof = False
             total = 0
             with open(path, "rb", buffering=0) as f:
                 while not eof:
                     buf = buffer()
-                    if len(buf) < len(carry) + block // 2:
-                        buf = bytearray(2 * (len(carry) + block))  # a line longer than a block
+                    if len(buf) - SLACK < len(carry) + block // 2:  # a line longer than a block: room to read on
+                        buf = bytearray(2 * (len(carry) + block) + SLACK)
                     buf[: len(carry)] = carry
                     filled = len(carry)
-                    while filled < len(buf) - (1 << 20) and not eof:
+                    while filled < len(buf) - SLACK and not eof:
                         with memoryview(buf) as view:
-                            got = f.readinto(view[filled:]) or 0
+                            got = f.readinto(view[filled: len(buf) - SLACK]) or 0
                         eof = got == 0
                         filled += got
                         total += got
                     base = native.address(buf)
-                    chunks = []
-                    pos = 0
-                    while True:
-                        arr = array()
-                        odd = np.empty(3 * ODD, dtype=np.int64)
-                        used = so.tt_json_parse(base + pos, filled - pos, int(eof), arr.ctypes.data, SLICES,
-                                                odd.ctypes.data, ODD, counts.ctypes.data, counts.ctypes.data + 8)
-                        n, n_odd = int(counts[0]), int(counts[1])
-                        chunks.append((arr, n, odd[: 3 * n_odd], pos))
-                        pos += used
-                        if used == 0 or pos >= filled or (n < SLICES and n_odd < ODD):
-                            break
+                    # Two halves on two threads (the native parse releases the GIL), split after a
+                    # newline: each half starts at a line's start, the first ends with a whole line.
+                    split = buf.rfind(b"\n", 0, filled // 2) + 1 if filled >= SPLIT_MIN else 0
+                    if split > 0:
+                        first = helper.submit(parse, base, 0, split, 0)
+                        second, pos = parse(base, split, filled, int(eof))
+                        head, head_end = first.result()
+                        if head_end != split:  # cannot happen: every line of the first half ends in it
+                            raise RuntimeError(f"{path}: the first half of a block was parsed to {head_end}, "
+                                               f"not to its end {split}")
+                        chunks = head + second
+                    else:
+                        chunks, pos = parse(base, 0, filled, int(eof))
                     carry = bytes(buf[pos:filled])
                     if eof and carry:  # cannot happen: the final parse takes the last line
                         carry = b""
@@ -260,8 +265,7 @@ class ChromeJsonReader:
                     nonlocal done
                     if upto > done:
                         part = rows[done:upto]
-                        self._note(info, part)
-                        self._names(info, part, buf)
+                        self._names(info, part, buf, self._note(info, part))
                         visitor.slices(part, buf)
                         done = upto
 

@@ -43,6 +43,8 @@ def lib() -> ctypes.CDLL:
                                    _ptr, _i64]),
         "tt_scaled_gpu_ns": (None, [_ptr, _i64, _ptr]),
         "tt_layout": (_i64, [_ptr, _i64]),
+        "tt_slice_facts": (_i64, [_ptr, _i64, _ptr, _ptr, _i64]),
+        "tt_call_groups": (_i64, [_ptr, _i64, _ptr, _i32, _ptr, _ptr, _ptr, _ptr, _i64]),
     }
     for name, (restype, argtypes) in sigs.items():
         fn = getattr(so, name)
@@ -79,7 +81,6 @@ class Joiner:
     def __init__(self, gpu_window: int, open_cap: int) -> None:
         self._lib = lib()
         self._j = self._lib.tt_joiner_new(gpu_window, open_cap)
-        self._out = np.empty(self.TAKE, dtype=CALL_DTYPE)
 
     def add(self, slices: np.ndarray) -> None:
         if len(slices):
@@ -89,10 +90,12 @@ class Joiner:
     def take(self) -> list[np.ndarray]:
         parts = []
         while True:
-            n = self._lib.tt_joiner_take(self._j, self._out.ctypes.data, len(self._out))
-            if n == 0:
+            ready = self._lib.tt_joiner_take(self._j, None, 0)  # how many calls are ready
+            if ready == 0:
                 return parts
-            parts.append(self._out[:n].copy())
+            out = np.empty(min(ready, self.TAKE), dtype=CALL_DTYPE)  # written in place: no copy after
+            n = self._lib.tt_joiner_take(self._j, out.ctypes.data, len(out))
+            parts.append(out[:n])
 
     def end(self) -> None:
         self._lib.tt_joiner_end(self._j)
@@ -112,6 +115,53 @@ class Joiner:
         j, self._j = getattr(self, "_j", None), None
         if j:
             self._lib.tt_joiner_free(j)
+
+
+_NO_BEGIN = np.iinfo(np.int64).max
+
+
+def slice_facts(slices: np.ndarray) -> tuple[int | None, np.ndarray]:
+    """(the earliest begin of the X slices, None if none; int64 [k, 3] rows (pid, engine id, first
+    row) of the distinct (pid, engine) pairs of the call slices, in order of first appearance)."""
+    s = np.ascontiguousarray(slices)
+    low = np.zeros(1, dtype=np.int64)
+    cap = 16
+    while True:
+        pairs = np.empty(3 * cap, dtype=np.int64)
+        n = lib().tt_slice_facts(s.ctypes.data, len(s), low.ctypes.data, pairs.ctypes.data, cap)
+        if n <= cap:
+            first = int(low[0])
+            return (None if first == _NO_BEGIN else first), pairs[: 3 * n].reshape(n, 3)
+        cap = n
+
+
+GROUP_STATS = 10  # tt_call_groups' stats columns: STATS_COLUMNS, the last (gpu_sampled_out) counted always
+
+
+def call_groups(calls: np.ndarray, columns: tuple[int, ...]) -> tuple[list[int], np.ndarray, list[list[np.ndarray]]]:
+    """Calls grouped by (pid << 32 | engine id), in key order (csrc/readers/call_groups.cpp): (the
+    keys, int64 [groups, GROUP_STATS] sums, per column of `columns` (Call.ns indices) the values of
+    each group, the GPU column only where a call has a span)."""
+    c = np.ascontiguousarray(calls)
+    n = len(c)
+    cols = np.array(columns, dtype=np.int32)
+    values = np.empty(max(len(cols) * n, 1), dtype=np.int64)
+    cap = 16
+    while True:
+        keys = np.empty(cap, dtype=np.uint64)
+        stats = np.empty(cap * GROUP_STATS, dtype=np.int64)
+        counts = np.empty(max(len(cols) * cap, 1), dtype=np.int64)
+        g = lib().tt_call_groups(c.ctypes.data, n, cols.ctypes.data, len(cols), keys.ctypes.data, stats.ctypes.data,
+                                 counts.ctypes.data, values.ctypes.data, cap)
+        if g <= cap:
+            break
+        cap = g
+    per_column = []
+    for k in range(len(cols)):
+        bounds = np.concatenate(([0], np.cumsum(counts[k * cap: k * cap + g]))).tolist()
+        base = k * n
+        per_column.append([values[base + bounds[i]: base + bounds[i + 1]] for i in range(g)])
+    return keys[:g].tolist(), stats[: g * GROUP_STATS].reshape(g, GROUP_STATS), per_column
 
 
 def format_table(names: list[str], stats: np.ndarray, percentiles: np.ndarray | None, all_percentiles: tuple[int, int],
@@ -145,4 +195,4 @@ def scaled_gpu_ns(stats: np.ndarray) -> np.ndarray:
     return out
 
 
-__all__ = ["SLICE_DTYPE", "Joiner", "format_table", "lib", "scaled_gpu_ns"]
+__all__ = ["SLICE_DTYPE", "Joiner", "format_table", "lib", "scaled_gpu_ns", "slice_facts", "call_groups"]

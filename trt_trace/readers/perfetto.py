@@ -165,7 +165,7 @@ class PerfettoReader:
             return
         pb = protos()
         so = native.lib()
-        out = np.empty(SLICES, dtype=SLICE_DTYPE)
+        out = np.empty(SLICES, dtype=SLICE_DTYPE)  # handed out as it is once filled: a new one then
         state = _OpenSlice()
         n_out = ctypes.c_int64()
         status = ctypes.c_int32()
@@ -187,7 +187,7 @@ class PerfettoReader:
                         state.open_pos -= pos
                     filled -= pos
                     pos = 0
-                if len(buf) - filled < block // 2:
+                if len(buf) - filled < max(block // 2, 1):  # never a full buffer: a read of 0 bytes is the end
                     buf.extend(bytes(max(len(buf), block)))
                 with memoryview(buf) as view:
                     got = f.readinto(view[filled:]) or 0
@@ -203,7 +203,8 @@ class PerfettoReader:
                                  self.seq_id, self.state.pid, ctypes.byref(state), out.ctypes.data, SLICES,
                                  ctypes.byref(n_out), ctypes.byref(status))
             if n_out.value:
-                arr = out[: n_out.value].copy()
+                arr = out[: n_out.value]
+                out = np.empty(SLICES, dtype=SLICE_DTYPE)
                 ChromeJsonReader._note(info, arr)
                 visitor.slices(arr, None)
             code = status.value

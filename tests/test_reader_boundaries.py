@@ -1,0 +1,122 @@
+"""Where the fast readers cut their input: a JSON line cut by a block's end, the block split in two
+halves parsed on two threads, a Perfetto packet cut by a read. Each is compared against the whole
+file read at once, slice by slice and event by event, so a split one byte off (a line parsed from
+its middle, a half dropped or read twice, a packet decoded across a cut) fails."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from test_gpu_tracks import call_records
+
+from trt_trace.readers import Visitor, native
+from trt_trace.readers import chrome_json as cj
+from trt_trace.readers import perfetto as pf
+from trt_trace.readers.columns import SLICE_DTYPE, SLICE_X
+from trt_trace.records import RECORD_DTYPE
+from trt_trace.writers import ChromeJsonWriter, PerfettoTraceWriter
+
+
+def _records() -> list[np.ndarray]:
+    rows = []
+    for k in range(60):
+        wait = (1_000_000 * k + 25_000, 1_000_000 * k + 400_000) if k % 3 == 0 else None
+        rows += call_records(k + 1, 1 + k % 3, 1_000_000 * (k + 1), 1_000_000 * (k + 1) + 30_000,
+                             1_000_000 * (k + 1) + 200_000 + 1000 * k, stream=7, wait=wait,
+                             flags=1 if k == 5 else 0)
+    records = np.array(rows, dtype=RECORD_DTYPE)
+    return [records[: len(records) // 2], records[len(records) // 2:]]
+
+
+def _write(path):
+    names = ["", "eng_a", 'eng "b"\\x', "eng_c"]  # a name with escapes: its literal is copied as it is
+    writer = (ChromeJsonWriter if path.suffix == ".json" else PerfettoTraceWriter)(str(path), lambda: names)
+    writer.begin("bounds", {"tool": "trt_trace", "pid": 9, "monotonic_ns": 1, "wall_ns": 5 * 10**18,
+                            "gpu_timing": True})
+    for batch in _records():
+        writer.write(batch)
+    writer.finish({"dropped_events": 0, "threads": [], "monotonic_ns": 10**10, "wall_ns": 5 * 10**18,
+                   "ended": "closed"})
+    return path
+
+
+@pytest.fixture(scope="module", params=[".json", ".pftrace"])
+def trace(request, tmp_path_factory):
+    return _write(tmp_path_factory.mktemp("bounds") / f"t{request.param}")
+
+
+class _Recorder(Visitor):
+    """Every slice (its engine literal in place of the buffer offset) and every event, in order."""
+
+    def __init__(self) -> None:
+        self.items: list[tuple] = []
+
+    def slices(self, slices, buf) -> None:
+        for row in slices.tolist():
+            fields = dict(zip(SLICE_DTYPE.names, row, strict=True))
+            off, n = fields.pop("name_off"), fields.pop("name_len")
+            fields.pop("pad")
+            name = bytes(buf[off: off + n]) if buf is not None and n else None
+            self.items.append(("slice", tuple(fields.values()), name))
+
+    def event(self, ev) -> None:
+        self.items.append(("event", repr(ev)))
+
+
+def _read(path, monkeypatch, **constants) -> tuple[list[tuple], dict]:
+    module = cj if path.suffix == ".json" else pf
+    with monkeypatch.context() as m:
+        for name, value in constants.items():
+            m.setattr(module, name, value)
+        reader = (cj.ChromeJsonReader if path.suffix == ".json" else pf.PerfettoReader)(str(path))
+        rec = _Recorder()
+        info = reader.read(rec)
+    return rec.items, {"slices": info.slices, "origin": info.origin_ns, "ended": info.ended,
+                       "bytes": info.bytes_read, "malformed": info.malformed}
+
+
+def test_small_blocks_and_two_halves_read_as_the_whole_file(trace, monkeypatch):
+    whole, whole_info = _read(trace, monkeypatch)  # the test file fits one block: no cut, no split
+    kind = [n for n in SLICE_DTYPE.names if n not in ("name_off", "name_len", "pad")].index("kind")
+    x_slices = [item for item in whole if item[0] == "slice" and item[1][kind] == SLICE_X]
+    assert len(x_slices) == sum(len(b) for b in _records())  # every record, once
+    assert any(item[0] == "event" for item in whole)  # the metadata went the other way, in between
+    sizes = [97, 256, 1000, 4093] if trace.suffix == ".json" else [1, 2, 17, 100, 999]
+    for block in sizes:
+        if trace.suffix == ".json":
+            for split_min in (0, 10**9):  # every block in two halves, or none
+                got, info = _read(trace, monkeypatch, BLOCK=block, SLACK=64, SPLIT_MIN=split_min)
+                assert (got, info) == (whole, whole_info), (block, split_min)
+        else:
+            got, info = _read(trace, monkeypatch, BLOCK=block)
+            assert (got, info) == (whole, whole_info), block
+
+
+def _parse(data: bytes, final: int) -> tuple[int, np.ndarray, np.ndarray]:
+    buf = bytearray(data) + bytearray(16)  # slack past the end, as the reader's buffers have
+    slices = np.zeros(256, dtype=SLICE_DTYPE)
+    odd = np.zeros(3 * 256, dtype=np.int64)
+    counts = np.zeros(2, dtype=np.int64)
+    used = native.lib().tt_json_parse(native.address(buf), len(data), final, slices.ctypes.data, 256,
+                                      odd.ctypes.data, 256, counts.ctypes.data, counts.ctypes.data + 8)
+    return used, slices[: counts[0]], odd[: 3 * counts[1]].reshape(-1, 3)
+
+
+def test_a_json_line_cut_at_any_byte_is_left_for_the_next_block(tmp_path):
+    text = _write(tmp_path / "t.json").read_bytes()
+    lines = text.split(b"\n")
+    body = b"\n".join(lines[5:13]) + b"\n"  # slices, GPU spans, flows: 8 whole lines
+    ends = [i + 1 for i, ch in enumerate(body) if ch == ord("\n")]
+    used, all_slices, all_odd = _parse(body, 0)
+    assert used == len(body) and len(all_slices) + len(all_odd) == 8
+    for cut in range(len(body) + 1):
+        used, slices, odd = _parse(body[:cut], 0)
+        whole_lines = max([e for e in ends if e <= cut], default=0)
+        assert used == whole_lines, cut  # a cut line is never taken, nor a whole one left
+        n = sum(1 for e in ends if e <= cut)
+        assert len(slices) + len(odd) == n, cut
+        assert slices.tobytes() == all_slices[: len(slices)].tobytes(), cut
+        used, slices, odd = _parse(body[:cut], 1)  # the file's end: the cut line is its last
+        assert used == cut, cut
+        assert len(slices) + len(odd) == n + (cut > whole_lines), cut
+        assert slices.tobytes() == all_slices[: len(slices)].tobytes(), cut  # a cut event is never ours
