@@ -142,6 +142,10 @@ def check_result(code: int, out: str, err: str) -> None:
 def test_run_takes_any_options(options, tmp_path, capsys, monkeypatch):
     # A harmless command after the options (the options are the input here, not the program).
     monkeypatch.chdir(tmp_path)
+    # A word among the options becomes the command (argparse's REMAINDER starts at the first positional):
+    # no program is found by name, so a word such as `yes` cannot run (it wrote to the captured stdout
+    # until the disk was full).
+    monkeypatch.setenv("PATH", str(tmp_path / "no-programs-here"))
     argv = ["run", *[o for o in options if o != "--"], "--", sys.executable, "-c", "pass"]
     check_result(*run_cli(argv, capsys))
 
