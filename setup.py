@@ -1,9 +1,9 @@
 """Builds the two C++ libraries against the installed torch.
 
-* trt_trace/_trt_trace*.so  the tracer: hook, ring buffers, ops (csrc/{buffer,hook,ops})
+* trt_trace/_trt_trace*.so  the tracer: csrc/{buffer,stats,engines,integrations,hook,drainer,ops}
 * trt_trace/standin/_runtime*.so  the stand-in Torch-TensorRT runtime (csrc/standin)
 * trt_trace/_trt_trace_read.so  the trace readers' native code (csrc/readers, csrc/format and the
-  table formatter ops/timing_table.cpp): no torch, a C interface loaded with ctypes, so that the
+  table formatter stats/timing_table.cpp): no torch, a C interface loaded with ctypes, so that the
   reading CLI verbs never import torch
 
 The first two are plain torch libraries loaded with torch.ops.load_library (no Python
@@ -78,14 +78,14 @@ setup(
     ext_modules=[
         Extension(
             name="trt_trace._trt_trace",
-            sources=sources("buffer", "hook", "ops"),
+            sources=sources("buffer", "stats", "engines", "integrations", "hook", "drainer", "ops"),
             define_macros=tracer_macros,
             libraries=["dl"],
             **common,
         ),
         PlainExtension(  # no torch: setuptools' own Extension, not torch's CppExtension
             name="trt_trace._trt_trace_read",
-            sources=sources("readers") + [os.path.join("csrc", "ops", "timing_table.cpp")],
+            sources=sources("readers") + [os.path.join("csrc", "stats", "timing_table.cpp")],
             include_dirs=[os.path.join(HERE, "csrc")],
             extra_compile_args={"cxx": ["-O3", "-std=c++17", "-fvisibility=hidden"]},
             extra_link_args=["-pthread"],

@@ -3,6 +3,8 @@ its default when unset or blank, one warning line and the default (or its cap) f
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from trt_trace import config
@@ -206,3 +208,53 @@ def test_paths_expand_pid_rank_and_host(monkeypatch):
 
 def test_a_value_shown_in_a_message_is_one_line():
     assert config.shown("t.json") == "t.json" and config.shown("a\nb") == "'a\\nb'"
+
+
+def _generated_blocks(text: str) -> str:
+    """docs/configuration.md's two generated tables, joined as settings_table_markdown() writes them."""
+    blocks = []
+    for start, end in (("<!-- settings table:", "<!-- end of the settings table -->"),
+                       ("<!-- settings fields:", "<!-- end of the settings fields -->")):
+        body = text[text.index(start):text.index(end)]
+        blocks.append(body.split("\n", 1)[1].rstrip("\n"))
+    return "\n\n".join(blocks) + "\n"
+
+
+def test_the_configuration_doc_is_the_settings_table():
+    # The doc's tables are derived from config.Settings' field metadata; regenerate them from
+    # config.settings_table_markdown() when a setting changes.
+    doc = (Path(__file__).resolve().parents[1] / "docs" / "configuration.md").read_text()
+    assert _generated_blocks(doc) == config.settings_table_markdown()
+
+
+def test_every_setting_has_help_and_the_environment_names_each_one_once():
+    rows = [config.setting(f.name) for f in config.FIELDS]
+    assert all(row.help for row in rows)
+    envs = [row.env for row in rows if row.env]
+    assert len(envs) == len(set(envs)) == len(rows) - 1  # every field but lazy_file has its variable
+
+
+def test_cpp_gets_exactly_the_native_settings_in_one_op():
+    from trt_trace import ops
+
+    assert sorted(config.Settings().native()) == sorted(ops.NATIVE_SETTINGS)
+    saved = ops.session_switches()
+    try:
+        wanted = dict(saved, buffer_capacity=4096, gpu_every=3, caller_wait_every=5, engine_stream_spans=False)
+        ops.apply_settings(wanted)
+        assert ops.session_switches() == wanted
+        assert (ops.buffer_capacity(), ops.get_gpu_every(), ops.get_caller_wait_every()) == (4096, 3, 5)
+        assert not ops.get_engine_stream_spans()
+    finally:
+        ops.restore_session_switches(saved)
+    assert ops.session_switches() == saved
+
+
+def test_keywords_and_the_environment_meet_in_one_settings_object(monkeypatch):
+    monkeypatch.setenv("TRT_TRACE_QUIET", "1")
+    monkeypatch.setenv("TRT_TRACE_CALLER_WAIT_EVERY", "2")
+    s = config.from_keywords("t.json", {"buffer_events": "1k", "gpu_every": 4, "nvtx": 1})
+    assert s == config.Settings(out="t.json", buffer_events=1024, gpu_every=4, nvtx=True, quiet=True,
+                                caller_wait_every=2)
+    with pytest.raises(TypeError, match="unexpected keyword argument 'bufer'"):
+        config.from_keywords("t.json", {"bufer": 1})

@@ -218,7 +218,7 @@ def test_every_measured_call_gets_one_span_whatever_stream_the_runtime_picks(tmp
     by_call = {e["args"]["call_id"]: e for e in gpu}
     own_id = own.stream_id & 0xFFFFFFFF
     wait_every = ops.get_caller_wait_every()
-    left, expected_waits = 0, []  # the countdown of csrc/hook/gpu_sampling.h, played over the measured calls
+    left, expected_waits = 0, []  # the countdown of csrc/stats/gpu_sampling.h, played over the measured calls
     for k in measured:
         span = by_call[ids[k]]
         if STREAM_SWITCHES[k] == "own":  # on the caller's stream: one caller-stream span

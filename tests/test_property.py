@@ -144,7 +144,8 @@ def test_run_takes_any_options(options, tmp_path, capsys, monkeypatch):
     monkeypatch.chdir(tmp_path)
     # A word among the options becomes the command (argparse's REMAINDER starts at the first positional):
     # no program is found by name, so a word such as `yes` cannot run (it wrote to the captured stdout
-    # until the disk was full).
+    # until the disk was full). The command really runs, so its real failures ("" or "/" as the command:
+    # exit 126, a name not found: 127) are what is checked.
     monkeypatch.setenv("PATH", str(tmp_path / "no-programs-here"))
     argv = ["run", *[o for o in options if o != "--"], "--", sys.executable, "-c", "pass"]
     check_result(*run_cli(argv, capsys))

@@ -47,16 +47,6 @@ NOT_RUN_IN_CI = {
                                           "(tools/setup_env.sh) installs the package this way",
     "pip install 'trt_trace[view]'": "installs into the user's environment from the package index; the test extra "
                                      "installs the same viztracer, and `trt-trace view` runs below",
-    "trt-trace summary prof.json --kernels": "needs a torch.profiler capture with CUDA activity (a GPU); "
-                                             "tests/test_captures_cli.py runs summary, diff and merge on real CPU "
-                                             "captures, tools/device/capture_checks.py the kernels on a GPU",
-    "trt-trace diff trace.json prof.json": "needs the capture of the python block above: tests/test_captures_cli.py",
-    "trt-trace merge trace.json prof.json -o all.json": "needs the capture of the python block above: "
-                                                        "tests/test_captures_cli.py (also opened in the Perfetto UI)",
-    "TRT_TRACE_NVTX=1 nsys profile --trace=cuda,nvtx -o run python serve.py": "Nsight Systems with CUDA tracing needs "
-                                                                              "a GPU; tests/test_captures_nsys.py runs "
-                                                                              "the real nsys with --trace=nvtx",
-    "nsys export --type sqlite run.nsys-rep": "follows the nsys run above; tests/test_captures_nsys.py exports its own",
 }
 
 # Exit codes a command may answer with, beside 0 (the README gives their meaning).

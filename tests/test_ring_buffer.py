@@ -33,6 +33,17 @@ def test_record_layout_matches_numpy_dtype():
     assert layout[1:] == [RECORD_DTYPE.fields[name][1] for name in RECORD_DTYPE.names]
 
 
+def test_the_phase_list_is_one_list_in_both_languages():
+    # csrc/common/phases.h and trt_trace/phases.py: the names by Record.phase, and the table's columns made
+    # from them, are the same in C++ and Python.
+    from trt_trace import phases
+
+    assert ops._op("_phase_names")() == list(phases.PHASE_NAMES)
+    assert ops.stats_columns() == list(phases.STATS_COLUMNS)
+    assert [p.name for p in phases.Phase] == [p.name for p in phases.PHASES]
+    assert phases.DURATIONS == ("total", "workspace", "inputs", "outputs", "enqueue", "gpu")
+
+
 def test_order_is_preserved():
     ops.push_synthetic(1000, 7, 100)
     recs = drain_all()

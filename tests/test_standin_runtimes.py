@@ -232,7 +232,7 @@ def test_211_output_setup_lands_in_outputs():
     # Three float64 outputs: 2.11 allocates each as float32 and converts it (.to(dtype)); that
     # conversion is output setup, not enqueue. Checked by order, not by time: in torch.profiler's own
     # tree (whose phase scopes switch where the call's phases do, between its top-level ops,
-    # csrc/hook/profiler_scopes.h) every conversion sits inside an `outputs` scope, and the trace
+    # csrc/integrations/profiler_scopes.h) every conversion sits inside an `outputs` scope, and the trace
     # has an outputs phase in every call.
     x = torch.randn(64, 64, dtype=torch.float64)
     with playing_runtime("2.11"):

@@ -10,15 +10,15 @@ or, with no code change: `TRT_TRACE_OUT=trace.json python serve.py`.
 
 from __future__ import annotations
 
-__version__ = "0.1.0"
-
 import contextlib
 import os
 from collections.abc import Iterator
+from typing import Any
 
 from . import _library
 from .ops import dump_engine_timing, get_nvtx, get_profile_execution, reset, set_nvtx, set_profile_execution
 from .session import Session, TraceError, active, dump, flight, start, stop
+from .version import __version__
 
 # Importing trt_trace installs everything: the execute_engine hook, torch.profiler scopes, the
 # torch.ops.trt_trace ops and the torch.ops.tensorrt aliases (listed by dir() too). Except inside
@@ -28,12 +28,9 @@ if os.environ.get("_TRT_TRACE_CLI_READ_ONLY") != "1":
 
 
 @contextlib.contextmanager
-def tracing(path: str, buffer_events: int | None = None, nvtx: bool = False, gpu: bool = True,
-            max_bytes: int | None = None, split: bool = True, format: str | None = None,
-            gpu_every: int = 1) -> Iterator[Session]:
-    """Traces every engine call inside the block into `path`; the arguments are start()'s."""
-    session = start(path, buffer_events, nvtx, gpu=gpu, max_bytes=max_bytes, split=split, format=format,
-                    gpu_every=gpu_every)
+def tracing(path: str | os.PathLike, **overrides: Any) -> Iterator[Session]:
+    """Traces every engine call inside the block into `path`; the keywords are start()'s."""
+    session = start(path, **overrides)
     try:
         yield session
     finally:
@@ -67,6 +64,7 @@ def serve_metrics(port: int, addr: str = "127.0.0.1") -> tuple[str, int]:
 
 __all__ = [
     "Session",
+    "__version__",
     "TraceError",
     "active",
     "dump",

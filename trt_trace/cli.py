@@ -20,7 +20,7 @@ import subprocess
 import sys
 from typing import TYPE_CHECKING, NoReturn
 
-from .formats import written
+from .config import plain, run_flags
 from .trace_format import DURATIONS
 
 if TYPE_CHECKING:
@@ -35,33 +35,24 @@ def _cmd_run(args: argparse.Namespace) -> int:
         print("trt-trace run: give the command to trace after --, e.g. trt-trace run -o t.json -- python x.py",
               file=sys.stderr)
         return 2
-    from .config import expand_path, parse_count, shown
+    from .config import expand_path, shown
     from .session import TraceError, check_output_path
 
     try:  # the file the command's first traced process will write ({pid}: any process's, the same folder)
-        check_output_path(expand_path(args.output))
+        check_output_path(expand_path(args.out))
     except TraceError as exc:
         print(f"trt-trace run: {exc}", file=sys.stderr)
         return 2
-    if args.buffer is not None:
-        try:
-            parse_count(args.buffer)
-        except ValueError:
-            print(f"trt-trace run: --buffer {args.buffer!r} is not a positive event count; give e.g. 65536, 256k or 1M",
-                  file=sys.stderr)
-            return 2
     env = dict(os.environ)
-    env["TRT_TRACE_OUT"] = args.output
-    if args.buffer:
-        env["TRT_TRACE_BUFFER"] = args.buffer
-    if args.format:
-        env["TRT_TRACE_FORMAT"] = args.format
-    if args.flight is not None:
-        if not 0 < args.flight < float("inf"):
-            print(f"trt-trace run: --flight must be a positive number of seconds, not {args.flight:g}",
-                  file=sys.stderr)
+    for name, row in run_flags():  # each flag sets its variable for the command (config.Settings' table)
+        value = getattr(args, name)
+        if value is None:
+            continue
+        wrong = row.flag_check(value) if row.flag_check else None
+        if wrong:
+            print(f"trt-trace run: {wrong}", file=sys.stderr)
             return 2
-        env["TRT_TRACE_FLIGHT"] = repr(args.flight)
+        env[row.env] = repr(value) if isinstance(value, float) else str(value)
     try:
         # Children inherit TRT_TRACE_OUT: every Python process of the command that imports torch is
         # traced (give {pid} in the path to keep their files apart).
@@ -373,19 +364,21 @@ def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="trt-trace", description="Trace Torch-TensorRT engine calls.")
     sub = parser.add_subparsers(dest="cmd", required=True)
 
-    run = sub.add_parser("run", help="run a command with tracing on (sets TRT_TRACE_OUT for it)")
-    run.add_argument("-o", "--output", default="trace.json",
-                     help="trace file; {pid}, {rank}, {host} are replaced (default trace.json)")
-    run.add_argument("--buffer", help="events per thread buffer, e.g. 256k (TRT_TRACE_BUFFER)")
-    run.add_argument("--format", choices=written(),
-                     help="trace format (TRT_TRACE_FORMAT; default: by suffix, *.pftrace is Perfetto)")
-    run.add_argument("--flight", type=float, metavar="SECONDS",
-                     help="flight recorder: keep the last SECONDS of calls, write them on SIGUSR1, an unhandled "
-                          "exception or trt_trace.dump() (TRT_TRACE_FLIGHT)")
+    def verb(name: str, what: str) -> argparse.ArgumentParser:
+        """A verb whose `--help` starts with what it does (its line in `trt-trace --help`)."""
+        return sub.add_parser(name, help=what, description=what)
+
+    run = verb("run", "run a command with tracing on (sets TRT_TRACE_OUT for it)")
+    for name, row in run_flags():  # the settings table's flags (config.Settings), with their variables
+        options = {k: (v() if callable(v) and k == "choices" else v) for k, v in row.flag_options.items()}
+        if "choices" not in options:
+            options.setdefault("metavar", row.flag[-1].lstrip("-").upper())
+        default = f" (default {options['default']})" if "default" in options else ""
+        run.add_argument(*row.flag, dest=name, help=f"{plain(row.help)} ({row.env}){default}", **options)
     run.add_argument("command", nargs=argparse.REMAINDER, help="-- command and its arguments")
     run.set_defaults(func=_cmd_run)
 
-    summary = sub.add_parser("summary", help="per-engine timing table of a trace file")
+    summary = verb("summary", "per-engine timing table of a trace file")
     summary.add_argument("trace", help="trace.json / trace.pftrace written by trt_trace (or trt-trace merge), or a "
                                        "torch.profiler trace (.json, .json.gz) / nsys export (.sqlite) of a traced run")
     summary.add_argument("--by-rank", action="store_true",
@@ -400,7 +393,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_window(summary)
     summary.set_defaults(func=_cmd_summary)
 
-    diff = sub.add_parser("diff", help="per-engine change between two traces, with a significance test; "
+    diff = verb("diff", "per-engine change between two traces, with a significance test; "
                                        "exit code 1 on a regression")
     diff.add_argument("base", help="the trace to compare against (JSON, .pftrace or merged)")
     diff.add_argument("new", help="the trace of the build under test")
@@ -413,7 +406,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_window(diff)
     diff.set_defaults(func=_cmd_diff)
 
-    merge = sub.add_parser("merge", help="merge per-process (per-rank) traces into one, clocks aligned")
+    merge = verb("merge", "merge per-process (per-rank) traces into one, clocks aligned")
     merge.add_argument("traces", nargs="+", help="trace files written by trt_trace, e.g. trace_*.json, and any "
                                                  "torch.profiler / nsys capture of the same run (placed on their "
                                                  "timeline)")
@@ -421,7 +414,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_window(merge)
     merge.set_defaults(func=_cmd_merge)
 
-    slice_ = sub.add_parser("slice", help="write a window of a trace (time, engines, warm-up left out) as a new "
+    slice_ = verb("slice", "write a window of a trace (time, engines, warm-up left out) as a new "
                                           "trace small enough for the Perfetto UI")
     slice_.add_argument("trace", help="the trace to cut (JSON, .pftrace or merged)")
     slice_.add_argument("-o", "--output", required=True, help="the window to write, e.g. window.json (Chrome JSON)")
@@ -429,20 +422,20 @@ def build_parser() -> argparse.ArgumentParser:
     slice_.add_argument("--engines", metavar="A,B", help="only these engines (comma-separated names)")
     slice_.set_defaults(func=_cmd_slice)
 
-    export = sub.add_parser("export", help="one Parquet row per call, for DuckDB, Polars, Spark")
+    export = verb("export", "one Parquet row per call, for DuckDB, Polars, Spark")
     export.add_argument("trace", help="the trace to export (JSON, .pftrace or merged)")
     export.add_argument("output", help="the Parquet file to write, e.g. calls.parquet")
     _add_window(export)
     export.add_argument("--engines", metavar="A,B", help="only these engines (comma-separated names)")
     export.set_defaults(func=_cmd_export)
 
-    view = sub.add_parser("view", help="open a trace in the Perfetto UI served from this machine (offline)")
+    view = verb("view", "open a trace in the Perfetto UI served from this machine (offline)")
     view.add_argument("trace", help="trace.json / trace.pftrace / a merged trace (also one cut short by a kill)")
     view.add_argument("--port", type=int, help="port on 127.0.0.1 (default 10000; a busy one moves to the next free)")
     view.add_argument("--no-browser", action="store_true", help="only print the URL")
     view.set_defaults(func=_cmd_view)
 
-    demo = sub.add_parser("demo", help="trace a stand-in AOTInductor package with TRT_TRACE_OUT (see README)")
+    demo = verb("demo", "trace a stand-in AOTInductor package with TRT_TRACE_OUT (see README)")
     from .demo import add_arguments as demo_arguments  # no torch import: the module imports it when it runs
 
     demo_arguments(demo)

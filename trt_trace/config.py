@@ -1,18 +1,36 @@
-"""Settings read from the environment, with one-line warnings for nonsense values.
+"""Every setting of a tracing session, in one table: the `Settings` dataclass, each field carrying its
+environment variable, its parser, its keyword check, its `trt-trace run` flag and its help
+(`dataclasses.field(metadata=...)`, read through `setting()`).
 
-Every bad value is reported once on stderr as `trt_trace: <VAR>=<value>: <what is wrong>; <the fix>`
-and replaced by its default: a bad setting never stops the user's program.
+The environment (`from_env`), `start(path, **overrides)` (`from_keywords`), the forked child
+(`dataclasses.replace` of its parent's), `trt-trace run`'s flags (`run_flags`) and
+docs/configuration.md's table (`settings_table_markdown`, checked by tests/test_configuration.py) are all
+derived from it. Every bad value is reported once on stderr as `trt_trace: <VAR>=<value>: <what is
+wrong>; <the fix>` and replaced by its default: a bad setting never stops the user's program; a bad
+keyword is one TraceError line and no session.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import os
+import re
 import socket
 import sys
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from .errors import TraceError
 
 DEFAULT_BUFFER_EVENTS = 1 << 16  # per thread; 40 bytes each -> 2.5 MiB
 MAX_BUFFER_EVENTS = 1 << 30  # per thread: 40 GiB
+DEFAULT_MAX_MB = 1024.0  # the Perfetto UI struggles with JSON traces of ~1 GB
+DEFAULT_FLIGHT_MAX_MB = 256  # 6.7 M records (40 bytes each): about 1.3 M calls of 5 records
+FLIGHT_DEFAULT_OUT = "trt_trace_flight_{pid}.json"  # dumps' name when TRT_TRACE_OUT is not set
+MAX_GPU_EVERY = 1 << 20  # csrc/stats/gpu_sampling.h kMaxGpuEvery
+DEFAULT_GPU_EVERY = 1
+DEFAULT_CALLER_WAIT_EVERY = 8  # csrc/stats/gpu_sampling.h kCallerWaitEvery
 
 
 def warn(message: str) -> None:
@@ -37,10 +55,10 @@ def shown(text: object) -> str:
     return value if value.isprintable() else repr(value)
 
 
-def parse_bool(name: str, default: bool) -> bool:
-    raw = os.environ.get(name)
-    if raw is None or raw.strip() == "":
-        return default
+
+# -- parsers of the environment's text: (variable, raw text, default) -> value; nonsense: one line, default ----------
+
+def _bool(name: str, raw: str, default: bool) -> bool:
     value = raw.strip().lower()
     if value in ("1", "true", "yes", "on"):
         return True
@@ -48,6 +66,12 @@ def parse_bool(name: str, default: bool) -> bool:
         return False
     warn(f"{name}={raw!r} is not a boolean; use 1 or 0 (using {int(default)})")
     return default
+
+
+def parse_bool(name: str, default: bool) -> bool:
+    """A boolean variable: 1/true/yes/on, 0/false/no/off; unset or blank: `default`."""
+    raw = os.environ.get(name)
+    return default if raw is None or raw.strip() == "" else _bool(name, raw, default)
 
 
 def parse_count(text: str) -> int:
@@ -63,128 +87,413 @@ def parse_count(text: str) -> int:
     return value
 
 
-def buffer_events() -> int:
-    raw = os.environ.get("TRT_TRACE_BUFFER")
-    if raw is None or raw.strip() == "":
-        return DEFAULT_BUFFER_EVENTS
+def _events(name: str, raw: str, default: int) -> int:
     try:
         value = parse_count(raw)
     except ValueError:
-        warn(
-            f"TRT_TRACE_BUFFER={raw!r} is not a positive event count; use e.g. 65536, 256k or 1M "
-            f"(using {DEFAULT_BUFFER_EVENTS})"
-        )
-        return DEFAULT_BUFFER_EVENTS
+        warn(f"{name}={raw!r} is not a positive event count; use e.g. 65536, 256k or 1M (using {default})")
+        return default
     if value > MAX_BUFFER_EVENTS:
-        warn(f"TRT_TRACE_BUFFER={raw!r} is over 1G events per thread; using {MAX_BUFFER_EVENTS}")
+        warn(f"{name}={raw!r} is over 1G events per thread; using {MAX_BUFFER_EVENTS}")
         value = MAX_BUFFER_EVENTS
     return value
 
 
-DEFAULT_MAX_MB = 1024.0  # the Perfetto UI struggles with JSON traces of ~1 GB
+def _number(hint: str, allow_zero: bool = True) -> Callable[[str, str, float], float]:
+    """A finite number > 0 (or 0 where allow_zero); a bad value is one warning line with `hint` (what it
+    should be, with an example), and the default."""
+
+    def read(name: str, raw: str, default: float) -> float:
+        try:
+            value = float(raw)
+            if not (value > 0 or (allow_zero and value == 0)) or value == float("inf"):
+                raise ValueError
+        except ValueError:
+            warn(f"{name}={raw!r} is not a {hint} (using {default:g})")
+            return default
+        return value
+
+    return read
 
 
-def _env_number(name: str, default: float, hint: str, allow_zero: bool = True) -> float:
-    """A finite number > 0 (or 0 where allow_zero) from the environment; a bad value is one warning
-    line with `hint` (what it should be, with an example), and the default."""
-    raw = os.environ.get(name)
-    if raw is None or raw.strip() == "":
-        return default
-    try:
-        value = float(raw)
-        if not (value > 0 or (allow_zero and value == 0)) or value == float("inf"):
-            raise ValueError
-    except ValueError:
-        warn(f"{name}={raw!r} is not a {hint} (using {default:g})")
-        return default
+def _mib(hint: str, allow_zero: bool = True) -> Callable[[str, str, int], int]:
+    """A size in MiB (the environment's unit) as bytes (the setting's)."""
+    number = _number(hint, allow_zero)
+
+    def read(name: str, raw: str, default: int) -> int:
+        return int(number(name, raw, default / 2**20) * 1024 * 1024)
+
+    return read
+
+
+def _calls(hint: str) -> Callable[[str, str, int], int]:
+    """A whole number of calls from 1 to MAX_GPU_EVERY; nonsense: one line and the default; too large: one
+    line and MAX_GPU_EVERY."""
+
+    def read(name: str, raw: str, default: int) -> int:
+        try:
+            value = int(raw.strip())
+        except ValueError:
+            value = 0
+        if value < 1:
+            warn(f"{name}={raw!r} is not a call count >= 1; {hint} (using {default})")
+            return default
+        if value > MAX_GPU_EVERY:
+            warn(f"{name}={raw!r} is over {MAX_GPU_EVERY} calls; using {MAX_GPU_EVERY}")
+            return MAX_GPU_EVERY
+        return value
+
+    return read
+
+
+def _on_limit(name: str, raw: str, default: bool) -> bool:
+    value = raw.strip().lower()
+    if value in ("split", "stop"):
+        return value == "split"
+    warn(f"{name}={raw!r} must be split or stop (using split)")
+    return True
+
+
+def _format(name: str, raw: str, default: str | None) -> str | None:
+    if raw.strip().lower() == "auto":
+        return None
+    from .formats import written  # the format registry: every format a session can write
+
+    value = raw.strip().lower()
+    if value in written():
+        return value
+    warn(f"{name}={raw!r} must be {' or '.join(written())} (using the file name's suffix)")
+    return None
+
+
+def _out(name: str, raw: str, default: str | None) -> str | None:
+    if raw.strip() == "":
+        warn(f"{name} is set but empty; give a file name such as trace.json (running untraced)")
+        return None
+    return raw
+
+
+# -- checks of start()'s keywords: (keyword, value) -> value, else one TraceError line naming the fix ------------------
+
+def check_flag(name: str, value: object) -> bool:
+    """A keyword that switches something: True or False (1 and 0 pass), else TraceError."""
+    if isinstance(value, bool) or (isinstance(value, int) and value in (0, 1)):
+        return bool(value)
+    raise TraceError(f"{name} must be True or False, not {value!r}")
+
+
+def check_count(name: str, value: object, what: str, hint: str, minimum: int = 1, maximum: int | None = None) -> int:
+    """A whole number from `minimum` (to `maximum`), else TraceError naming `what` it counts and `hint`."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum or (
+            maximum is not None and value > maximum):
+        upto = f" to {maximum}" if maximum is not None else ""
+        raise TraceError(f"{name} must be a whole number of {what} from {minimum}{upto}, not {value!r}; {hint}")
     return value
 
 
+def _output_path(name: str, value: object) -> str:
+    if isinstance(value, os.PathLike):
+        value = os.fspath(value)
+    if not isinstance(value, str):
+        raise TraceError(f"the trace path must be a file name such as 'trace.json', not {value!r}")
+    return value
+
+
+def _buffer_keyword(name: str, value: object) -> int:
+    """buffer_events=: events per thread as a number or as TRT_TRACE_BUFFER writes them ('256k', '1M')."""
+    if value is None:
+        return DEFAULT_BUFFER_EVENTS
+    hint = "give e.g. 65536, '256k' or '1M' (None: the default, 64k)"
+    if isinstance(value, str):
+        try:
+            value = parse_count(value)
+        except ValueError:
+            raise TraceError(f"{name} must be a positive number of events per thread, not {value!r}; "
+                             f"{hint}") from None
+    return check_count(name, value, "events per thread", hint, maximum=MAX_BUFFER_EVENTS)
+
+
+def check_gpu_every(n: object) -> int:
+    """A session's gpu_every: a whole number of calls from 1 to MAX_GPU_EVERY, else TraceError."""
+    if isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= MAX_GPU_EVERY:
+        raise TraceError(f"gpu_every must be a whole number of calls from 1 (every call) to {MAX_GPU_EVERY}, "
+                         f"not {n!r}; gpu=False turns GPU timing off")
+    return n
+
+
+def _max_bytes_keyword(name: str, value: object) -> int:
+    if value is None:
+        return int(DEFAULT_MAX_MB * 2**20)
+    return check_count(name, value, "bytes", "0: no size limit, None: the default 1 GiB", minimum=0)
+
+
+def _format_keyword(name: str, value: object) -> str | None:
+    if value is not None and not isinstance(value, str):
+        raise TraceError(f"format must be 'json', 'perfetto' or None (by the file's suffix), not {value!r}")
+    return value  # an unknown name is the format registry's line when the session resolves it
+
+
+# -- trt-trace run's flags: the value typed -> None, or what is wrong with it ------------------------------------------
+
+def _buffer_flag(value: str) -> str | None:
+    try:
+        parse_count(value)
+    except ValueError:
+        return f"--buffer {value!r} is not a positive event count; give e.g. 65536, 256k or 1M"
+    return None
+
+
+def _flight_flag(value: float) -> str | None:
+    return None if 0 < value < float("inf") else f"--flight must be a positive number of seconds, not {value:g}"
+
+
+def _format_choices() -> list[str]:
+    from .formats import written
+
+    return list(written())
+
+
+@dataclass(frozen=True)
+class Setting:
+    """One row of the settings table (a Settings field's metadata)."""
+
+    help: str  # what it does, one line (the docs' table, the CLI flag's help)
+    env: str | None = None  # the environment variable that sets it
+    read: Callable[[str, str, Any], Any] | None = None  # (variable, text, default) -> value; nonsense warns
+    blank_is_unset: bool = True  # a blank variable is the default, silently (TRT_TRACE_OUT says it is empty)
+    keyword: Callable[[str, object], Any] | None = None  # start()'s keyword check; None: not a keyword of start()
+    at_start: str = "keyword"  # how start() sets it: "keyword", "environment" (read then), "flight" (flight()), "fixed"
+    native: str | None = None  # its name in the C++ settings (ops.apply_settings), where C++ needs it
+    flag: tuple[str, ...] = ()  # trt-trace run's flag(s), which set `env` for the command
+    flag_options: Mapping[str, Any] = dataclasses.field(default_factory=dict)  # argparse's add_argument options
+    flag_check: Callable[[Any], str | None] | None = None  # the flag's value -> None, or what is wrong (one line)
+    default_doc: str = ""  # the default as the docs give it
+
+
+def setting(name: str) -> Setting:
+    """The table row of Settings field `name`."""
+    return _FIELDS[name].metadata["setting"]
+
+
+def _row(default: Any = None, **row: Any) -> Any:
+    return field(default=default, metadata={"setting": Setting(**row)})
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Everything that shapes one tracing session, in one object passed whole.
+
+    The environment (from_env), `trt_trace.start()` / `tracing()` keywords (from_keywords) and a forked
+    child's session all make one of these, so no setting can be lost on the way. Each field's metadata is
+    its row of the settings table (Setting)."""
+
+    out: str | None = _row(
+        None, env="TRT_TRACE_OUT", read=_out, blank_is_unset=False, keyword=_output_path,
+        help="trace file to write (Chrome JSON; `*.pftrace`: native Perfetto, see [output.md](output.md)); "
+             "{pid}, {rank}, {host} are replaced",
+        flag=("-o", "--output"), flag_options={"default": "trace.json"}, default_doc="unset: no tracing")
+    buffer_events: int = _row(
+        DEFAULT_BUFFER_EVENTS, env="TRT_TRACE_BUFFER", read=_events, keyword=_buffer_keyword, native="buffer_capacity",
+        help="ring capacity **per thread** in 40-byte records (`65536`, `256k`, `1M`); a call takes 2 (3 with a GPU "
+             "span, 4 with a caller-stream wait too), expanded into its events by the drainer",
+        flag=("--buffer",), flag_check=_buffer_flag, default_doc="`64k` (2.5 MiB per thread)")
+    gpu: bool = _row(
+        True, env="TRT_TRACE_GPU", read=_bool, keyword=check_flag, native="gpu_timing",
+        help="`0`: no GPU spans (CUDA events) for CUDA calls", default_doc="`1`")
+    gpu_every: int = _row(
+        DEFAULT_GPU_EVERY, env="TRT_TRACE_GPU_EVERY",
+        read=_calls("use e.g. 8 for GPU events on every 8th call, or TRT_TRACE_GPU=0 for none"),
+        keyword=lambda name, value: check_gpu_every(value), native="gpu_every",
+        help="`N` (1 to 1048576): GPU spans for every Nth CUDA call of each engine, per calling thread (see "
+             "[gpu-clock.md](gpu-clock.md#sampling-trt_trace_gpu_everyn))", default_doc="`1`")
+    nvtx: bool = _row(
+        False, env="TRT_TRACE_NVTX", read=_bool, keyword=check_flag, native="nvtx",
+        help="`1`: also emit NVTX ranges for Nsight Systems (see [profilers.md](profilers.md))", default_doc="`0`")
+    max_bytes: int = _row(
+        int(DEFAULT_MAX_MB * 1024 * 1024), env="TRT_TRACE_MAX_MB",
+        read=_mib("size in MiB; use e.g. 512, or 0 for no limit"), keyword=_max_bytes_keyword,
+        help="size limit of one trace file in MiB (`0`: none; the keyword is in bytes)", default_doc="`1024`")
+    split: bool = _row(
+        True, env="TRT_TRACE_ON_LIMIT", read=_on_limit, keyword=check_flag,
+        help="past the limit: `split` into `trace.1.json`, `trace.2.json`, … (each complete), or `stop` writing "
+             "(the keyword: `split=True` / `False`)", default_doc="`split`")
+    format: str | None = _row(
+        None, env="TRT_TRACE_FORMAT", read=_format, keyword=_format_keyword,
+        help="`json` or `perfetto`, whatever the file's suffix", flag=("--format",),
+        flag_options={"choices": _format_choices}, default_doc="by suffix")
+    lazy_file: bool = _row(
+        False, keyword=check_flag,
+        help="create the file only when the first call is traced (always on from the environment: no empty files "
+             "from processes that run no engine)", default_doc="off for `start()`")
+    flight_s: float = _row(
+        0.0, env="TRT_TRACE_FLIGHT", read=_number("number of seconds; use e.g. 30 (0: off)"), at_start="flight",
+        help="flight recorder: keep the last SECONDS of calls, write only on a trigger (see "
+             "[analysis.md](analysis.md#flight-recorder))",
+        flag=("--flight",), flag_options={"type": float, "metavar": "SECONDS"}, flag_check=_flight_flag,
+        default_doc="unset: off")
+    flight_max_bytes: int = _row(
+        DEFAULT_FLIGHT_MAX_MB * 1024 * 1024, env="TRT_TRACE_FLIGHT_MAX_MB",
+        read=_mib("positive size in MiB; use e.g. 512", allow_zero=False), at_start="flight",
+        help="the flight recorder's memory cap in MiB", default_doc="`256`")
+    flight_on_exit: bool = _row(
+        False, env="TRT_TRACE_FLIGHT_ON_EXIT", read=_bool, at_start="flight",
+        help="`1`: the flight recorder also dumps at exit", default_doc="`0`")
+    quiet: bool = _row(
+        False, env="TRT_TRACE_QUIET", read=_bool, at_start="environment",
+        help='`1`: no "trace written" (or "metrics at") line', default_doc="`0`")
+    engine_stream_spans: bool = _row(
+        True, env="TRT_TRACE_ENGINE_STREAM", read=_bool, at_start="environment", native="engine_stream_spans",
+        help="`0`: GPU spans on the caller's stream only (no c10 GPU trace, see "
+             "[gpu-clock.md](gpu-clock.md#spans-on-the-engines-own-stream-two-spans-per-call))", default_doc="`1`")
+    caller_wait_every: int = _row(
+        DEFAULT_CALLER_WAIT_EVERY, env="TRT_TRACE_CALLER_WAIT_EVERY",
+        read=_calls("use e.g. 1 for a caller-stream wait on every measured call"), at_start="environment",
+        native="caller_wait_every",
+        help="`N` (1 to 1048576): where an engine runs on a stream of its own, 1 in N of its measured calls (the "
+             "first of a session included, per calling thread) also get a `caller stream wait`; the others record "
+             "the engine stream's events only (`1`: every measured call, see "
+             "[gpu-clock.md](gpu-clock.md#spans-on-the-engines-own-stream-two-spans-per-call))", default_doc="`8`")
+
+    def native(self) -> dict[str, int | bool]:
+        """The settings C++ needs, by their C++ names (ops.apply_settings takes them whole)."""
+        return {setting(f.name).native: getattr(self, f.name) for f in FIELDS if setting(f.name).native}
+
+
+FIELDS = dataclasses.fields(Settings)
+_FIELDS = {f.name: f for f in FIELDS}
+
+
+def env_value(name: str) -> Any:
+    """Settings field `name` as the environment gives it: its default when unset (or blank), its parser's
+    value (or, for nonsense, one line and the default)."""
+    f = _FIELDS[name]
+    row: Setting = f.metadata["setting"]
+    raw = os.environ.get(row.env) if row.env else None
+    if raw is None or (row.blank_is_unset and raw.strip() == ""):
+        return f.default
+    return row.read(row.env, raw, f.default)
+
+
+def from_env() -> Settings:
+    """The environment's Settings (the TRT_TRACE_OUT start-up hook, `trt-trace run`'s processes)."""
+    # The output path and the flight window first: their lines come first, as the session's own.
+    names = ["out", "flight_s"] + [f.name for f in FIELDS if f.name not in ("out", "flight_s")]
+    values = {name: env_value(name) for name in names if setting(name).env}
+    if values["flight_s"] > 0 and values["out"] is None:
+        values["out"] = FLIGHT_DEFAULT_OUT
+    # Children that import torch but run no engine (compile workers, data loader workers) inherit the
+    # variable and must not leave empty traces behind.
+    return Settings(**values, lazy_file=True)
+
+
+def from_keywords(path: object, overrides: Mapping[str, object]) -> Settings:
+    """start()'s path and keywords as Settings (`dataclasses.replace` of the defaults): a keyword of the wrong
+    kind or range is one TraceError line naming the fix; settings start() takes no keyword for are read from
+    the environment (quiet, engine-stream spans, caller-stream waits)."""
+    unknown = sorted(set(overrides) - set(start_keywords()))
+    if unknown:
+        raise TypeError(f"start() got an unexpected keyword argument {unknown[0]!r}")
+    checked = {"out": setting("out").keyword("path", path)}
+    checked.update({name: setting(name).keyword(name, value) for name, value in overrides.items()})
+    from_environment = {f.name: env_value(f.name) for f in FIELDS if setting(f.name).at_start == "environment"}
+    return dataclasses.replace(Settings(), **from_environment, **checked)
+
+
+def start_keywords() -> list[str]:
+    """The keywords start() / tracing() / flight() take besides the path."""
+    return [f.name for f in FIELDS if setting(f.name).keyword and f.name != "out"]
+
+
+def run_flags() -> list[tuple[str, Setting]]:
+    """trt-trace run's flags: (field, row) of every setting with a flag, in table order."""
+    return [(f.name, setting(f.name)) for f in FIELDS if setting(f.name).flag]
+
+
+def plain(text: str) -> str:
+    """A help text of the table without its Markdown (the CLI's help): no backticks, bold or link targets."""
+    return re.sub(r"\[([^\]]*)\]\([^)]*\)", r"\1", text).replace("`", "").replace("**", "")
+
+
+def _default_text(f: dataclasses.Field) -> str:
+    return setting(f.name).default_doc or f"`{f.default}`"
+
+
+def settings_table_markdown() -> str:
+    """docs/configuration.md's two tables, derived from the settings table (a test keeps the doc equal to it)."""
+    lines = ["| variable | meaning | default |", "| --- | --- | --- |"]
+    for f in FIELDS:
+        row = setting(f.name)
+        if row.env:
+            lines.append(f"| `{row.env}` | {row.help} | {_default_text(f)} |")
+    lines += ["", "| `Settings` field | environment | `start()` / `tracing()` | `trt-trace run` flag | C++ |",
+              "| --- | --- | --- | --- | --- |"]
+    how = {"keyword": lambda n: "`path` (first argument)" if n == "out" else f"`{n}=`",
+           "environment": lambda n: "read from the environment", "flight": lambda n: "`flight()`",
+           "fixed": lambda n: "(fixed)"}
+    for f in FIELDS:
+        row = setting(f.name)
+        env = f"`{row.env}`" if row.env else "on (no empty files)"
+        flag = ", ".join(f"`{x}`" for x in row.flag) or "(environment)"
+        lines.append(f"| `{f.name}` | {env} | {how[row.at_start](f.name)} | {flag} | "
+                     f"{'`' + row.native + '`' if row.native else ''} |")
+    return "\n".join(lines) + "\n"
+
+
+# The reading of one variable each (the tests' and tools' handle on one row of the table).
+def buffer_events() -> int:
+    return env_value("buffer_events")
+
+
 def max_bytes() -> int:
-    """TRT_TRACE_MAX_MB: size limit of one trace file in MiB (0: none)."""
-    mib = _env_number("TRT_TRACE_MAX_MB", DEFAULT_MAX_MB, "size in MiB; use e.g. 512, or 0 for no limit")
-    return int(mib * 1024 * 1024)
+    """TRT_TRACE_MAX_MB: size limit of one trace file in MiB (0: none), as bytes."""
+    return env_value("max_bytes")
 
 
 def split_at_limit() -> bool:
     """TRT_TRACE_ON_LIMIT: 'split' (numbered files, default) or 'stop' (no more events written)."""
-    raw = os.environ.get("TRT_TRACE_ON_LIMIT")
-    if raw is None or raw.strip() == "":
-        return True
-    value = raw.strip().lower()
-    if value in ("split", "stop"):
-        return value == "split"
-    warn(f"TRT_TRACE_ON_LIMIT={raw!r} must be split or stop (using split)")
-    return True
-
-
-DEFAULT_FLIGHT_MAX_MB = 256  # 6.7 M records (40 bytes each): about 1.3 M calls of 5 records
-FLIGHT_DEFAULT_OUT = "trt_trace_flight_{pid}.json"  # dumps' name when TRT_TRACE_OUT is not set
+    return env_value("split")
 
 
 def flight_seconds() -> float:
     """TRT_TRACE_FLIGHT: the flight recorder's window in seconds (unset or 0: off)."""
-    return _env_number("TRT_TRACE_FLIGHT", 0.0, "number of seconds; use e.g. 30 (0: off)")
+    return env_value("flight_s")
 
 
 def flight_max_bytes() -> int:
-    """TRT_TRACE_FLIGHT_MAX_MB: the flight recorder's memory cap in MiB."""
-    mib = _env_number("TRT_TRACE_FLIGHT_MAX_MB", DEFAULT_FLIGHT_MAX_MB, "positive size in MiB; use e.g. 512",
-                      allow_zero=False)
-    return int(mib * 1024 * 1024)
+    """TRT_TRACE_FLIGHT_MAX_MB: the flight recorder's memory cap in MiB, as bytes."""
+    return env_value("flight_max_bytes")
+
+
+def quiet() -> bool:
+    """TRT_TRACE_QUIET=1: no "trace written" line at exit (for sessions from the API too)."""
+    return env_value("quiet")
+
+
+def engine_stream_spans() -> bool:
+    """TRT_TRACE_ENGINE_STREAM=0: GPU spans on the caller's stream only (for sessions from the API too)."""
+    return env_value("engine_stream_spans")
+
+
+def gpu_every() -> int:
+    """TRT_TRACE_GPU_EVERY=N: GPU events on every Nth traced CUDA call of each engine (default 1: all)."""
+    return env_value("gpu_every")
+
+
+def caller_wait_every() -> int:
+    """TRT_TRACE_CALLER_WAIT_EVERY=N: 1 in N measured calls on an engine's own stream also get a caller-stream
+    wait (default 8)."""
+    return env_value("caller_wait_every")
+
+
+def trace_format() -> str | None:
+    """TRT_TRACE_FORMAT: 'json' or 'perfetto'; unset or 'auto': by the suffix of TRT_TRACE_OUT."""
+    return env_value("format")
 
 
 def cache_dir() -> str:
     """TRT_TRACE_CACHE_DIR: where the stand-in's compiled AOTInductor packages are kept (by content)."""
     return os.environ.get("TRT_TRACE_CACHE_DIR") or os.path.join(
         os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "trt_trace")
-
-
-def quiet() -> bool:
-    """TRT_TRACE_QUIET=1: no "trace written" line at exit (for sessions from the API too)."""
-    return parse_bool("TRT_TRACE_QUIET", False)
-
-
-def engine_stream_spans() -> bool:
-    """TRT_TRACE_ENGINE_STREAM=0: GPU spans on the caller's stream only (for sessions from the API too)."""
-    return parse_bool("TRT_TRACE_ENGINE_STREAM", True)
-
-
-MAX_GPU_EVERY = 1 << 20  # csrc/hook/gpu_sampling.h kMaxGpuEvery
-DEFAULT_GPU_EVERY = 1
-DEFAULT_CALLER_WAIT_EVERY = 8  # csrc/hook/gpu_sampling.h kCallerWaitEvery
-
-
-def gpu_every() -> int:
-    """TRT_TRACE_GPU_EVERY=N: GPU events on every Nth traced CUDA call of each engine (default 1: all)."""
-    return _env_call_count("TRT_TRACE_GPU_EVERY", DEFAULT_GPU_EVERY,
-                           "use e.g. 8 for GPU events on every 8th call, or TRT_TRACE_GPU=0 for none")
-
-
-def caller_wait_every() -> int:
-    """TRT_TRACE_CALLER_WAIT_EVERY=N: where an engine runs on a stream of its own, 1 in N of its measured
-    calls also get a caller-stream wait (default 8; 1: every measured call), for sessions from the API too."""
-    return _env_call_count("TRT_TRACE_CALLER_WAIT_EVERY", DEFAULT_CALLER_WAIT_EVERY,
-                           "use e.g. 1 for a caller-stream wait on every measured call")
-
-
-def _env_call_count(name: str, default: int, hint: str) -> int:
-    """A whole number of calls from 1 to MAX_GPU_EVERY from the environment; unset: `default`; nonsense:
-    one line and `default`; too large: one line and MAX_GPU_EVERY."""
-    raw = os.environ.get(name)
-    if raw is None or raw.strip() == "":
-        return default
-    try:
-        value = int(raw.strip())
-    except ValueError:
-        value = 0
-    if value < 1:
-        warn(f"{name}={raw!r} is not a call count >= 1; {hint} (using {default})")
-        return default
-    if value > MAX_GPU_EVERY:
-        warn(f"{name}={raw!r} is over {MAX_GPU_EVERY} calls; using {MAX_GPU_EVERY}")
-        return MAX_GPU_EVERY
-    return value
 
 
 def host_name() -> str:
@@ -206,20 +515,6 @@ def rank_info() -> dict[str, int | None]:
     return {"rank": _env_int("RANK"), "local_rank": _env_int("LOCAL_RANK"), "world_size": _env_int("WORLD_SIZE")}
 
 
-def trace_format() -> str | None:
-    """TRT_TRACE_FORMAT: 'json' or 'perfetto'; unset or 'auto': by the suffix of TRT_TRACE_OUT."""
-    raw = os.environ.get("TRT_TRACE_FORMAT")
-    if raw is None or raw.strip().lower() in ("", "auto"):
-        return None
-    from .formats import written  # the format registry: every format a session can write
-
-    value = raw.strip().lower()
-    if value in written():
-        return value
-    warn(f"TRT_TRACE_FORMAT={raw!r} must be {' or '.join(written())} (using the file name's suffix)")
-    return None
-
-
 def expand_path(template: str) -> str:
     """Replaces {pid}, {rank} and {host} in an output path template.
 
@@ -231,59 +526,6 @@ def expand_path(template: str) -> str:
     for key, value in values.items():
         out = out.replace("{" + key + "}", value)
     return out
-
-
-@dataclass(frozen=True)
-class Settings:
-    """Everything that shapes one tracing session, in one object passed whole.
-
-    The environment (from_env), `trt_trace.start()` / `tracing()` keywords and a forked child's
-    session all make one of these, so no setting can be lost on the way."""
-
-    out: str | None = None  # output path; {pid}, {rank} and {host} are replaced when the session starts
-    buffer_events: int = DEFAULT_BUFFER_EVENTS  # ring capacity per thread, in records
-    gpu: bool = True  # GPU spans (CUDA events) for CUDA calls
-    gpu_every: int = DEFAULT_GPU_EVERY  # GPU events on every Nth CUDA call of each engine (per calling thread); 1: all
-    nvtx: bool = False  # NVTX ranges for Nsight Systems
-    max_bytes: int = int(DEFAULT_MAX_MB * 1024 * 1024)  # size limit of one file (0: none)
-    split: bool = True  # past max_bytes: continue in numbered files (True) or stop writing (False)
-    format: str | None = None  # "json" | "perfetto" | None (by the file name's suffix)
-    lazy_file: bool = False  # create the file only when the first call is traced
-    flight_s: float = 0.0  # > 0: flight recorder, keep the last flight_s seconds, write only on dump
-    flight_max_bytes: int = DEFAULT_FLIGHT_MAX_MB * 1024 * 1024  # the flight recorder's memory cap
-    flight_on_exit: bool = False  # the flight recorder also dumps at exit
-    quiet: bool = False  # no "trace written to ..." line at exit
-    engine_stream_spans: bool = True  # GPU spans on an engine's own stream where it has one
-    caller_wait_every: int = DEFAULT_CALLER_WAIT_EVERY  # 1 in N measured calls there also get a caller-stream wait
-
-
-def from_env() -> Settings:
-    out = os.environ.get("TRT_TRACE_OUT")
-    if out is not None and out.strip() == "":
-        warn("TRT_TRACE_OUT is set but empty; give a file name such as trace.json (running untraced)")
-        out = None
-    flight = flight_seconds()
-    if flight > 0 and out is None:
-        out = FLIGHT_DEFAULT_OUT
-    return Settings(
-        out=out,
-        buffer_events=buffer_events(),
-        gpu=parse_bool("TRT_TRACE_GPU", True),
-        gpu_every=gpu_every(),
-        nvtx=parse_bool("TRT_TRACE_NVTX", False),
-        max_bytes=max_bytes(),
-        split=split_at_limit(),
-        format=trace_format(),
-        # Children that import torch but run no engine (compile workers, data loader workers)
-        # inherit the variable and must not leave empty traces behind.
-        lazy_file=True,
-        flight_s=flight,
-        flight_max_bytes=flight_max_bytes(),
-        flight_on_exit=parse_bool("TRT_TRACE_FLIGHT_ON_EXIT", False),
-        quiet=quiet(),
-        engine_stream_spans=engine_stream_spans(),
-        caller_wait_every=caller_wait_every(),
-    )
 
 
 DEFAULT_METRICS_ADDR = "127.0.0.1"  # local only: exposing a process's metrics is the operator's choice

@@ -14,27 +14,16 @@ import collections
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any
 
 import numpy as np
 
 from . import ops
 from .config import mib
+from .formats import TraceWriter
 from .records import RECORD_DTYPE
 from .trace_format import Phase
 from .writers.trace_file import before_suffix
-
-
-class TraceWriter(Protocol):
-    created: bool
-    paths: list[str]
-    gpu_flows: bool
-    events_not_written: int
-
-    def begin(self, process_name: str, metadata: dict[str, Any]) -> None: ...
-    def write(self, records: np.ndarray) -> None: ...
-    def finish(self, end_metadata: dict[str, Any]) -> None: ...
-    def abandon(self) -> None: ...
 
 
 @dataclass(frozen=True)

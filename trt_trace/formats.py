@@ -16,9 +16,31 @@ from __future__ import annotations
 import importlib
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:
+    import numpy as np
 
 from .trace_format import JSON_SUFFIX, PERFETTO_SUFFIXES
+
+
+class TraceWriter(Protocol):
+    """What a registered writer is (the session and the flight recorder's dumps use no more of it): built as
+    `Writer(path, engine_names, lazy=, max_bytes=, split=)`; then begin, write per drained batch, finish."""
+
+    created: bool  # the file exists (a lazy writer creates it at its first batch)
+    paths: list[str]  # every file written (parts past the size limit)
+    gpu_flows: bool  # launch flows from enqueue to GPU slices (set before begin)
+    events_not_written: int  # left out at the size limit with split=False
+    events_written: int
+    max_bytes: int
+
+    def begin(self, process_name: str, metadata: dict[str, Any]) -> None: ...
+    def write(self, records: np.ndarray) -> None: ...
+    def finish(self, end_metadata: dict[str, Any]) -> None: ...
+    def finish_after_failure(self, end_metadata: dict[str, Any], error: str) -> bool: ...
+    def abandon(self) -> None: ...
+
 
 SNIFF_BYTES = 4096  # what `sniff` functions are given: the file's first bytes
 
@@ -31,6 +53,8 @@ class TraceFormat:
     reader: str  # "module:Class" under trt_trace, the reader of this format
     writer: str | None = None  # "module:Class" of its writer; None for kinds trt_trace only reads
     priority: int = 0  # higher sniffs first
+    description: str = ""  # what a file of it is, in a sentence ("writing Chrome trace JSON")
+    noun: str = "trace"  # a file of it, in "x is not a <noun> file"
 
     def reader_class(self) -> type:
         return _load(self.reader)
@@ -119,9 +143,11 @@ def _perfetto_sniff(head: bytes) -> bool:
 
 
 register(TraceFormat("json", (JSON_SUFFIX,), _json_sniff, reader="readers.chrome_json:ChromeJsonReader",
-                     writer="writers.chrome_json:ChromeJsonWriter"))
+                     writer="writers.chrome_json:ChromeJsonWriter", description="Chrome trace JSON",
+                     noun="trace JSON"))
 register(TraceFormat("perfetto", PERFETTO_SUFFIXES, _perfetto_sniff, reader="readers.perfetto:PerfettoReader",
-                     writer="writers.perfetto_trace:PerfettoTraceWriter"))
+                     writer="writers.perfetto_trace:PerfettoTraceWriter",
+                     description="a Perfetto protobuf trace", noun="Perfetto trace"))
 
 
 def _capture_sniff(name: str) -> Callable[[bytes], bool]:
@@ -137,6 +163,7 @@ def _capture_sniff(name: str) -> Callable[[bytes], bool]:
 
 # Captures of the profilers that own CUPTI, read (summary, diff, merge, export) but never written.
 register(TraceFormat("torch.profiler", (".json", ".json.gz"), _capture_sniff("torch_profiler"),
-                     reader="captures.trace_readers:TorchProfilerReader", priority=10))
+                     reader="captures.trace_readers:TorchProfilerReader", priority=10,
+                     description="a torch.profiler capture (Chrome trace JSON)", noun="torch.profiler capture"))
 register(TraceFormat("nsys", (".sqlite",), _capture_sniff("nsys"), reader="captures.trace_readers:NsysReader",
-                     priority=10))
+                     priority=10, description="an Nsight Systems SQLite export", noun="Nsight Systems SQLite export"))

@@ -45,12 +45,12 @@ from typing import Any, BinaryIO
 import numpy as np
 import orjson
 
-from . import __version__
 from .readers import CallsRead, TraceFileError, Visitor, Window, native, read, read_calls
 from .readers.columns import NATIVE, keys_of
 from .readers.end_notes import end_line
 from .readers.trace_info import CLOSED, CUT_SHORT, SPLIT, ended_of, is_end_metadata
 from .trace_format import METADATA_EVENT
+from .version import __version__
 
 FLOW_ID_STRIDE = 1 << 40  # process k's flow ids: id + k * stride (call ids never come near 2**40)
 PID_STRIDE = 1 << 22  # Linux pids are below 2**22: pid + k * stride never clashes with a real one

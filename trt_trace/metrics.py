@@ -48,7 +48,7 @@ class EngineCollector:
                                     labels=["engine"])
         errors = CounterMetricFamily("trt_trace_engine_errors", "Engine calls that raised", labels=["engine"])
         phases = CounterMetricFamily("trt_trace_engine_phase_seconds",
-                                     "Host time of engine calls per phase (workspace, inputs, outputs, enqueue)",
+                                     f"Host time of engine calls per phase ({', '.join(HOST_PHASES)})",
                                      labels=["engine", "phase"])
         gpu = CounterMetricFamily("trt_trace_engine_gpu_seconds",
                                   "GPU time of the engine calls measured (CUDA event spans; with TRT_TRACE_GPU_EVERY=N "

@@ -54,7 +54,7 @@ def timing_table(percentiles_of: str = "total", json: bool = False) -> str:
 
 def engine_histograms(series: int) -> torch.Tensor:
     """int64 [engine ids, buckets]: the live duration histograms, series 0 of the call's total, 1 of
-    its GPU span (csrc/hook/duration_histogram.h), counted since the last reset()."""
+    its GPU span (csrc/stats/duration_histogram.h), counted since the last reset()."""
     return _op("_engine_histograms")(int(series))
 
 
@@ -266,22 +266,31 @@ def perfetto_field_numbers() -> dict[str, int]:
     return dict(zip(names, numbers, strict=True))
 
 
-# The process-wide C++ settings a session sets from its Settings, and how to read and set each: a
-# session takes a snapshot when it starts and restores it when it stops, so that none outlives it.
+# The process-wide C++ settings a session sets from its Settings (config.Settings.native()), in the order of
+# the one op that takes them whole: a session takes a snapshot when it starts and puts it back when it stops,
+# so that none outlives it.
+NATIVE_SETTINGS = ("buffer_capacity", "gpu_timing", "gpu_every", "engine_stream_spans", "caller_wait_every", "nvtx")
+_BOOL_SETTINGS = ("gpu_timing", "engine_stream_spans", "nvtx")
+
+
+def apply_settings(settings: dict[str, int | bool]) -> dict[str, bool]:
+    """Sets every C++ setting of a session in one op; returns whether GPU timing and NVTX are available."""
+    gpu, nvtx = _op("_apply_settings")(*(type_of(name)(settings[name]) for name in NATIVE_SETTINGS))
+    return {"gpu_timing": bool(gpu), "nvtx": bool(nvtx)}
+
+
+def type_of(name: str) -> type:
+    return bool if name in _BOOL_SETTINGS else int
+
+
 def session_switches() -> dict[str, int | bool]:
     """The C++ settings a session changes, as they are now (restore_session_switches puts them back)."""
-    return {"buffer_capacity": buffer_capacity(), "gpu_timing": bool(_op("_gpu_timing_switch")()),
-            "gpu_every": get_gpu_every(), "engine_stream_spans": get_engine_stream_spans(),
-            "caller_wait_every": get_caller_wait_every(), "nvtx": get_nvtx()}
+    values = _op("_native_settings")()
+    return {name: type_of(name)(v) for name, v in zip(NATIVE_SETTINGS, values, strict=True)}
 
 
 def restore_session_switches(saved: dict[str, int | bool]) -> None:
-    set_buffer_capacity(int(saved["buffer_capacity"]))
-    set_gpu_timing(bool(saved["gpu_timing"]))
-    set_gpu_every(int(saved["gpu_every"]))
-    set_engine_stream_spans(bool(saved["engine_stream_spans"]))
-    set_caller_wait_every(int(saved["caller_wait_every"]))
-    set_nvtx(bool(saved["nvtx"]))
+    apply_settings(saved)
 
 
 def set_buffer_capacity(records: int) -> None:

@@ -18,13 +18,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .phases import HOST_PHASES, PHASE_COLORS
 from .records import STATS_COLUMNS
-from .trace_format import HOST_PHASES
 from .trace_summary import TraceSummary
 
 _COL = {name: i for i, name in enumerate(STATS_COLUMNS)}
 # Colour-blind-safe (Okabe-Ito), one per host phase; GPU in a colour of its own.
-PHASE_COLORS = {"workspace": "#E69F00", "inputs": "#56B4E9", "outputs": "#009E73", "enqueue": "#0072B2"}
 GPU_COLOR = "#CC79A7"
 MAX_ENGINES = 40  # more rows than this are unreadable: the rest go into one "other engines" row
 

@@ -22,19 +22,8 @@ assert RECORD_DTYPE.itemsize == 40
 
 # What a record's phase and flags mean: trace_format.Phase and Flag.
 
-# Columns of torch.ops.trt_trace._engine_stats() (csrc/hook/engine_stats.h StatColumn).
-STATS_COLUMNS = (
-    "calls",
-    "errors",
-    "total_ns",
-    "workspace_ns",
-    "inputs_ns",
-    "outputs_ns",
-    "enqueue_ns",
-    "gpu_ns",  # measured GPU spans only
-    "gpu_calls",  # GPU spans measured
-    "gpu_sampled_out",  # CUDA calls without GPU events because of sampling (TRT_TRACE_GPU_EVERY)
-)
+# Columns of torch.ops.trt_trace._engine_stats(): derived from the phase list (phases.py).
+from .phases import STATS_COLUMNS  # noqa: E402, F401
 
 
 def from_bytes(buf: bytes | memoryview | np.ndarray) -> np.ndarray:

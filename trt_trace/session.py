@@ -6,40 +6,24 @@ environment-variable start-up path turns that into a one-line warning instead (s
 
 from __future__ import annotations
 
-import atexit
 import dataclasses
-import inspect
 import os
-import posix
-import signal
 import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from . import __version__, config, metrics, ops
-from .config import (
-    DEFAULT_BUFFER_EVENTS,
-    DEFAULT_MAX_MB,
-    Settings,
-    expand_path,
-    host_name,
-    rank_info,
-    shown,
-    warn,
-)
+from . import config, formats, metrics, ops, process_hooks
+from .config import Settings, check_gpu_every, expand_path, from_keywords, host_name, rank_info, shown, warn
 from .drainer import Drainer
+from .errors import TraceError
 from .flight import FlightWindow
 from .perfetto_protos import protos
-from .writers import ChromeJsonWriter, PerfettoTraceWriter, resolve_format, suffix_matches
+from .version import __version__
 
-
-class TraceError(RuntimeError):
-    """A tracing session could not be started (its message is one line and names the fix)."""
-
+__all__ = ["Session", "TraceError", "active", "check_output_path", "dump", "flight", "start", "start_session", "stop"]
 
 _lock = threading.RLock()
 _active: Session | None = None
@@ -71,14 +55,6 @@ def check_output_path(path: str) -> Path:
     return p
 
 
-def check_gpu_every(n: object) -> int:
-    """A session's gpu_every: a whole number of calls from 1 to config.MAX_GPU_EVERY, else TraceError."""
-    if isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= config.MAX_GPU_EVERY:
-        raise TraceError(f"gpu_every must be a whole number of calls from 1 (every call) to {config.MAX_GPU_EVERY}, "
-                         f"not {n!r}; gpu=False turns GPU timing off")
-    return n
-
-
 def program_name() -> str:
     """What ran, for the trace's process name: the script (`serve.py`), the module of `python -m`
     (`pkg.serve`), the console script (`torchrun`), else `python` (`python -c`, an interactive shell)."""
@@ -99,22 +75,17 @@ class Session:
         self.settings = settings
         self.path = str(check_output_path(expand_path(settings.out)))
         try:
-            self.format = resolve_format(self.path, settings.format)
+            self.format = formats.resolve_format(self.path, settings.format)
         except ValueError as exc:
             raise TraceError(str(exc)) from None
-        if not suffix_matches(self.path, self.format):
-            if self.format == "json":
-                warn(f"{self.path}: writing Chrome trace JSON (name the file *.json to say so)")
-            else:
-                warn(f"{self.path}: writing a Perfetto protobuf trace (name the file *.pftrace to say so)")
-        self.buffer_events = settings.buffer_events
-        self.nvtx = settings.nvtx
-        self.gpu = settings.gpu
-        self.gpu_every = check_gpu_every(settings.gpu_every)
+        fmt = formats.get(self.format)
+        if not formats.suffix_matches(self.path, self.format):
+            warn(f"{self.path}: writing {fmt.description} (name the file *{fmt.suffixes[0]} to say so)")
+        check_gpu_every(settings.gpu_every)  # a Settings made by hand gets the keyword's line too
         self.pid = os.getpid()
-        writer_class = PerfettoTraceWriter if self.format == "perfetto" else ChromeJsonWriter
+        writer_class = fmt.writer_class()
 
-        def file_writer(path: str, lazy: bool = False):  # noqa: ANN202 (either writer)
+        def file_writer(path: str, lazy: bool = False):  # noqa: ANN202 (any registered writer)
             return writer_class(path, ops.engine_names, lazy=lazy, max_bytes=settings.max_bytes, split=settings.split)
 
         try:
@@ -158,9 +129,9 @@ class Session:
             **rank_info(),
             "argv": sys.argv,
             "program": program_name(),
-            "buffer_events_per_thread": self.buffer_events,
-            "nvtx_domain": "trt_trace" if self.nvtx else None,
-            "gpu_timing": self.gpu and ops.get_gpu_timing(),
+            "buffer_events_per_thread": self.settings.buffer_events,
+            "nvtx_domain": "trt_trace" if self.settings.nvtx else None,
+            "gpu_timing": self.settings.gpu and ops.get_gpu_timing(),
             # GPU events on every Nth CUDA call of each engine: `trt-trace summary` scales the GPU column by it.
             "gpu_every": ops.get_gpu_every(),
             # Where an engine runs on a stream of its own: 1 in N measured calls also have a caller-stream wait.
@@ -170,23 +141,20 @@ class Session:
     def start(self) -> None:
         # Every C++ setting this session changes goes back as it was when it stops (stop()).
         self._switches_before = ops.session_switches()
-        ops.set_buffer_capacity(self.buffer_events)
         # Only this session's calls reach its file: whatever the rings still hold (the tail of an
         # earlier session, a call that outlived it) is dropped before recording starts afresh.
         ops.set_recording(False)
         self.drainer.discard_pending()
         ops.reset_thread_counts()
-        self.writer.gpu_flows = ops.set_gpu_timing(self.gpu) and self.gpu
-        ops.set_gpu_every(self.gpu_every)
-        ops.set_engine_stream_spans(self.settings.engine_stream_spans)
-        ops.set_caller_wait_every(self.settings.caller_wait_every)
+        available = ops.apply_settings(self.settings.native())  # C++ gets the session's settings whole
+        self.writer.gpu_flows = available["gpu_timing"] and self.settings.gpu
         metadata = self._metadata()
         rank = "" if metadata["rank"] is None else f" rank {metadata['rank']}"
         # No "(pid N)": the viewers show the pid after every process name themselves.
         self.writer.begin(f"{metadata['program']}{rank}", metadata)
         self.started_ns = time.monotonic_ns()
         self.drainer.start()
-        if not ops.set_nvtx(self.nvtx) and self.nvtx:  # off too where it was on: the session's setting holds
+        if not available["nvtx"] and self.settings.nvtx:
             warn("TRT_TRACE_NVTX: this build has no NVTX (install nvidia-nvtx and reinstall trt_trace)")
         self._switch_before = ops.get_profile_execution()
         ops.set_recording(True)
@@ -260,7 +228,7 @@ class Session:
             n = sum(1 for t in threads if t["dropped"])
             warn(
                 f"{dropped} event(s) dropped in {n} thread(s): the trace buffer was full; "
-                f"raise TRT_TRACE_BUFFER (now {self.buffer_events} events per thread)"
+                f"raise TRT_TRACE_BUFFER (now {self.settings.buffer_events} events per thread)"
             )
 
     def outcome(self) -> str:
@@ -284,76 +252,22 @@ class Session:
         return f"trace written to {where}; open it in ui.perfetto.dev"
 
 
-def start(path: str, buffer_events: int | None = None, nvtx: bool = False, lazy_file: bool = False,
-          gpu: bool = True, max_bytes: int | None = None, split: bool = True, format: str | None = None,
-          gpu_every: int = 1) -> Session:
+def start(path: str | os.PathLike, **overrides: Any) -> Session:
     """Starts tracing every engine call of this process into `path`.
 
     path: the trace file; {pid}, {rank} and {host} in it are replaced (and a forked child, with
     {pid} in the path, gets a trace of its own with the same settings).
+    Keywords (config.Settings, each checked: a bad one is one TraceError line):
     format: "json" (Chrome trace JSON) or "perfetto" (native Perfetto protobuf); None picks by the
     suffix: *.pftrace, *.perfetto-trace and *.pb are Perfetto, anything else JSON.
-
+    buffer_events: ring capacity per thread (a number, or '256k' / '1M'; None: 64k).
     nvtx=True also emits NVTX ranges (domain "trt_trace") for Nsight Systems. lazy_file=True creates
     the file only when the first engine call is traced (the TRT_TRACE_OUT start-up path). gpu=False
     turns off GPU spans (CUDA events) of CUDA calls; gpu_every=N gives them to every Nth CUDA call of
     each engine only (per calling thread; the table's GPU column is then scaled and marked sampled).
     max_bytes: size limit of one file (default 1 GiB, 0 none); past it split=True continues in
     numbered files, split=False stops writing."""
-    return start_session(_settings_from_kwargs(path, buffer_events, nvtx, lazy_file, gpu, max_bytes, split, format,
-                                               gpu_every))
-
-
-def _flag(name: str, value: object) -> bool:
-    """A keyword that switches something: True or False (1 and 0 pass), else TraceError."""
-    if isinstance(value, bool) or (isinstance(value, int) and value in (0, 1)):
-        return bool(value)
-    raise TraceError(f"{name} must be True or False, not {value!r}")
-
-
-def _count(name: str, value: object, what: str, hint: str, minimum: int = 1, maximum: int | None = None) -> int:
-    """A whole number from `minimum` (to `maximum`), else TraceError naming `what` it counts and `hint`."""
-    if isinstance(value, bool) or not isinstance(value, int) or value < minimum or (
-            maximum is not None and value > maximum):
-        upto = f" to {maximum}" if maximum is not None else ""
-        raise TraceError(f"{name} must be a whole number of {what} from {minimum}{upto}, not {value!r}; {hint}")
-    return value
-
-
-def _buffer_events(value: object) -> int:
-    """buffer_events=: events per thread as a number or as TRT_TRACE_BUFFER writes them ('256k', '1M')."""
-    hint = "give e.g. 65536, '256k' or '1M' (None: the default, 64k)"
-    if isinstance(value, str):
-        try:
-            value = config.parse_count(value)
-        except ValueError:
-            raise TraceError(f"buffer_events must be a positive number of events per thread, not {value!r}; "
-                             f"{hint}") from None
-    return _count("buffer_events", value, "events per thread", hint, maximum=config.MAX_BUFFER_EVENTS)
-
-
-def _output_path(value: object) -> str:
-    if isinstance(value, os.PathLike):
-        value = os.fspath(value)
-    if not isinstance(value, str):
-        raise TraceError(f"the trace path must be a file name such as 'trace.json', not {value!r}")
-    return value
-
-
-def _settings_from_kwargs(path: str, buffer_events: int | str | None = None, nvtx: bool = False,
-                          lazy_file: bool = False, gpu: bool = True, max_bytes: int | None = None, split: bool = True,
-                          format: str | None = None, gpu_every: int = 1) -> Settings:
-    """start()'s keywords as Settings; a value of the wrong kind or range is one TraceError line naming the fix."""
-    if format is not None and not isinstance(format, str):
-        raise TraceError(f"format must be 'json', 'perfetto' or None (by the file's suffix), not {format!r}")
-    return Settings(
-        out=_output_path(path),
-        buffer_events=DEFAULT_BUFFER_EVENTS if buffer_events is None else _buffer_events(buffer_events),
-        gpu=_flag("gpu", gpu), gpu_every=check_gpu_every(gpu_every), nvtx=_flag("nvtx", nvtx),
-        max_bytes=int(DEFAULT_MAX_MB * 2**20) if max_bytes is None else _count(
-            "max_bytes", max_bytes, "bytes", "0: no size limit, None: the default 1 GiB", minimum=0),
-        split=_flag("split", split), format=format, lazy_file=_flag("lazy_file", lazy_file), quiet=config.quiet(),
-        engine_stream_spans=config.engine_stream_spans(), caller_wait_every=config.caller_wait_every())
+    return start_session(from_keywords(path, overrides))
 
 
 def start_session(settings: Settings) -> Session:
@@ -365,10 +279,9 @@ def start_session(settings: Settings) -> Session:
         session = Session(settings)
         session.start()
         _active = session
-        _install_signal_handlers()
-        _install_exit_hook()
+        process_hooks.install_exit_paths(stop)
         if session.flight is not None:
-            _install_flight_triggers()
+            process_hooks.install_flight_triggers(_dump_on_trigger)
         return session
 
 
@@ -382,13 +295,13 @@ def flight(seconds: float, path: str, on_exit: bool = False, max_bytes: int | No
     if isinstance(seconds, bool) or not isinstance(seconds, int | float) or not 0 < seconds < float("inf"):
         raise TraceError(f"the flight recorder's window must be a positive number of seconds, not {seconds!r}; "
                          "give e.g. 30")
-    unknown = sorted(set(start_kwargs) - set(inspect.signature(_settings_from_kwargs).parameters) - {"path"})
+    unknown = sorted(set(start_kwargs) - set(config.start_keywords()))
     if unknown:
         raise TraceError(f"flight() takes no keyword {unknown[0]!r}; it takes on_exit=, max_bytes= and start()'s")
-    settings = _settings_from_kwargs(path, **start_kwargs)
+    settings = from_keywords(path, start_kwargs)
     return start_session(dataclasses.replace(
-        settings, flight_s=float(seconds), flight_on_exit=_flag("on_exit", on_exit),
-        flight_max_bytes=settings.flight_max_bytes if max_bytes is None else _count(
+        settings, flight_s=float(seconds), flight_on_exit=config.check_flag("on_exit", on_exit),
+        flight_max_bytes=settings.flight_max_bytes if max_bytes is None else config.check_count(
             "max_bytes", max_bytes, "bytes", "the flight recorder's memory cap, e.g. 256 * 2**20")))
 
 
@@ -423,27 +336,6 @@ def active() -> Session | None:
     return _active
 
 
-def _finish_on_signal(signum, frame) -> None:  # noqa: ANN001
-    """SIGTERM: finish the trace, then die of the signal as the program would have."""
-    try:
-        stop()
-    finally:
-        signal.signal(signum, signal.SIG_DFL)
-        os.kill(os.getpid(), signum)
-
-
-def _install_signal_handlers() -> None:
-    # Only where the program left the default (it may have its own handler), and only from the
-    # main thread (Python's rule). SIGINT needs nothing: KeyboardInterrupt runs atexit.
-    if threading.current_thread() is not threading.main_thread():
-        return
-    try:
-        if signal.getsignal(signal.SIGTERM) == signal.SIG_DFL:
-            signal.signal(signal.SIGTERM, _finish_on_signal)
-    except (ValueError, OSError):
-        pass
-
-
 def _dump_on_trigger(trigger: str) -> None:
     """A trigger's dump (its line is Session.dump's); never raises into the program."""
     session = _active
@@ -453,43 +345,6 @@ def _dump_on_trigger(trigger: str) -> None:
         session.dump(trigger)
     except Exception as exc:
         warn(f"flight recorder ({trigger}): could not write the dump ({exc})")
-
-
-def _on_sigusr1(signum, frame) -> None:  # noqa: ANN001
-    # A signal handler runs between two bytecodes of the main thread, which may hold any lock: the
-    # dump runs on a thread of its own and the program goes on at once.
-    threading.Thread(target=_dump_on_trigger, args=("SIGUSR1",), name="trt_trace-flight-dump", daemon=True).start()
-
-
-_previous_excepthook = sys.excepthook
-_previous_thread_excepthook = threading.excepthook
-
-
-def _excepthook(exc_type, exc, tb) -> None:  # noqa: ANN001
-    _dump_on_trigger(f"unhandled {exc_type.__name__}")
-    _previous_excepthook(exc_type, exc, tb)
-
-
-def _thread_excepthook(args) -> None:  # noqa: ANN001
-    if args.exc_type is not SystemExit:
-        _dump_on_trigger(f"unhandled {args.exc_type.__name__} in thread {getattr(args.thread, 'name', '?')}")
-    _previous_thread_excepthook(args)
-
-
-def _install_flight_triggers() -> None:
-    """SIGUSR1 (only where the program kept the default, from the main thread) and unhandled
-    exceptions (the program's own hooks still run after the dump)."""
-    global _previous_excepthook, _previous_thread_excepthook
-    if sys.excepthook is not _excepthook:
-        _previous_excepthook, sys.excepthook = sys.excepthook, _excepthook
-    if threading.excepthook is not _thread_excepthook:
-        _previous_thread_excepthook, threading.excepthook = threading.excepthook, _thread_excepthook
-    if threading.current_thread() is threading.main_thread() and hasattr(signal, "SIGUSR1"):
-        try:
-            if signal.getsignal(signal.SIGUSR1) == signal.SIG_DFL:
-                signal.signal(signal.SIGUSR1, _on_sigusr1)
-        except (ValueError, OSError):
-            pass
 
 
 def _after_fork_in_child() -> None:
@@ -514,11 +369,6 @@ def _after_fork_in_child() -> None:
         ops.restore_session_switches(session._switches_before)  # the parent's session is not the child's
 
 
-os.register_at_fork(before=_lock.acquire, after_in_parent=_lock.release,
-                    after_in_child=lambda: (_lock._at_fork_reinit(), _after_fork_in_child()))
-
-
-@atexit.register
 def _finish_at_exit() -> None:
     """Finishes this process's trace at exit and says what is on disk, in one line."""
     session = _take_active()
@@ -536,26 +386,6 @@ def _finish_at_exit() -> None:
         warn(session.outcome())
 
 
-# A process (or forked child) that leaves through os._exit runs no atexit hook and would leave its
-# file without its last batches and its end: while this process traces, os._exit finishes the trace
-# first. (posix._exit, a C-level _exit, SIGKILL and crashes cannot run Python code: what the drainer
-# wrote until then, up to its last 50 ms, is on disk, with no end record.)
-_posix_exit = posix._exit
-_exit_before: Callable[[int], Any] | None = None  # os._exit as it was (another tool may have wrapped it too)
-
-
-def _exit_finishing_the_trace(status: int) -> None:
-    try:
-        _finish_at_exit()
-    except BaseException:  # noqa: BLE001 (the process is leaving: nothing may stop it)
-        pass
-    (_exit_before or _posix_exit)(status)
-
-
-def _install_exit_hook() -> None:
-    """os._exit finishes the trace first, from the first session on (a pass-through without one)."""
-    global _exit_before
-    if _exit_before is None and os._exit is not _exit_finishing_the_trace:
-        _exit_before = os._exit
-        _exit_finishing_the_trace.__doc__ = getattr(_exit_before, "__doc__", None)
-        os._exit = _exit_finishing_the_trace
+process_hooks.at_fork(before=_lock.acquire, after_in_parent=_lock.release,
+                      after_in_child=lambda: (_lock._at_fork_reinit(), _after_fork_in_child()))
+process_hooks.at_exit(_finish_at_exit)

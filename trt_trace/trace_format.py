@@ -1,4 +1,4 @@
-"""The names every part of trt_trace agrees on: what a record's phase and flags mean (mirroring
+"""The names every part of trt_trace agrees on: what a record's phase (phases.py) and flags mean (mirroring
 csrc/common/record.h), and the words both trace formats use, so that writers, readers, merge, the
 CLI and the tests share one definition and no reader has to import a writer.
 
@@ -7,33 +7,10 @@ The file layouts themselves (tracks, metadata, parts) are in docs/trace-formats.
 
 from __future__ import annotations
 
-from enum import IntEnum, IntFlag
+from enum import IntFlag
 
-
-class Phase(IntEnum):
-    """Record.phase (csrc/common/record.h). The four host phases partition each call."""
-
-    CALL = 0
-    WORKSPACE = 1
-    INPUTS = 2
-    OUTPUTS = 3
-    ENQUEUE = 4
-    GPU = 5
-    CALLER_WAIT = 6
-
-    @property
-    def slice_name(self) -> str:
-        return PHASE_NAMES[self]
-
-
-# A record's slice name in both formats, by Phase.
-PHASE_NAMES = ("execute_engine", "workspace", "inputs", "outputs", "enqueue", "gpu", "caller stream wait")
-# Spans on an engine's GPU track: its own GPU work and, where it ran on a stream of its own, what the
-# caller's stream waited for it (containing the first).
-GPU_PHASES = (Phase.GPU, Phase.CALLER_WAIT)
-HOST_PHASES = PHASE_NAMES[Phase.WORKSPACE : Phase.ENQUEUE + 1]
-# The durations of a call that tables and diffs report: its host time, its host phases, its GPU span.
-DURATIONS = ("total", *HOST_PHASES, "gpu")
+# The phase list is trt_trace/phases.py's (one module); these names stay importable from here.
+from .phases import DURATIONS, GPU_PHASES, HOST_PHASES, PHASE_NAMES, Phase  # noqa: E402, F401
 
 
 class Flag(IntFlag):
@@ -51,7 +28,6 @@ CATEGORY = "trt_trace"  # every slice's category (JSON `cat`)
 METADATA_EVENT = "trt_trace_metadata"  # the start and end metadata (JSON M events, Perfetto instants)
 FLOW_NAME = "launch"  # the flow from a call's enqueue slice to its GPU slice (flow id = call id)
 
-FORMATS = ("json", "perfetto")
 JSON_SUFFIX = ".json"
 PERFETTO_SUFFIXES = (".pftrace", ".perfetto-trace", ".pb")
 

@@ -14,12 +14,12 @@ from typing import Any
 
 import numpy as np
 
-from . import __version__
 from .merge import MergeError, _Output
 from .readers import TraceFileError, Visitor, Window, native, read, read_calls
 from .readers.columns import NATIVE, keys_of
 from .readers.end_notes import end_notes
 from .trace_format import METADATA_EVENT, PERFETTO_SUFFIXES
+from .version import __version__
 
 
 class SliceError(ValueError):

@@ -9,6 +9,8 @@ second track "<engine> (2)" right under the first. A call's phases always share 
 from __future__ import annotations
 
 from collections import OrderedDict
+from collections.abc import Callable
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -138,6 +140,71 @@ def decode_track(code: int, stride: int) -> tuple[int, int, bool]:
     """(engine id, lane, GPU track) of a track_codes() code."""
     lane_gpu, engine = divmod(code, stride)
     return engine, lane_gpu // 2, bool(lane_gpu % 2)
+
+
+@dataclass(frozen=True)
+class Track:
+    """One track of a trace: an engine's host or GPU lane, numbered in the order tracks first appear."""
+
+    engine_id: int
+    lane: int
+    gpu: bool
+    index: int  # 0, 1, ...: the order of first appearance (the Perfetto writer's uuids follow it)
+    first_of_engine: bool  # the engine's first track (its parent track is new too)
+
+
+@dataclass
+class Placement:
+    """Where the records of one batch go: each record's lane and kind, its track's code, and the tracks."""
+
+    lanes: np.ndarray  # int64 per record
+    is_gpu: np.ndarray  # bool per record
+    codes: np.ndarray  # track_codes() per record
+    present: np.ndarray  # the batch's distinct codes, sorted
+    tracks: list[Track]  # the track of each code in `present`, in that order
+    new_tracks: list[Track]  # those seen for the first time in this batch, in that order
+
+    def track_index(self) -> np.ndarray:
+        """Each record's Track.index (a gather: few distinct tracks per batch)."""
+        index = np.fromiter((t.index for t in self.tracks), dtype=np.int64, count=len(self.tracks))
+        return index[np.searchsorted(self.present, self.codes)]
+
+
+class TrackBook:
+    """The one place that assigns tracks, for every writer: lanes so that each track nests (host records
+    follow their call, GPU spans get lanes of their own), the tracks of each batch and which are new, and
+    the engines' names. The writers then only encode what it says (tids and name events in JSON, uuids and
+    descriptors in Perfetto)."""
+
+    def __init__(self, engine_names: Callable[[], list[str]]) -> None:
+        self._engine_names = engine_names
+        self.names: list[str] = []  # engine names by id, as last fetched
+        self._host = LaneAssigner()
+        self._gpu = LaneAssigner()
+        self._tracks: dict[tuple[int, int, bool], Track] = {}
+        self._engines: set[int] = set()
+
+    def engine_name(self, engine_id: int) -> str:
+        if engine_id >= len(self.names):
+            self.names = self._engine_names()
+        return self.names[engine_id] if engine_id < len(self.names) else f"engine_{engine_id}"
+
+    def place(self, records: np.ndarray) -> Placement:
+        lanes, is_gpu = place_on_lanes(records, self._host, self._gpu)
+        codes, stride = track_codes(records, lanes, is_gpu)
+        present = present_codes(codes)
+        tracks, new = [], []
+        for code in present.tolist():  # few per batch: a Python loop over the ones present only
+            key = decode_track(code, stride)
+            track = self._tracks.get(key)
+            if track is None:
+                engine = key[0]
+                track = Track(engine, key[1], key[2], len(self._tracks), engine not in self._engines)
+                self._engines.add(engine)
+                self._tracks[key] = track
+                new.append(track)
+            tracks.append(track)
+        return Placement(lanes, is_gpu, codes, present, tracks, new)
 
 
 # Chrome JSON track ids (tids), which the JSON writer writes and the Perfetto reader rebuilds: see

@@ -9,39 +9,37 @@
 
 #include <cstdint>
 
+#include "common/phases.h"
+
 namespace trt_trace {
 
-// What a record measures. kCall spans the whole execute_engine call; the four
-// host phases partition it (see docs in README "Phase model").
+// What a record measures (the public phases: common/phases.h). kCall spans the whole execute_engine
+// call; the four host phases partition it (docs/phase-model.md). kGpu: the device execution span (CUDA
+// events), resolved by the drainer: the engine's own work. kCallerWait: where the engine runs on a stream
+// of its own (Torch-TensorRT 2.11 always), how long the caller's stream waited for the call, from reaching
+// it to being released, hand-offs included; resolved with the call's kGpu span, which it contains
+// (hook/gpu_events.h).
 enum class Phase : uint8_t {
-  kCall = 0,
-  kWorkspace = 1,
-  kInputs = 2,
-  kOutputs = 3,
-  kEnqueue = 4,
-  kGpu = 5,  // device execution span (CUDA events), resolved by the drainer: the engine's own work
-  // Where the engine runs on a stream of its own (Torch-TensorRT 2.11 always):
-  // how long the caller's stream waited for the call, from reaching it to being
-  // released, hand-offs included. Resolved with the call's kGpu span, which it
-  // contains (hook/gpu_events.h).
-  kCallerWait = 6,
+#define TRT_TRACE_PHASE_ENUM(Name, text) k##Name,
+  TRT_TRACE_PUBLIC_PHASES(TRT_TRACE_PHASE_ENUM)
+#undef TRT_TRACE_PHASE_ENUM
   // Internal, never leave C++: a call's two CUDA events (begin_ns/end_ns hold
   // the cudaEvent_t handles) waiting in the ring until the drainer resolves
   // them into a kGpu record (kGpuPending) or a kCallerWait one.
-  kGpuPending = 7,
-  kCallerWaitPending = 8,
+  kGpuPending,
+  kCallerWaitPending,
   // Internal, never leaves C++: the slot after a call's kCall record in the
   // ring, holding its inner phase boundaries; the drainer expands the pair
   // into the call and its phase records (buffer/call_layout.h).
-  kPhaseBounds = 9,
+  kPhaseBounds,
 };
-constexpr int kNumHostPhases = 4;  // workspace, inputs, outputs, enqueue
+// The values are the trace's (and trt_trace/phases.py's): they must not move.
+static_assert(static_cast<int>(Phase::kCall) == 0 && static_cast<int>(Phase::kEnqueue) == 4 &&
+                  static_cast<int>(Phase::kGpu) == 5 && static_cast<int>(Phase::kCallerWait) == 6 &&
+                  static_cast<int>(Phase::kGpuPending) == 7 && static_cast<int>(Phase::kPhaseBounds) == 9,
+              "Record.phase values are part of the trace format");
 constexpr uint8_t kLastPublicPhase = static_cast<uint8_t>(Phase::kCallerWait);  // later values stay in C++
-
-// Slice / range names by Phase value (kCall..kCallerWait), as trt_trace/trace_format.py PHASE_NAMES.
-inline constexpr const char* kPhaseNames[] = {"execute_engine", "workspace", "inputs", "outputs", "enqueue", "gpu",
-                                              "caller stream wait"};
-static_assert(sizeof(kPhaseNames) / sizeof(kPhaseNames[0]) == kLastPublicPhase + 1, "a name per public phase");
+static_assert(kLastPublicPhase + 1 == kNumPublicPhases, "every public phase has a name");
 
 // GPU-side records (spans on a GPU track): a call's engine work and its caller-stream wait.
 inline bool is_gpu_span(uint8_t phase) noexcept {

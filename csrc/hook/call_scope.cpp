@@ -6,7 +6,7 @@
 #include "buffer/call_layout.h"
 #include "buffer/thread_rings.h"
 #include "common/clock.h"
-#include "hook/nvtx_ranges.h"
+#include "integrations/nvtx_ranges.h"
 #include "hook/tracing_state.h"
 
 namespace trt_trace {

@@ -2,7 +2,7 @@
 //
 // Phase model (the real runtime's call sequence: docs/runtime.md, docs/phase-model.md): the runtime's own
 // steps are invisible, but the aten ops it dispatches are not. While a traced
-// call runs, the op observer (hook/op_observer.h) reports the call's top-level
+// call runs, the op observer (hook/observe_ops.h) reports the call's top-level
 // ops (nested ops are not seen) and the scope marks three boundaries:
 //
 //   begin ── workspace ── first aten::view ── inputs ── first aten::empty* ──
@@ -34,13 +34,13 @@
 #include "buffer/thread_rings.h"
 #include "common/clock.h"
 #include "common/record.h"
-#include "hook/engine_registry.h"
-#include "hook/engine_stats.h"
+#include "engines/engine_registry.h"
+#include "stats/engine_stats.h"
 #include "hook/gpu_events.h"
-#include "hook/gpu_sampling.h"
-#include "hook/nvtx_ranges.h"
-#include "hook/op_observer.h"
-#include "hook/profiler_scopes.h"
+#include "stats/gpu_sampling.h"
+#include "integrations/nvtx_ranges.h"
+#include "hook/observe_ops.h"
+#include "integrations/profiler_scopes.h"
 #include "hook/tracing_state.h"
 
 namespace trt_trace {

@@ -24,7 +24,7 @@
 #include <atomic>
 #include <cstdint>
 
-#include "hook/gpu_events.h"
+#include "hook/gpu_call_events.h"
 
 namespace trt_trace {
 namespace gpu {

@@ -14,8 +14,8 @@
 
 #include "common/record.h"
 #include "hook/call_scope.h"
-#include "hook/engine_registry.h"
-#include "hook/profiler_scopes.h"
+#include "engines/engine_registry.h"
+#include "integrations/profiler_scopes.h"
 #include "hook/tracing_state.h"
 
 namespace trt_trace {

@@ -16,7 +16,7 @@
 #include <cstdint>
 #include <optional>
 
-#include "hook/gpu_events.h"
+#include "hook/gpu_call_events.h"
 
 namespace trt_trace {
 namespace gpu {

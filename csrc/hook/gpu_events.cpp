@@ -2,7 +2,7 @@
 
 #include "common/clock.h"
 #include "hook/engine_stream_trace.h"
-#include "hook/gpu_sampling.h"
+#include "stats/gpu_sampling.h"
 #include "hook/gpu_self_time.h"
 
 #ifdef TRT_TRACE_WITH_CUDA

@@ -20,10 +20,10 @@
 #include <atomic>
 #include <cstdint>
 
+#include "hook/gpu_call_events.h"
+
 namespace trt_trace {
 namespace gpu {
-
-constexpr int kMaxDevices = 64;  // CUDA devices a process may trace on (device index < 64)
 
 extern std::atomic<bool> g_enabled;
 inline bool enabled() noexcept { return g_enabled.load(std::memory_order_relaxed); }
@@ -31,29 +31,6 @@ inline bool enabled() noexcept { return g_enabled.load(std::memory_order_relaxed
 bool set_enabled(bool on);
 bool available() noexcept;
 
-struct CallEvents {
-  void* start = nullptr;  // cudaEvent_t
-  void* end = nullptr;
-  uint32_t stream = 0;    // low bits of the c10 stream id
-  bool captured = false;
-  // The engine's own stream, where the runtime hands the work over to one (engine_stream_trace.h).
-  bool active = false;             // this call is the thread's current one for the GPU trace
-  void* caller_stream = nullptr;   // cudaStream_t the start event went on
-  void* engine_stream = nullptr;   // cudaStream_t made to wait for the caller's, if any
-  void* engine_start = nullptr;    // cudaEvent_t on engine_stream after that wait
-  void* engine_end = nullptr;      // cudaEvent_t on engine_stream after the engine's work
-  CallEvents* outer = nullptr;     // the enclosing traced call's (nested calls)
-  uint32_t engine_stream_id = 0;   // low bits of engine_stream's c10 id
-  // After end_call: both pairs complete (start/end on the caller's stream, engine_start/engine_end
-  // on the engine's); otherwise only start/end, on whichever stream the engine ran.
-  bool on_engine_stream = false;
-  bool engine_only = false;        // start/end are the engine-stream pair (no caller-stream end)
-  // Set by begin_call: where the engine's work goes to a stream of its own, the call records the
-  // engine stream's pair only (gpu_sampling.h) and no caller-stream end.
-  bool caller_end_optional = false;
-  // Set by end_call: the caller's pair was dropped for the engine stream's (its start given back).
-  bool caller_pair_skipped = false;
-};
 
 // Before the call: checks capture, records the start event on the caller's stream, always (a call
 // gets its span whatever stream the runtime picks). engine_stream_only (gpu_sampling.h): if the

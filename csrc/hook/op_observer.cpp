@@ -1,4 +1,4 @@
-#include "hook/op_observer.h"
+#include "hook/observe_ops.h"
 
 #include <ATen/ATen.h>
 #include <ATen/core/dispatch/Dispatcher.h>

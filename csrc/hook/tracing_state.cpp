@@ -1,6 +1,6 @@
 #include "hook/tracing_state.h"
 
-#include "hook/engine_registry.h"
+#include "engines/engine_registry.h"
 
 namespace trt_trace {
 

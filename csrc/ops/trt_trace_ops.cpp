@@ -17,18 +17,18 @@
 #include "buffer/call_layout.h"
 #include "buffer/thread_rings.h"
 #include "common/clock.h"
-#include "hook/engine_registry.h"
-#include "hook/duration_histogram.h"
-#include "hook/engine_stats.h"
+#include "engines/engine_registry.h"
+#include "stats/duration_histogram.h"
+#include "stats/engine_stats.h"
 #include "hook/engine_stream_trace.h"
 #include "hook/gpu_events.h"
-#include "hook/gpu_resolver.h"
-#include "hook/gpu_sampling.h"
+#include "drainer/gpu_resolver.h"
+#include "stats/gpu_sampling.h"
 #include "hook/gpu_self_time.h"
-#include "hook/nvtx_ranges.h"
-#include "hook/profiler_scopes.h"
+#include "integrations/nvtx_ranges.h"
+#include "integrations/profiler_scopes.h"
 #include "hook/tracing_state.h"
-#include "ops/timing_table.h"
+#include "stats/timing_table.h"
 
 namespace trt_trace {
 namespace {
@@ -131,8 +131,6 @@ int64_t pending() {
 
 bool set_gpu_timing(bool enable) { return gpu::set_enabled(enable); }
 bool get_gpu_timing() { return gpu::enabled() && gpu::available(); }
-// The switch itself, also in a CPU-only build (a session restores it as it found it).
-bool gpu_timing_switch() { return gpu::enabled(); }
 // GPU-timing sampling: 1 traced CUDA call in n of each engine (per calling thread) gets GPU events.
 void set_gpu_every(int64_t n) {
   TORCH_CHECK(gpu::set_sample_every(n), "trt_trace::set_gpu_every: n must be an integer from 1 (every call) to ",
@@ -144,10 +142,31 @@ void set_caller_wait_every(int64_t n) {
   TORCH_CHECK(gpu::set_caller_wait_every(n), "trt_trace::set_caller_wait_every: n must be an integer from 1 (every "
               "measured call) to ", gpu::kMaxGpuEvery, ", got ", n);
 }
-bool gpu_stream_trace_installed() { return gpu::engine_stream_trace_installed(); }
-// Whether GPU spans may move to an engine's own stream (Settings.engine_stream_spans).
-void set_engine_stream_spans(bool enable) { gpu::g_engine_stream_spans.store(enable, std::memory_order_relaxed); }
-bool get_engine_stream_spans() { return gpu::g_engine_stream_spans.load(std::memory_order_relaxed); }
+
+// A session's settings, whole (trt_trace/config.py Settings.native(), in ops.NATIVE_SETTINGS's order), and
+// put back whole when it stops. Returns whether GPU timing and NVTX are available in this build.
+std::tuple<bool, bool> apply_settings(int64_t buffer_capacity, bool gpu_timing, int64_t gpu_every,
+                                      bool engine_stream_spans, int64_t caller_wait_every, bool nvtx) {
+  TORCH_CHECK(buffer_capacity > 0, "trt_trace::_apply_settings: buffer_capacity must be positive");
+  TORCH_CHECK(gpu_every >= 1 && gpu_every <= gpu::kMaxGpuEvery, "trt_trace::_apply_settings: gpu_every must be an "
+              "integer from 1 (every call) to ", gpu::kMaxGpuEvery, ", not ", gpu_every);
+  TORCH_CHECK(caller_wait_every >= 1 && caller_wait_every <= gpu::kMaxGpuEvery, "trt_trace::_apply_settings: "
+              "caller_wait_every must be an integer from 1 to ", gpu::kMaxGpuEvery, ", not ", caller_wait_every);
+  ThreadRings::instance().set_capacity(static_cast<size_t>(buffer_capacity));
+  const bool gpu_available = gpu::set_enabled(gpu_timing);
+  gpu::set_sample_every(gpu_every);
+  gpu::g_engine_stream_spans.store(engine_stream_spans, std::memory_order_relaxed);
+  gpu::set_caller_wait_every(caller_wait_every);
+  const bool nvtx_available = nvtx::set_enabled(nvtx);
+  return {gpu_available, nvtx_available};
+}
+
+// The same settings as they are now (the GPU timing switch itself, also in a CPU-only build).
+std::vector<int64_t> native_settings() {
+  return {static_cast<int64_t>(ThreadRings::instance().capacity()), gpu::enabled() ? 1 : 0, gpu::sample_every(),
+          gpu::g_engine_stream_spans.load(std::memory_order_relaxed) ? 1 : 0, gpu::caller_wait_every(),
+          nvtx::enabled() ? 1 : 0};
+}
 
 // Named, so that no reader depends on an order of fields.
 c10::Dict<std::string, double> gpu_clock_stats() {
@@ -160,22 +179,6 @@ c10::Dict<std::string, double> gpu_clock_stats() {
   out.insert("gpu_clock_rate_ppm", s.gpu_clock_rate_ppm);
   out.insert("p50_abs_residual_ns", static_cast<double>(s.p50_abs_residual_ns));
   out.insert("p99_abs_residual_ns", static_cast<double>(s.p99_abs_residual_ns));
-  return out;
-}
-
-double gpu_event_host_ns(int64_t device, int64_t calls, int64_t every, int64_t hand_off, int64_t kernels,
-                         int64_t scrub_kib) {
-  if (device < 0 || device >= kNoDevice) return -1;
-  return gpu::event_pair_host_ns(static_cast<uint16_t>(device), calls, every, hand_off, kernels, scrub_kib);
-}
-
-// Switches GPU timing's self-timing (gpu_self_time.h) and returns the sums since the last call:
-// ns per step (begin, engine start, engine end, end), then the number of times each ran.
-std::vector<int64_t> gpu_self_time(bool enable) {
-  gpu::g_self_timing.store(enable, std::memory_order_relaxed);
-  const gpu::SelfTimes t = gpu::take_self_times();
-  std::vector<int64_t> out(t.ns, t.ns + gpu::kSelfSteps);
-  out.insert(out.end(), t.count, t.count + gpu::kSelfSteps);
   return out;
 }
 
@@ -277,13 +280,6 @@ std::vector<int64_t> histogram_bounds() {
   return out;
 }
 
-void set_buffer_capacity(int64_t records) {
-  TORCH_CHECK(records > 0, "trt_trace::set_buffer_capacity: records must be positive");
-  ThreadRings::instance().set_capacity(static_cast<size_t>(records));
-}
-
-int64_t buffer_capacity() { return static_cast<int64_t>(ThreadRings::instance().capacity()); }
-
 int64_t sweep_engines() {
   EngineRegistry::instance().sweep();
   return static_cast<int64_t>(EngineRegistry::instance().live_count());
@@ -291,36 +287,15 @@ int64_t sweep_engines() {
 
 int64_t clock_now_ns() { return now_ns(); }
 
-// Test and benchmark support: count records pushed from the calling thread, as
-// a traced call would, with begin_ns = first_seq .. first_seq+count-1.
-void push_synthetic(int64_t count, int64_t engine_id, int64_t first_seq) {
-  for (int64_t i = 0; i < count; ++i) {
-    Record r{first_seq + i, first_seq + i, static_cast<uint64_t>(first_seq + i), static_cast<uint32_t>(engine_id),
-             0, static_cast<uint8_t>(Phase::kCall), 0, kNoDevice, 0};
-    ThreadRings::instance().push(&r, 1);
-  }
-}
-
-// Layout check for trt_trace/records.py: size, then field offsets in order.
-std::vector<int64_t> record_layout() {
-  return {sizeof(Record),
-          offsetof(Record, begin_ns),
-          offsetof(Record, end_ns),
-          offsetof(Record, call_id),
-          offsetof(Record, engine_id),
-          offsetof(Record, thread_id),
-          offsetof(Record, phase),
-          offsetof(Record, flags),
-          offsetof(Record, device),
-          offsetof(Record, stream)};
-}
-
 }  // namespace
 }  // namespace trt_trace
 
 TORCH_LIBRARY(trt_trace, m) {
   using namespace trt_trace;
   m.def("set_profile_execution(bool enable) -> ()", &set_profile_execution);
+  m.def("_apply_settings(int buffer_capacity, bool gpu_timing, int gpu_every, bool engine_stream_spans, "
+        "int caller_wait_every, bool nvtx) -> (bool, bool)", &apply_settings);
+  m.def("_native_settings() -> int[]", &native_settings);
   m.def("get_profile_execution() -> bool", &get_profile_execution);
   m.def("_set_recording(bool enable) -> ()", &trt_trace::set_recording);
   m.def("_get_recording() -> bool", &get_recording);
@@ -339,14 +314,6 @@ TORCH_LIBRARY(trt_trace, m) {
   m.def("set_gpu_every(int n) -> ()", &set_gpu_every);
   m.def("get_gpu_every() -> int", &get_gpu_every);
   m.def("gpu_clock_stats() -> Dict(str, float)", &gpu_clock_stats);
-  m.def("_set_engine_stream_spans(bool enable) -> ()", &set_engine_stream_spans);
-  m.def("_get_engine_stream_spans() -> bool", &get_engine_stream_spans);
-  m.def("_gpu_timing_switch() -> bool", &gpu_timing_switch);
-  m.def("_profiler_op_callbacks() -> bool", [] { return profiler_op_callbacks_installed(); });
-  m.def("_gpu_event_host_ns(int device, int calls, int every=1, int hand_off=0, int kernels=0, int scrub_kib=0) -> float",
-        &gpu_event_host_ns);
-  m.def("_gpu_self_time(bool enable) -> int[]", &gpu_self_time);
-  m.def("_gpu_stream_trace_installed() -> bool", &gpu_stream_trace_installed);
   m.def("set_caller_wait_every(int n) -> ()", &set_caller_wait_every);
   m.def("get_caller_wait_every() -> int", [] { return gpu::caller_wait_every(); });
   m.def("_pending() -> int", &pending);
@@ -359,11 +326,6 @@ TORCH_LIBRARY(trt_trace, m) {
   m.def("_format_timing_table(str[] names, Tensor stats, int dropped, int threads_with_drops, Tensor? percentiles=None, "
         "int all_p50=-1, int all_p99=-1, str percentiles_of=\"total\", bool json=False, int gpu_every=1) -> str",
         &format_timing_table);
-  m.def("_set_buffer_capacity(int records) -> ()", &set_buffer_capacity);
-  m.def("_buffer_capacity() -> int", &buffer_capacity);
   m.def("_sweep_engines() -> int", &sweep_engines);
   m.def("_clock_now_ns() -> int", &clock_now_ns);
-  m.def("_parse_engine_name(str text) -> str", &trt_trace::parse_engine_name);
-  m.def("_push_synthetic(int count, int engine_id, int first_seq) -> ()", &push_synthetic);
-  m.def("_record_layout() -> int[]", &record_layout);
 }

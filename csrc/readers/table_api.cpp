@@ -1,12 +1,12 @@
 // The per-engine table for readers that never load torch (`trt-trace summary`): the same C++
-// formatter as dump_engine_timing() and the torch op (ops/timing_table.cpp, compiled into both
+// formatter as dump_engine_timing() and the torch op (stats/timing_table.cpp, compiled into both
 // libraries), behind a C interface that trt_trace/readers/native.py calls through ctypes.
 #include <cstddef>
 #include <cstring>
 #include <string>
 #include <vector>
 
-#include "ops/timing_table.h"
+#include "stats/timing_table.h"
 #include "readers/read_types.h"
 
 using namespace trt_trace;

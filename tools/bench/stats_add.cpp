@@ -3,7 +3,7 @@
 // duration histogram), in instructions (callgrind) and ns per call.
 //
 //   T=$(.venv/bin/python -c 'import torch.utils.cpp_extension as c; print(c.include_paths()[0])')
-//   g++ -O2 -std=c++17 -pthread -Icsrc -I$T tools/bench/stats_add.cpp csrc/hook/engine_stats.cpp -o /tmp/stats_add
+//   g++ -O2 -std=c++17 -pthread -Icsrc -I$T tools/bench/stats_add.cpp csrc/stats/engine_stats.cpp -o /tmp/stats_add
 //   /tmp/stats_add                                   # ns per call
 //   /tmp/stats_add 0 1000 [spread]                   # RSS of counting one call of each of 1000 engines
 //   valgrind --tool=callgrind --callgrind-out-file=/tmp/cg.out /tmp/stats_add 1000000 && \
@@ -18,9 +18,9 @@
 #include <cstdlib>
 #include <fstream>
 
-#include "hook/engine_stats.h"
+#include "stats/engine_stats.h"
 
-#if __has_include("hook/duration_histogram.h")
+#if __has_include("stats/duration_histogram.h")
 #define HAS_HISTOGRAM 1
 #endif
 

@@ -117,7 +117,7 @@ def read_calls(path: str | Any, on_calls: Callable[[np.ndarray, TraceInfo], None
     """Reads `path` (or a reader such as in_memory.EventsReader), handing every whole call (in the
     window) to on_calls in chunks; slices and events also go to `visitor`. origin_ns: the trace's
     first slice (for a timed window; read first with trace_origin() where None)."""
-    from . import open_reader
+    from .opening import open_reader
 
     reader = open_reader(path) if isinstance(path, str) else path
     path = reader.path
@@ -184,7 +184,7 @@ def _read_whole_calls(reader: Any, on_calls: Callable[[np.ndarray, TraceInfo], N
 
 def trace_origin(path: str | Any) -> int | None:
     """The earliest slice begin of the trace (the Perfetto UI's time 0): a first pass for windows."""
-    from . import open_reader
+    from .opening import open_reader
 
     return (open_reader(path) if isinstance(path, str) else path).read(Visitor()).origin_ns
 

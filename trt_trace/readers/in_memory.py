@@ -70,7 +70,7 @@ def slice_dicts(row: np.void, engine: str) -> list[dict[str, Any]]:
 
 def load_events(path: str) -> list[dict[str, Any]]:
     """Every event of a trace file as a dict (JSON, Perfetto, merged, cut short), in memory."""
-    from . import open_reader
+    from .opening import open_reader
 
     reader = open_reader(path)
     collect = _Collect()

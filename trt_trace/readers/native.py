@@ -166,7 +166,7 @@ def call_groups(calls: np.ndarray, columns: tuple[int, ...]) -> tuple[list[int],
 
 def format_table(names: list[str], stats: np.ndarray, percentiles: np.ndarray | None, all_percentiles: tuple[int, int],
                  percentiles_of: str, json: bool, gpu_every: int, dropped: int, threads_with_drops: int) -> str:
-    """The per-engine table (csrc/ops/timing_table.cpp, the formatter of every table)."""
+    """The per-engine table (csrc/stats/timing_table.cpp, the formatter of every table)."""
     encoded = [n.encode("utf-8", "surrogateescape") for n in names]
     blob = b"".join(encoded)
     offsets = np.zeros(len(names) + 1, dtype=np.int64)

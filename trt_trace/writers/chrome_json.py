@@ -32,7 +32,7 @@ import orjson
 
 from .. import ops
 from ..trace_format import METADATA_EVENT
-from ..tracks import LaneAssigner, decode_track, place_on_lanes, present_codes, track_codes, track_id, track_ids
+from ..tracks import TrackBook, track_id, track_ids
 from .trace_file import StreamedTrace, TraceFile
 
 
@@ -47,15 +47,11 @@ class ChromeJsonWriter(StreamedTrace):
                                max_bytes=max_bytes, split=split, end_event=self._metadata_event)
         self.path = path
         self._track_meta: list[dict[str, Any]] = []  # every track's name events, for each new file
-        self._engine_names = engine_names
-        self._names: list[str] = []
+        self._book = TrackBook(engine_names)  # tracks, lanes and engine names: this writer only encodes them
         self._engine_json: list[str] = []  # names as JSON string literals, for the C++ formatter
         self._process_meta: list[dict[str, Any]] = []
         self.gpu_flows = True  # set False when GPU timing is off (no GPU slice to point at)
         self._pid = os.getpid()
-        self._lanes = LaneAssigner()
-        self._gpu_lanes = LaneAssigner()
-        self._named_tracks: set[int] = set()
         self._format_buffer = ops.FormatBuffer()  # the formatter's output, reused from batch to batch
 
     # -- the file ---------------------------------------------------------------------------------
@@ -72,17 +68,9 @@ class ChromeJsonWriter(StreamedTrace):
             {"ph": "M", "name": METADATA_EVENT, "pid": self._pid, "tid": 0, "args": metadata},
         ]
 
-    def _engine_name(self, engine_id: int) -> str:
-        if engine_id >= len(self._names):
-            self._names = self._engine_names()
-        return self._names[engine_id] if engine_id < len(self._names) else f"engine_{engine_id}"
-
     def _track_events(self, engine_id: int, lane: int, gpu: bool = False) -> list[dict[str, Any]]:
         tid = track_id(engine_id, lane, gpu)
-        if tid in self._named_tracks:
-            return []
-        self._named_tracks.add(tid)
-        name = self._engine_name(engine_id) + (" GPU" if gpu else "") + ("" if lane == 0 else f" ({lane + 1})")
+        name = self._book.engine_name(engine_id) + (" GPU" if gpu else "") + ("" if lane == 0 else f" ({lane + 1})")
         meta = [  # the tid order is the designed order; the sort index says so to viewers that read it
             {"ph": "M", "name": "thread_name", "pid": self._pid, "tid": tid, "args": {"name": name}},
             {"ph": "M", "name": "thread_sort_index", "pid": self._pid, "tid": tid, "args": {"sort_index": tid}},
@@ -93,18 +81,16 @@ class ChromeJsonWriter(StreamedTrace):
     def write(self, records: np.ndarray) -> None:
         if len(records) == 0:
             return
-        lanes, is_gpu = place_on_lanes(records, self._lanes, self._gpu_lanes)
-        tids = track_ids(records["engine_id"], lanes, is_gpu)
-        # Names for tracks seen for the first time (few per batch: a Python loop over the ones present).
+        placed = self._book.place(records)
+        tids = track_ids(records["engine_id"], placed.lanes, placed.is_gpu)
+        # Names for tracks seen for the first time.
         meta: list[dict[str, Any]] = []
-        codes, stride = track_codes(records, lanes, is_gpu)
-        for code in present_codes(codes).tolist():
-            engine, lane, gpu = decode_track(code, stride)
-            if track_id(engine, lane, gpu) not in self._named_tracks:
-                meta += self._track_events(engine, lane, gpu)
-        if len(self._engine_json) < len(self._names) or int(records["engine_id"].max()) >= len(self._engine_json):
-            self._engine_name(int(records["engine_id"].max()))  # refresh the names
-            self._engine_json = [orjson.dumps(n).decode() for n in self._names] or ['""']
+        for track in placed.new_tracks:
+            meta += self._track_events(track.engine_id, track.lane, track.gpu)
+        names = self._book.names
+        if len(self._engine_json) < len(names) or int(records["engine_id"].max()) >= len(self._engine_json):
+            self._book.engine_name(int(records["engine_id"].max()))  # refresh the names
+            self._engine_json = [orjson.dumps(n).decode() for n in self._book.names] or ['""']
         body = ops.chrome_json_events(records, tids, self._pid, self._engine_json, self.gpu_flows, self._format_buffer)
         new_tracks = orjson.dumps(meta)[1:-1] if meta else b""
         self._file.write(new_tracks, body, len(records), int(records["begin_ns"].min()))

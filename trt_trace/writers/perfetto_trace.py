@@ -58,7 +58,7 @@ import numpy as np
 from .. import ops
 from ..perfetto_protos import protos
 from ..trace_format import ANNOTATIONS, ENGINE_UUID_BASE, METADATA_EVENT, PERFETTO_SUFFIXES, PHASE_NAMES
-from ..tracks import LaneAssigner, decode_track, place_on_lanes, present_codes, track_codes
+from ..tracks import Track, TrackBook
 from .trace_file import StreamedTrace, TraceFile
 
 SUFFIXES = PERFETTO_SUFFIXES
@@ -192,18 +192,13 @@ class PerfettoTraceWriter(StreamedTrace):
         file; split=True continues in numbered files, False stops writing (trace_file.py)."""
         protos()  # fail here, at start, if the `perfetto` package is missing
         self.path = path
-        self._engine_names = engine_names
-        self._names: list[str] = []
+        self._book = TrackBook(engine_names)  # tracks, lanes and engine names: this writer only encodes them
         self._start_metadata: dict[str, Any] = {}  # begin()'s, in every file's start metadata instant
         self._start_tracks = b""  # interned names, the process and its groups: what every file starts with
         self._last_end_ns = 0
         self._tracks: list[bytes] = []  # every engine/lane track descriptor so far, for each new file
-        self._track_uuid: dict[tuple[int, int, bool], int] = {}  # (engine id, lane, gpu) -> uuid
-        self._engines: set[int] = set()
         self.gpu_flows = True
         self._pid = os.getpid()
-        self._lanes = LaneAssigner()
-        self._gpu_lanes = LaneAssigner()
         self._format_buffer = ops.FormatBuffer()  # the formatter's output, reused from batch to batch
         self._file = TraceFile(path, self._part_start, lazy=lazy, max_bytes=max_bytes, split=split,
                                end_event=self._part_end_event)
@@ -218,29 +213,18 @@ class PerfettoTraceWriter(StreamedTrace):
 
     # -- tracks ----------------------------------------------------------------------------------
 
-    def _engine_name(self, engine_id: int) -> str:
-        if engine_id >= len(self._names):
-            self._names = self._engine_names()
-        return self._names[engine_id] if engine_id < len(self._names) else f"engine_{engine_id}"
-
-    def _uuid(self, engine_id: int, lane: int, gpu: bool) -> tuple[int, bytes]:
-        """The uuid of a lane track, and the descriptors it needs if it is new."""
-        key = (engine_id, lane, gpu)
-        uuid = self._track_uuid.get(key)
-        if uuid is not None:
-            return uuid, b""
+    def _descriptors(self, track: Track) -> bytes:
+        """The descriptors of a new lane track (and of its engine's track where that is new too)."""
         packets = []
-        engine_uuid = ENGINE_UUID_BASE + engine_id
-        if engine_id not in self._engines:
-            self._engines.add(engine_id)
-            packets.append(_track_packet(engine_uuid, self._engine_name(engine_id), ENGINES_UUID, engine_id,
-                                         has_children=True, engine_id=engine_id))
-        uuid = FIRST_LANE_UUID + len(self._track_uuid)
-        self._track_uuid[key] = uuid
-        name = ("GPU" if gpu else "host") + ("" if lane == 0 else f" ({lane + 1})")
-        packets.append(_track_packet(uuid, name, engine_uuid, (GPU_RANK if gpu else 0) + lane))
+        engine_uuid = ENGINE_UUID_BASE + track.engine_id
+        if track.first_of_engine:
+            packets.append(_track_packet(engine_uuid, self._book.engine_name(track.engine_id), ENGINES_UUID,
+                                         track.engine_id, has_children=True, engine_id=track.engine_id))
+        name = ("GPU" if track.gpu else "host") + ("" if track.lane == 0 else f" ({track.lane + 1})")
+        packets.append(_track_packet(FIRST_LANE_UUID + track.index, name, engine_uuid,
+                                     (GPU_RANK if track.gpu else 0) + track.lane))
         self._tracks += packets
-        return uuid, b"".join(packets)
+        return b"".join(packets)
 
     # -- the writer interface --------------------------------------------------------------------
 
@@ -261,23 +245,12 @@ class PerfettoTraceWriter(StreamedTrace):
             _track_packet(METADATA_UUID, METADATA_TRACK, PROCESS_UUID, 1),
         ])
 
-    def _track_uuids(self, records: np.ndarray, lanes: np.ndarray, is_gpu: np.ndarray) -> tuple[np.ndarray, bytes]:
-        """The track uuid of each record, and the descriptors of tracks new in this batch."""
-        codes, stride = track_codes(records, lanes, is_gpu)
-        # Few distinct tracks per batch: a Python loop over the ones present only, then a gather.
-        present = present_codes(codes)
-        uuids = np.empty(len(present), dtype=np.int64)
-        new_tracks = []
-        for i, code in enumerate(present.tolist()):
-            uuids[i], packets = self._uuid(*decode_track(code, stride))
-            new_tracks.append(packets)
-        return uuids[np.searchsorted(present, codes)], b"".join(new_tracks)
-
     def write(self, records: np.ndarray) -> None:
         if len(records) == 0:
             return
-        lanes, is_gpu = place_on_lanes(records, self._lanes, self._gpu_lanes)
-        uuids, new_tracks = self._track_uuids(records, lanes, is_gpu)
+        placed = self._book.place(records)
+        uuids = FIRST_LANE_UUID + placed.track_index()
+        new_tracks = b"".join(self._descriptors(track) for track in placed.new_tracks)
         body = ops.perfetto_slice_packets(records, uuids, SEQUENCE_ID, list(range(1, len(ANNOTATIONS) + 1)),
                                           self.gpu_flows, self._format_buffer)
         self._file.write(new_tracks, body, len(records), int(records["begin_ns"].min()))

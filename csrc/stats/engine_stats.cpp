@@ -1,4 +1,4 @@
-#include "hook/engine_stats.h"
+#include "stats/engine_stats.h"
 
 #include <pthread.h>
 

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "common/stat_columns.h"
+#include "stats/stat_columns.h"
 
 namespace trt_trace {
 

@@ -1,4 +1,4 @@
-#include "hook/profiler_scopes.h"
+#include "integrations/profiler_scopes.h"
 
 #include <algorithm>
 #include <cstring>
@@ -6,8 +6,7 @@
 #include <memory>
 #include <mutex>
 
-#include "hook/call_scope.h"
-#include "hook/engine_registry.h"
+#include "engines/engine_registry.h"
 
 namespace trt_trace {
 namespace {
@@ -49,30 +48,6 @@ thread_local at::CallbackHandle t_before = at::INVALID_CALLBACK_HANDLE;
 thread_local at::CallbackHandle t_after = at::INVALID_CALLBACK_HANDLE;
 thread_local bool t_early = false;  // t_before runs before the profiler's start callback
 
-// What an op starting at the call's top level is, as the op observer will classify what it sees in it
-// (op_observer.h): by the profiler's name for it, which is the schema's name without its overload.
-// aten::to is the composite that 2.11's `.to(dtype)` of an output dispatches around its _to_copy.
-OpKind profiled_op_kind(const at::RecordFunction& fn) noexcept {
-  const char* name = fn.name();
-  if (name == nullptr || std::strncmp(name, "aten::", 6) != 0) return OpKind::kOther;
-  name += 6;
-  if (std::strcmp(name, "view") == 0) return OpKind::kInputView;
-  if (std::strcmp(name, "empty") == 0 || std::strcmp(name, "empty_strided") == 0) return OpKind::kAllocation;
-  if (std::strcmp(name, "_to_copy") == 0 || std::strcmp(name, "to") == 0) return OpKind::kConversion;
-  return OpKind::kOther;
-}
-
-// Runs before the profiler's start callback: the op's event has not begun yet.
-std::unique_ptr<at::ObserverContext> before_profiler(const at::RecordFunction& fn) {
-  if (CallScope* call = CallScope::current()) call->profiled_op_start(profiled_op_kind(fn));
-  return nullptr;
-}
-
-// Runs after the profiler's end callback: the op's event has ended.
-void after_profiler(const at::RecordFunction&, at::ObserverContext*) {
-  if (CallScope* call = CallScope::current()) call->profiled_op_end();
-}
-
 }  // namespace
 
 bool profiler_op_callbacks_installed() noexcept { return t_op_callbacks; }
@@ -84,9 +59,9 @@ void ProfilerScopes::add_op_callbacks() noexcept {
     // in front of all of them. Callbacks run in that order, starts and ends alike (ATen's
     // LocalCallbackManager: the process-wide ones first, then this thread's in their order).
     t_before = at::addThreadLocalCallback(
-        at::RecordFunctionCallback(&before_profiler, nullptr).scopes({at::RecordScope::FUNCTION}));
+        at::RecordFunctionCallback(&detail::before_profiled_op, nullptr).scopes({at::RecordScope::FUNCTION}));
     t_after = at::addThreadLocalCallback(
-        at::RecordFunctionCallback(nullptr, &after_profiler).scopes({at::RecordScope::FUNCTION}));
+        at::RecordFunctionCallback(nullptr, &detail::after_profiled_op).scopes({at::RecordScope::FUNCTION}));
     at::RecordFunctionTLS tls = at::get_record_function_tls_();
     auto& callbacks = tls.sorted_tls_callbacks_;
     auto it = std::find_if(callbacks.begin(), callbacks.end(),

@@ -27,9 +27,9 @@
 #include <c10/macros/Macros.h>
 
 #include "common/record.h"
-#include "common/stat_columns.h"
-#include "hook/duration_histogram.h"
-#include "hook/gpu_sampling.h"
+#include "stats/stat_columns.h"
+#include "stats/duration_histogram.h"
+#include "stats/gpu_sampling.h"
 
 namespace trt_trace {
 

@@ -1,4 +1,4 @@
-#include "hook/gpu_sampling.h"
+#include "stats/gpu_sampling.h"
 
 namespace trt_trace {
 namespace gpu {

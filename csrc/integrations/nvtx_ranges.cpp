@@ -1,11 +1,11 @@
-#include "hook/nvtx_ranges.h"
+#include "integrations/nvtx_ranges.h"
 
 #include <array>
 #include <mutex>
 #include <string>
 
 #include "common/record.h"
-#include "hook/engine_registry.h"
+#include "engines/engine_registry.h"
 
 #ifdef TRT_TRACE_WITH_NVTX
 #include <nvtx3/nvToolsExt.h>

@@ -1,4 +1,4 @@
-#include "hook/gpu_resolver.h"
+#include "drainer/gpu_resolver.h"
 
 #include <algorithm>
 #include <climits>
@@ -6,7 +6,7 @@
 #include <cstdlib>
 
 #include "common/clock.h"
-#include "hook/engine_stats.h"
+#include "stats/engine_stats.h"
 
 #ifdef TRT_TRACE_WITH_CUDA
 #include <c10/cuda/CUDAGuard.h>

@@ -38,6 +38,7 @@
 #include <torch/csrc/profiler/orchestration/observer.h>
 
 #include <array>
+#include <memory>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -48,6 +49,10 @@ namespace trt_trace {
 
 namespace detail {
 bool profiler_records_user_scopes() noexcept;  // the exact check, while a profiler is on
+// The op callbacks around the profiler's (add_op_callbacks) that report a profiled call's top-level ops to
+// its call scope: defined with the call scope (hook/profiled_ops.cpp), the one part that knows the call.
+std::unique_ptr<at::ObserverContext> before_profiled_op(const at::RecordFunction& fn);
+void after_profiled_op(const at::RecordFunction& fn, at::ObserverContext* ctx);
 }  // namespace detail
 
 // Whether this thread has the op callbacks now (only inside a profiled call; for the tests).

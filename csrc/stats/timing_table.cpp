@@ -1,4 +1,4 @@
-#include "ops/timing_table.h"
+#include "stats/timing_table.h"
 
 #include <algorithm>
 #include <cmath>
@@ -92,6 +92,14 @@ TimingTable build_timing_table(std::vector<TimingRow> rows, int64_t all_p50_ns, 
   return t;
 }
 
+// The host phases' columns, in common/phases.h order: cell(p) of each, joined.
+template <typename Cell>
+std::string host_phase_columns(Cell cell) {
+  std::string out;
+  for (int p = 0; p < kNumHostPhases; ++p) out += cell(p);
+  return out;
+}
+
 std::string timing_table_text(const TimingTable& t) {
   size_t name_w = 6;
   for (const auto& r : t.rows) name_w = std::max(name_w, r.engine.size());
@@ -103,15 +111,14 @@ std::string timing_table_text(const TimingTable& t) {
   const size_t wq = std::max<size_t>(9, p50.size() + 2);
   std::string out = pad_right("engine", name_w) + pad_left("calls", 8) + pad_left("total ms", w) +
                     pad_left("share %", wp + 1) + pad_left("cum %", wp) + pad_left(p50, wq) + pad_left(p99, wq) +
-                    pad_left("workspace", w) + pad_left("inputs", w) + pad_left("outputs", w) +
-                    pad_left("enqueue", w) + (t.any_gpu ? pad_left("gpu ms", w) : "") + "\n";
+                    host_phase_columns([&](int p) { return pad_left(kPhaseNames[1 + p], w); }) +
+                    (t.any_gpu ? pad_left("gpu ms", w) : "") + "\n";
   auto percentile = [](int64_t ns) { return ns >= 0 ? ms(ns) : std::string("-"); };
   auto line = [&](const TimingRow& r, const std::string& share, const std::string& cum) {
     out += pad_right(r.engine, name_w) + pad_left(std::to_string(r.stats[kStatCalls]), 8) +
            pad_left(ms(r.stats[kStatTotalNs]), w) + pad_left(share, wp + 1) + pad_left(cum, wp) +
            pad_left(percentile(r.p50_ns), wq) + pad_left(percentile(r.p99_ns), wq) +
-           pad_left(ms(r.stats[kStatWorkspaceNs]), w) + pad_left(ms(r.stats[kStatInputsNs]), w) +
-           pad_left(ms(r.stats[kStatOutputsNs]), w) + pad_left(ms(r.stats[kStatEnqueueNs]), w);
+           host_phase_columns([&](int p) { return pad_left(ms(r.stats[host_phase_column(p)]), w); });
     if (t.any_gpu) {
       out += pad_left(r.stats[kStatGpuCalls] > 0 ? (sampled(r) ? "~" : "") + ms(r.gpu_scaled_ns) : "-", w);
     }
@@ -148,8 +155,9 @@ std::string timing_table_json(const TimingTable& t) {
                     ",\"share_pct\":" + share + ",\"cum_pct\":" + cum +
                     ",\"p50_ms\":" + (r.p50_ns >= 0 ? json_ms(r.p50_ns) : "null") +
                     ",\"p99_ms\":" + (r.p99_ns >= 0 ? json_ms(r.p99_ns) : "null") +
-                    ",\"workspace_ms\":" + json_ms(s[kStatWorkspaceNs]) + ",\"inputs_ms\":" + json_ms(s[kStatInputsNs]) +
-                    ",\"outputs_ms\":" + json_ms(s[kStatOutputsNs]) + ",\"enqueue_ms\":" + json_ms(s[kStatEnqueueNs]) +
+                    host_phase_columns([&](int p) {
+                      return ",\"" + std::string(kPhaseNames[1 + p]) + "_ms\":" + json_ms(s[host_phase_column(p)]);
+                    }) +
                     ",\"gpu_ms\":" + (s[kStatGpuCalls] > 0 ? json_ms(r.gpu_scaled_ns) : "null") +
                     ",\"gpu_measured_ms\":" + (s[kStatGpuCalls] > 0 ? json_ms(s[kStatGpuNs]) : "null") +
                     ",\"gpu_calls\":" + std::to_string(s[kStatGpuCalls]) +

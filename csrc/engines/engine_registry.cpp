@@ -1,4 +1,4 @@
-#include "hook/engine_registry.h"
+#include "engines/engine_registry.h"
 
 #include <ATen/core/class_type.h>
 #include <ATen/core/function.h>
