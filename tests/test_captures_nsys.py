@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import shutil
 import sqlite3
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -240,3 +241,71 @@ def test_merge_pairs_the_exports_ranges_with_the_traces_calls_by_call_id(nsys_ca
         assert r["ts"] <= call["ts"] + 1.0 and r["ts"] + r["dur"] >= call["ts"] + call["dur"] - 1.0, (r, call)
         assert r["name"] == call["args"]["engine"]
     assert f"nsys capture {db}: {len(ours)} of {len(ours)} calls placed" in out
+
+
+# -- a real capture with a gap: nsys 2023.4 (CUPTI 12.4) under the H200's CUDA 13 driver -------------------
+
+H200_GAP = Path(__file__).parent / "data" / "h200_nsys_2023.4_capture_gap.sqlite.xz"
+
+
+@pytest.fixture(scope="module")
+def h200_gap_export(tmp_path_factory) -> Path:
+    """tools/device/capture_checks.py's nsys run on the H200 (one thread's rounds of four fake-TensorRT engines,
+    then two threads' on two streams): the export holds no CUDA record in the whole one-thread phase."""
+    import lzma
+
+    db = tmp_path_factory.mktemp("h200") / "run.sqlite"
+    db.write_bytes(lzma.decompress(H200_GAP.read_bytes()))
+    return db
+
+
+def _plain_sql_facts(db: Path) -> tuple[dict[int, int], dict[int, list[int]]]:
+    """Without the reader: per thread, how many trt_trace call ranges hold no CUDA API row at all; per kernel
+    stream, the kernel durations (ns) in start order."""
+    con = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+    try:
+        # A call's range is named after its engine (its phases' ranges after the phase), payload = call id.
+        calls = con.execute("SELECT n.start, n.end, n.globalTid FROM NVTX_EVENTS n JOIN StringIds s ON s.id = n.textId "
+                            "WHERE n.eventType = 59 AND s.value LIKE '%_engine'").fetchall()
+        gap: dict[int, int] = {}
+        for start, end, gtid in calls:
+            n = con.execute("SELECT COUNT(*) FROM CUPTI_ACTIVITY_KIND_RUNTIME WHERE globalTid = ? AND start >= ? "
+                            "AND start <= ?", (gtid, start, end)).fetchone()[0]
+            if n == 0:
+                gap[gtid & 0xFFFFFF] = gap.get(gtid & 0xFFFFFF, 0) + 1
+        kernels: dict[int, list[int]] = {}
+        rows = con.execute("SELECT streamId, start, end FROM CUPTI_ACTIVITY_KIND_KERNEL ORDER BY start")
+        for stream, start, end in rows:
+            kernels.setdefault(stream, []).append(end - start)
+    finally:
+        con.close()
+    return gap, kernels
+
+
+def test_a_capture_gap_is_said_and_left_out_of_the_kernel_columns(h200_gap_export, capsys):
+    db = h200_gap_export
+    gap, kernels = _plain_sql_facts(db)
+    assert gap == {1059: 120}  # the main thread's 4 engines x 30 calls: no CUDA row in their time
+    calls = nsys_sqlite.read(str(db))
+    assert calls.has_device_activity and int(calls.no_cuda_activity().sum()) == 120
+    assert set(calls.tid[calls.no_cuda_activity()].tolist()) == {1059}
+    note = ("120 call(s) have no CUDA activity in the capture: the profiler recorded none in their time "
+            "(left out of gpu kernels ms and kernels/call)")
+    assert note in calls.notes
+    code, out, err = cli_run(["summary", str(db), "--json"], capsys)
+    assert code == 0 and err.count(note) == 1, err
+    rows = {r["engine"]: r for r in orjson.loads(out)["engines"]}
+    # Each engine's stream: its warm-up kernel (before tracing started), then the two threads' 60 calls'.
+    sums = {}
+    for durations in kernels.values():
+        if len(durations) == 61:
+            us = min((10, 40, 150, 400), key=lambda n: abs(n * 1000 - statistics.median(durations)))
+            sums[f"_run_on_acc_nsys_{us}us_engine"] = sum(durations[1:])
+    assert len(sums) == 4 and set(rows) == set(sums)
+    for name, row in rows.items():
+        assert (row["calls"], row["calls_without_cuda_activity"], row["kernels"], row["kernels_per_call"]) == \
+            (90, 30, 60, 1.0), row
+        assert row["gpu_kernels_ms"] == sums[name] / 1e6
+    code, text, err = cli_run(["summary", str(db)], capsys)
+    assert code == 0 and err.count(note) == 1
+    assert all(line.split()[-1] == "1.00" for line in text.splitlines()[1:5])  # kernels/call of the recorded calls

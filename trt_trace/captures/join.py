@@ -227,6 +227,12 @@ def join(inp: JoinInput, source: str, path: str, clock: str) -> tuple[CaptureCal
         notes.append(f"{int(lost.sum())} launch(es) inside calls have no device activity in the capture "
                      f"(in {int((launches_unmatched > 0).sum())} call(s))")
 
+    api_calls = np.bincount(a_row_in, minlength=n).astype(np.int32)
+    gap = int((api_calls == 0).sum())
+    if inp.has_device_activity and gap:
+        notes.append(f"{gap} call(s) have no CUDA activity in the capture: the profiler recorded none in their "
+                     f"time (left out of gpu kernels ms and kernels/call)")
+
     is_kernel = acts.kind == KERNEL
     kernels = np.bincount(acts.call[is_kernel], minlength=n).astype(np.int32)
     copies = np.bincount(acts.call[~is_kernel], minlength=n).astype(np.int32)
@@ -248,5 +254,5 @@ def join(inp: JoinInput, source: str, path: str, clock: str) -> tuple[CaptureCal
         kernels=kernels, kernel_ns=union_ns(acts.call[is_kernel], acts.begin_ns[is_kernel], acts.end_ns[is_kernel], n),
         copies=copies, copy_ns=union_ns(acts.call[~is_kernel], acts.begin_ns[~is_kernel], acts.end_ns[~is_kernel], n),
         device_ns=union_ns(acts.call, acts.begin_ns, acts.end_ns, n), device_begin_ns=device_begin,
-        device_end_ns=device_end, activities=acts, activity_names=list(inp.activity_names))
+        device_end_ns=device_end, activities=acts, activity_names=list(inp.activity_names), api_calls=api_calls)
     return out, notes

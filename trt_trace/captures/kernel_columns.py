@@ -17,8 +17,10 @@ import orjson
 from .model import CaptureCalls
 
 # Per row of the table, int64: calls whose launched work the capture holds, kernels, the sum of each
-# call's kernel union (ns), memcpy/memset activities, the sum of their unions (ns), launches without work.
-SUMS = ("calls_with_device", "kernels", "kernel_ns", "copies", "copy_ns", "launches_unmatched")
+# call's kernel union (ns), memcpy/memset activities, the sum of their unions (ns), launches without work,
+# calls in whose time the capture holds no CUDA activity at all (left out of the kernel columns: their 0 is
+# the profiler's gap, not the call's kernel time).
+SUMS = ("calls_with_device", "kernels", "kernel_ns", "copies", "copy_ns", "launches_unmatched", "calls_no_cuda")
 _K = {name: i for i, name in enumerate(SUMS)}
 
 
@@ -39,7 +41,8 @@ class KernelSums:
         idx = calls["call_id"].astype(np.int64)
         self.kept.append(idx)
         cols = (((capture.kernels[idx] + capture.copies[idx]) > 0).astype(np.int64), capture.kernels[idx],
-                capture.kernel_ns[idx], capture.copies[idx], capture.copy_ns[idx], capture.launches_unmatched[idx])
+                capture.kernel_ns[idx], capture.copies[idx], capture.copy_ns[idx], capture.launches_unmatched[idx],
+                capture.no_cuda_activity()[idx])
         sums = np.zeros((len(keys), len(SUMS)), dtype=np.int64)
         for j, col in enumerate(cols):
             np.add.at(sums[:, j], codes, col.astype(np.int64))
@@ -86,8 +89,10 @@ def _order(doc: dict, names: list[str], stats_calls: np.ndarray) -> list[int]:
 
 
 def _fields(sums: np.ndarray, calls: int) -> dict:
+    calls -= int(sums[_K["calls_no_cuda"]])  # the capture's gaps count as no call of the kernel columns
     return {"gpu_kernels_ms": int(sums[_K["kernel_ns"]]) / 1e6,
             "kernels_per_call": round(int(sums[_K["kernels"]]) / calls, 4) if calls else None,
+            "calls_without_cuda_activity": int(sums[_K["calls_no_cuda"]]),
             "calls_with_kernels": int(sums[_K["calls_with_device"]]), "kernels": int(sums[_K["kernels"]]),
             "copies": int(sums[_K["copies"]]), "copy_ms": int(sums[_K["copy_ns"]]) / 1e6,
             "launches_unmatched": int(sums[_K["launches_unmatched"]])}
@@ -102,6 +107,7 @@ def add_columns(text: str, json_doc: dict, names: list[str], calls: np.ndarray, 
     head = f" {'gpu kernels ms':>15} {'kernels/call':>13}"
 
     def cells(s: np.ndarray, n: int) -> str:
+        n -= int(s[_K["calls_no_cuda"]])
         per_call = f"{int(s[_K['kernels']]) / n:.2f}" if n else "-"
         return f" {_ms(int(s[_K['kernel_ns']])):>15} {per_call:>13}"
 

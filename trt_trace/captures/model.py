@@ -88,6 +88,7 @@ class CaptureCalls:
     activity_names: list[str]
     metadata: dict = field(default_factory=dict)  # the capture's own header (trace name, versions, devices)
     notes: list[str] = field(default_factory=list)  # what the reader left out and why, one line each
+    api_calls: np.ndarray = field(default_factory=_i32)  # int32 [calls]: CUDA API calls of any kind inside the call
 
     def __len__(self) -> int:
         return len(self.engine)
@@ -109,6 +110,14 @@ class CaptureCalls:
         out[:, 1 : 1 + len(HOST_PHASES)] = self.phase_ns
         out[:, DURATIONS.index("gpu")] = -1
         return out
+
+    def no_cuda_activity(self) -> np.ndarray:
+        """bool [calls]: a capture with CUDA activity that holds none at all in this call's time on its thread
+        (no API call, so no launch and no kernel): the profiler recorded nothing there, which is not 0 µs
+        of kernels (nsys 2023.4 under a CUDA 13 driver loses whole threads' CUDA records: captures.md)."""
+        if not self.has_device_activity or len(self.api_calls) != len(self):
+            return np.zeros(len(self), dtype=bool)
+        return self.api_calls == 0
 
     def kernel_ns_known(self) -> np.ndarray:
         """bool [calls]: the capture recorded CUDA activity and the call launched work that it holds."""

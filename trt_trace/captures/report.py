@@ -39,6 +39,7 @@ class EngineRow:
     copy_ns: int
     device_ns: int  # sum over calls of each call's union of all its device work
     launches_unmatched: int
+    calls_no_cuda: int = 0  # calls in whose time the capture holds no CUDA record (its gap, captures.md)
 
 
 @dataclass(frozen=True)
@@ -55,6 +56,7 @@ class KernelRow:
 def engine_rows(calls: CaptureCalls) -> list[EngineRow]:
     """One row per engine, the most host time first."""
     rows = []
+    gap = calls.no_cuda_activity()
     for e, name in enumerate(calls.engines):
         m = calls.engine == e
         if not m.any():
@@ -70,7 +72,8 @@ def engine_rows(calls: CaptureCalls) -> list[EngineRow]:
             kernel_p50_ns=order_statistic(calls.kernel_ns[with_device], 50),
             kernel_p99_ns=order_statistic(calls.kernel_ns[with_device], 99),
             copies=int(calls.copies[m].sum()), copy_ns=int(calls.copy_ns[m].sum()),
-            device_ns=int(calls.device_ns[m].sum()), launches_unmatched=int(calls.launches_unmatched[m].sum())))
+            device_ns=int(calls.device_ns[m].sum()), launches_unmatched=int(calls.launches_unmatched[m].sum()),
+            calls_no_cuda=int((m & gap).sum())))
     rows.sort(key=lambda r: (-r.total_ns, r.engine))
     return rows
 
@@ -125,7 +128,9 @@ def format_engine_table(calls: CaptureCalls) -> str:
                  f"{100 * r.total_ns / all_ns:>8.1f}", f"{_ms(r.p50_ns):>8}", f"{_ms(r.p99_ns):>8}",
                  *(f"{_ms(v):>10}" for v in r.phase_ns)]
         if device:
-            cells += [f"{_ms(r.kernel_ns):>15}", f"{r.kernels / r.calls:>13.2f}", f"{_ms(r.copy_ns):>10}"]
+            recorded = r.calls - r.calls_no_cuda  # the capture's gap is no call of the kernel columns
+            per_call = f"{r.kernels / recorded:.2f}" if recorded else "-"
+            cells += [f"{_ms(r.kernel_ns):>15}", f"{per_call:>13}", f"{_ms(r.copy_ns):>10}"]
         lines.append(" ".join(cells))
     lines.append(f"({calls.source} capture {calls.path}: {len(calls)} calls"
                  + ("" if device else "; no CUDA activity recorded, so no kernel time") + ")")
