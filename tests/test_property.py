@@ -142,9 +142,11 @@ def check_result(code: int, out: str, err: str) -> None:
 def test_run_takes_any_options(options, tmp_path, capsys, monkeypatch):
     # A harmless command after the options (the options are the input here, not the program).
     monkeypatch.chdir(tmp_path)
-    # A generated word before `--` becomes the command (`run yes -- ...` would run `yes` for ever): the
-    # command is not run here, only handed over as `run` would hand it.
-    monkeypatch.setattr(cli.subprocess, "call", lambda command, env: 0)
+    # A word among the options becomes the command (argparse's REMAINDER starts at the first positional):
+    # no program is found by name, so a word such as `yes` cannot run (it wrote to the captured stdout
+    # until the disk was full). The command really runs, so its real failures ("" or "/" as the command:
+    # exit 126, a name not found: 127) are what is checked.
+    monkeypatch.setenv("PATH", str(tmp_path / "no-programs-here"))
     argv = ["run", *[o for o in options if o != "--"], "--", sys.executable, "-c", "pass"]
     check_result(*run_cli(argv, capsys))
 

@@ -2,7 +2,8 @@
 # Does all set-up on a fresh machine with only Python 3.10+ and a C++ compiler:
 # a virtual environment, torch (2.13 CPU by default), the build of the C++
 # libraries and the install of trt_trace with its test tools (and Debian's Chromium, which the
-# real-UI tests drive, where /usr/bin/chromium is missing: apt-get, as root or through sudo).
+# real-UI tests drive, where /usr/bin/chromium is missing: apt-get, as root or through sudo; and
+# Nsight Systems from Debian's non-free packages, unpacked into the cache: tools/install_nsys.sh).
 # Idempotent: a second run reinstalls only when the sources changed.
 #
 #   TRT_TRACE_VENV   where the venv goes (default .venv)
@@ -21,6 +22,11 @@ if [ ! -x "$CHROMIUM" ]; then
   if [ "$(id -u)" != 0 ]; then SUDO="sudo"; fi
   $SUDO apt-get update -q
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q chromium
+fi
+
+# Nsight Systems for the capture tests (tests/test_captures_nsys.py): unpacked into the cache, see the script.
+if [ -z "${TRT_TRACE_NSYS:-}" ]; then
+  bash tools/install_nsys.sh >/dev/null
 fi
 
 if [ ! -x "$VENV/bin/python" ]; then

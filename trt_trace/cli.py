@@ -5,6 +5,8 @@
     trt-trace diff base.json new.json [--threshold 5] [--plot diff.png] [--json]
     trt-trace layers trace.json [--json] [--skip-first 1] [--from 5 --to 65]
     trt-trace merge trace_0.json trace_1.json -o all.json
+    trt-trace summary prof.json --kernels          # a torch.profiler / nsys capture: exact kernel time
+    trt-trace merge trace.json prof.json -o all.json   # the capture's kernels on the trace's timeline
     trt-trace slice trace.json -o window.json --from 60 --to 70 [--engines a,b] [--skip-first 1]
     trt-trace export trace.json calls.parquet
     trt-trace view trace.json [--port 10000] [--no-browser]
@@ -110,10 +112,24 @@ def _cmd_summary(args: argparse.Namespace) -> int:
     except TraceFileError as exc:
         print(f"trt-trace summary: {exc}", file=sys.stderr)
         return 1
+    if args.kernels is not None and args.json:
+        text = _with_top_kernels_json(text, summary, args.kernels)
     print(text, end="")
     _notes("summary", summary.notes)
     if window.active and not args.json:
         print(f"window: {window.describe()}")
+    if args.kernels is not None:
+        capture = summary.capture
+        if capture is None or not capture.has_device_activity:
+            what = "trt_trace's own trace (CUDA-event spans, no kernels)" if capture is None else \
+                f"a {capture.source} capture without CUDA activity"
+            print(f"trt-trace summary: --kernels needs a torch.profiler or Nsight Systems capture with CUDA activity; "
+                  f"{args.trace} is {what}", file=sys.stderr)
+            return 1
+        if not args.json:
+            from .captures.kernel_columns import top_kernels_text
+
+            print(top_kernels_text(capture, summary.capture_kept, args.kernels))
     if not args.plot:
         return 0
     if not summary.names:
@@ -154,6 +170,30 @@ def _cmd_layers(args: argparse.Namespace) -> int:
     if window.active and not args.json:
         print(f"window: {window.describe()}")
     return 0
+def _with_top_kernels_json(text: str, summary: object, n: int) -> str:
+    import dataclasses
+
+    import orjson
+
+    capture = getattr(summary, "capture", None)
+    if capture is None or not capture.has_device_activity:
+        return text
+    from .captures import report
+
+    rows = [dataclasses.asdict(r) for r in report.top_kernels(capture, n=n, calls_kept=summary.capture_kept)]
+    doc = orjson.loads(text)
+    (doc[-1] if isinstance(doc, list) else doc)["top_kernels"] = rows
+    return orjson.dumps(doc).decode() + "\n"
+
+
+def _kernel_count(value: str) -> int:
+    try:
+        n = int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{value!r} is not a number of kernels") from None
+    if not 1 <= n <= 10000:
+        raise argparse.ArgumentTypeError(f"{n}: give 1 to 10000 kernels per engine")
+    return n
 
 
 def _cmd_diff(args: argparse.Namespace) -> int:
@@ -221,6 +261,11 @@ def _cmd_merge(args: argparse.Namespace) -> int:
         print(f"  {who}{i['host']} pid {i['pid_in_file']}: {i['calls']} calls{shift}{state}")
         if i["partial_calls"]:
             print(f"    {cut_short_note(i['partial_calls'])}")
+    if merged.get("captures"):
+        from .captures.merge_capture import report_lines
+
+        for done in merged["captures"]:
+            print("\n".join(report_lines(done)))
     _notes("merge", input_notes(merged))
     for note in merged["notes"]:
         print(f"trt-trace merge: note: {note}", file=sys.stderr)
@@ -233,6 +278,12 @@ def _cmd_slice(args: argparse.Namespace) -> int:
     window = _window(args, "slice")
     if window is None:
         return 2
+    from .captures.merge_capture import is_capture
+
+    if is_capture(args.trace):
+        print(f"trt-trace slice: {args.trace} is a profiler's capture; slice cuts trt_trace's own traces (merge it "
+              "onto one: trt-trace merge trace.json CAPTURE -o all.json)", file=sys.stderr)
+        return 1
     if not window.active:
         print("trt-trace slice: say what to keep: --from/--to SECONDS, --skip-first N and/or --engines A,B",
               file=sys.stderr)
@@ -349,13 +400,17 @@ def build_parser() -> argparse.ArgumentParser:
     run.set_defaults(func=_cmd_run)
 
     summary = verb("summary", "per-engine timing table of a trace file")
-    summary.add_argument("trace", help="trace.json / trace.pftrace written by trt_trace (or trt-trace merge)")
+    summary.add_argument("trace", help="trace.json / trace.pftrace written by trt_trace (or trt-trace merge), or a "
+                                       "torch.profiler trace (.json, .json.gz) / nsys export (.sqlite) of a traced run")
     summary.add_argument("--by-rank", action="store_true",
                          help="one table per process (rank) of a merged trace, then all of them")
     summary.add_argument("--plot", metavar="PNG", help="also draw per-engine bars by phase into this image")
     summary.add_argument("--phase", default="total", choices=DURATIONS,
                          help="the p50/p99 columns are of this duration (default: the call's total)")
     summary.add_argument("--json", action="store_true", help="print the table as JSON (for dashboards, scripts)")
+    summary.add_argument("--kernels", nargs="?", const=10, type=_kernel_count, metavar="N",
+                         help="of a torch.profiler / Nsight Systems capture with CUDA activity: each engine's top N "
+                              "kernels by time (default 10)")
     _add_window(summary)
     summary.set_defaults(func=_cmd_summary)
 
@@ -379,7 +434,9 @@ def build_parser() -> argparse.ArgumentParser:
     diff.set_defaults(func=_cmd_diff)
 
     merge = verb("merge", "merge per-process (per-rank) traces into one, clocks aligned")
-    merge.add_argument("traces", nargs="+", help="trace files written by trt_trace, e.g. trace_*.json")
+    merge.add_argument("traces", nargs="+", help="trace files written by trt_trace, e.g. trace_*.json, and any "
+                                                 "torch.profiler / nsys capture of the same run (placed on their "
+                                                 "timeline)")
     merge.add_argument("-o", "--output", required=True, help="the merged trace to write, e.g. all.json")
     _add_window(merge)
     merge.set_defaults(func=_cmd_merge)

@@ -148,3 +148,22 @@ register(TraceFormat("json", (JSON_SUFFIX,), _json_sniff, reader="readers.chrome
 register(TraceFormat("perfetto", PERFETTO_SUFFIXES, _perfetto_sniff, reader="readers.perfetto:PerfettoReader",
                      writer="writers.perfetto_trace:PerfettoTraceWriter",
                      description="a Perfetto protobuf trace", noun="Perfetto trace"))
+
+
+def _capture_sniff(name: str) -> Callable[[bytes], bool]:
+    """Another profiler's capture, told by content (trt_trace/captures: imported on first use)."""
+
+    def sniff(head: bytes) -> bool:
+        from .captures import trace_readers
+
+        return getattr(trace_readers, f"sniff_{name}")(head)
+
+    return sniff
+
+
+# Captures of the profilers that own CUPTI, read (summary, diff, merge, export) but never written.
+register(TraceFormat("torch.profiler", (".json", ".json.gz"), _capture_sniff("torch_profiler"),
+                     reader="captures.trace_readers:TorchProfilerReader", priority=10,
+                     description="a torch.profiler capture (Chrome trace JSON)", noun="torch.profiler capture"))
+register(TraceFormat("nsys", (".sqlite",), _capture_sniff("nsys"), reader="captures.trace_readers:NsysReader",
+                     priority=10, description="an Nsight Systems SQLite export", noun="Nsight Systems SQLite export"))

@@ -386,6 +386,19 @@ def merge(paths: list[str], output: str, window: Window | None = None) -> dict[s
     first slice); returns the merge's metadata (what it did)."""
     if not paths:
         raise MergeError("no input traces given")
+    from .captures import merge_capture
+
+    captures = [p for p in paths if merge_capture.is_capture(p)]  # another profiler's: onto the traces' timeline
+    paths = [p for p in paths if p not in captures]
+    if captures and not paths:
+        raise MergeError(f"{captures[0]} is a profiler's capture: give trt_trace's trace of the same run too "
+                         f"(trt-trace merge trace.json {captures[0]} -o all.json)")
+    capture_calls = []
+    for c in captures:
+        try:
+            capture_calls.append(merge_capture.read_capture(c))
+        except TraceFileError as exc:
+            raise MergeError(str(exc)) from None
     processes = _join_parts([read_trace(p) for p in paths])
     # Order: by rank (traces without a rank after those with one), then host and pid.
     processes.sort(key=lambda p: (p.rank is None, p.rank if p.rank is not None else 0, p.host, p.os_pid))
@@ -414,8 +427,15 @@ def merge(paths: list[str], output: str, window: Window | None = None) -> dict[s
                 p.reads[p.files.index(path)].kept = r.kept
             p.kept = kept_parts
     out = _Output(output)
+    placed = []
     try:
         inputs = _write(out, processes, shift_ns)
+        for path, calls in zip(captures, capture_calls, strict=True):
+            try:
+                placed.append(merge_capture.place(path, calls, processes, shift_ns, out.event))
+            except ValueError as exc:
+                raise MergeError(str(exc)) from None
+            notes += placed[-1].pop("notes", [])
     except BaseException:
         out.abandon()
         raise
@@ -430,6 +450,8 @@ def merge(paths: list[str], output: str, window: Window | None = None) -> dict[s
     }
     if window is not None and window.active:
         merged["window"] = window.describe()
+    if placed:
+        merged["captures"] = placed
     out.event({"ph": "M", "name": METADATA_EVENT, "pid": processes[0].pid, "tid": 0,
                "args": {"merged": merged, "ended": CLOSED, "events_written": out.events + 1}})
     out.close()

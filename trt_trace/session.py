@@ -16,8 +16,17 @@ from pathlib import Path
 from typing import Any
 
 from . import config, formats, metrics, ops, process_hooks
-from .config import (Settings, check_gpu_every, check_layers, expand_path, from_keywords, host_name, rank_info, shown,
-                     warn)
+from .config import (
+    Settings,
+    check_gpu_every,
+    check_layers,
+    expand_path,
+    from_keywords,
+    host_name,
+    rank_info,
+    shown,
+    warn,
+)
 from .drainer import Drainer
 from .errors import TraceError
 from .flight import FlightWindow

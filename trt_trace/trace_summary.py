@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 import orjson
 
+from .captures import kernel_columns
 from .readers import CallsRead, EventsReader, TraceFileError, TraceInfo, Window, load_events, native, read_calls
 from .readers.end_notes import end_notes, state_fields
 from .readers.trace_info import CLOSED
@@ -49,6 +50,10 @@ class TraceSummary:
     malformed: int = 0
     orphan_spans: int = 0
     notes: list[str] = field(default_factory=list)  # the end notes (one line each) for stderr
+    # Another profiler's capture (captures/): its calls' kernel sums per row (kernel_columns.SUMS), the calls counted
+    capture: Any = None
+    kernel_sums: np.ndarray | None = None
+    capture_kept: np.ndarray | None = None
 
     def percentiles(self, duration: str = "total") -> tuple[np.ndarray, np.ndarray]:
         """Exact p50 and p99 in ns of one of DURATIONS: int64 [rows, 2] and [2] over every call (-1
@@ -95,10 +100,13 @@ class _Rows:
         self.sampled_out: dict[int, int] = {}  # CUDA calls without a span, not failed or captured
         self.values: dict[int, dict[str, ValueCounts]] = {}
         self._columns = tuple(DURATIONS.index(d) for d in self.durations)
+        self.kernels = kernel_columns.KernelSums()
 
     def add(self, calls: np.ndarray, info: TraceInfo) -> None:
         """One chunk of calls: grouped and summed by native code in one pass (native.call_groups)."""
         keys, sums, values = native.call_groups(calls, self._columns)
+        if info.capture is not None:  # another profiler's capture: its calls' kernels, by the same groups
+            self.kernels.add(keys, calls, info.capture)
         for g, key in enumerate(keys):
             st = self.stats.get(key)
             if st is None:
@@ -142,8 +150,16 @@ def _process_summaries(read: CallsRead, rows: _Rows) -> list[TraceSummary]:
             values={d: [rows.values[k][d] for k in keys] for d in rows.durations},
             ended=p.ended if info.merged is not None else info.ended,
             malformed=0,
+            **_capture_fields(rows, keys),
         ))
     return out
+
+
+def _capture_fields(rows: _Rows, keys: list[int]) -> dict[str, Any]:
+    k = rows.kernels
+    if k.capture is None:
+        return {}
+    return {"capture": k.capture, "kernel_sums": k.rows(keys), "capture_kept": k.kept_rows()}
 
 
 def aggregate_parts(parts: list[TraceSummary], read: CallsRead) -> TraceSummary:
@@ -174,7 +190,16 @@ def aggregate_parts(parts: list[TraceSummary], read: CallsRead) -> TraceSummary:
                 stats[row] += part.stats[i]
                 for d in durations:
                     values[d][row].append(part.values[d][i])
+        capture = next((p.capture for p in parts if p.capture is not None), None)
+        kernel_sums = None
+        if capture is not None:
+            kernel_sums = np.zeros((len(keys), len(kernel_columns.SUMS)), dtype=np.int64)
+            for part, row_of in zip(parts, row_ofs, strict=True):
+                for i, row in enumerate(row_of):
+                    if part.kernel_sums is not None:
+                        kernel_sums[row] += part.kernel_sums[i]
         whole = TraceSummary(
+            capture=capture, kernel_sums=kernel_sums, capture_kept=parts[0].capture_kept,
             names=[name for name, _ in keys], stats=stats, dropped=sum(p.dropped for p in parts),
             threads_with_drops=sum(p.threads_with_drops for p in parts), metadata=meta,
             partial_calls=sum(p.partial_calls for p in parts), gpu_every=max(p.gpu_every for p in parts),
@@ -188,6 +213,8 @@ def _with_file_facts(s: TraceSummary, read: CallsRead) -> TraceSummary:
     s.malformed = read.info.malformed
     s.orphan_spans = read.orphan_spans
     s.notes = end_notes(read)
+    if read.info.capture is not None:
+        s.notes += kernel_columns.notes(read.info.capture)
     return s
 
 
@@ -222,13 +249,22 @@ def _table(s: TraceSummary, phase: str = "total", json: bool = False) -> str:
     per_row, overall = s.percentiles(phase)
     table = native.format_table(s.names, s.stats, per_row, tuple(overall.tolist()), phase, json, s.gpu_every,
                                 s.dropped, s.threads_with_drops)
+    capture = s.capture
+    with_kernels = capture is not None and capture.has_device_activity and s.kernel_sums is not None
+    calls = s.stats[:, _COL["calls"]] if len(s.stats) else np.zeros(0, dtype=np.int64)
     if json:
         doc = orjson.loads(table)
+        if capture is not None:
+            doc = kernel_columns.add_json_fields(table, s.names, calls, s.kernel_sums, capture)
         doc["partial_calls"] = s.partial_calls
         if s.label:
             doc["process"] = s.label
         doc.update(state_fields(s))
         return orjson.dumps(doc).decode()
+    if with_kernels:
+        order_doc = orjson.loads(native.format_table(s.names, s.stats, per_row, tuple(overall.tolist()), phase, True,
+                                                     s.gpu_every, s.dropped, s.threads_with_drops))
+        table = kernel_columns.add_columns(table, order_doc, s.names, calls, s.kernel_sums)
     notes = ""
     if s.partial_calls:
         notes += cut_short_note(s.partial_calls) + "\n"

@@ -10,7 +10,8 @@
 //   input=<name>:<dtype>:<d0>x<d1>...     (one line per input, -1: any size)
 //   output=<name>:<from input name>       (shape and dtype of that input)
 //   copy=1          each output is a device copy of its input
-//   gpu_ns=<ns>     then a kernel that spins this long on the GPU
+//   gpu_ns=<ns>     then a kernel that spins this long on the GPU (each launch stamps its own
+//                   first and last %globaltimer reading: faketrt_spin_stamps)
 //   host_ns=<ns>    host time spent inside enqueueV3 (a launch cost)
 //   fail_every=<n>  every n-th call of the engine fails (logs an error):
 //   fail_stage=enqueue|infer_shapes   ... in enqueueV3 (returns false) or in inferShapes
@@ -75,13 +76,28 @@ int64_t now_ns() {
   return static_cast<int64_t>(ts.tv_sec) * 1000000000 + ts.tv_nsec;
 }
 
-__global__ void spin_kernel(uint64_t ns) {
+// Each launch's own first and last %globaltimer reading (its length as the kernel itself saw it, with
+// no profiler involved), slot by slot; slots are handed out on the host (g_next_stamp_slot), -1: none.
+constexpr int64_t kStampSlots = 1 << 17;
+__device__ unsigned long long g_spin_stamps[2 * kStampSlots];
+
+__device__ __forceinline__ void spin_for(uint64_t ns, int64_t slot) {
   uint64_t start, t;
   asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(start));
   do {
     asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
   } while (t - start < ns);
+  if (slot >= 0) {
+    g_spin_stamps[2 * slot] = start;
+    g_spin_stamps[2 * slot + 1] = t;
+  }
 }
+
+// The engines' work. fixed_cost_probe is the same code under another name: launched with ns = 0
+// outside any engine call it measures the cost a profiler sees around the spin itself (the grid's
+// launch on the SM and its exit), which the stamps above cannot see.
+__global__ void spin_kernel(uint64_t ns, int64_t slot) { spin_for(ns, slot); }
+__global__ void fixed_cost_probe(uint64_t ns, int64_t slot) { spin_for(ns, slot); }
 
 struct TensorDesc {
   std::string name;
@@ -220,11 +236,21 @@ struct EngineRecord {
   uint64_t last_stream = 0;
   std::vector<std::pair<cudaEvent_t, cudaEvent_t>> pending;  // work start, end (in enqueue order)
   std::vector<int64_t> done_ns;
+  std::vector<int64_t> stamp_slots;  // the g_spin_stamps slot of each spin launched, in launch order
 };
 std::mutex g_records_mutex;
+int64_t g_next_stamp_slot = 0;  // guarded by g_records_mutex
 std::map<std::string, EngineRecord>& records() {
   static auto* m = new std::map<std::string, EngineRecord>();
   return *m;
+}
+
+// A stamp slot for one launch of `engine` (-1 when all are used), recorded in launch order.
+int64_t take_stamp_slot(const std::string& engine) {
+  std::lock_guard<std::mutex> lock(g_records_mutex);
+  if (g_next_stamp_slot >= kStampSlots) return -1;
+  records()[engine].stamp_slots.push_back(g_next_stamp_slot);
+  return g_next_stamp_slot++;
 }
 
 class HostMemoryFake final : public HostMemoryImpl {
@@ -502,11 +528,15 @@ bool ContextFake::enqueueV3(void* stream_ptr) noexcept {
   stage_event();  // layered: the first layer starts here; else "faketrt_copy" ends, "faketrt_spin" starts
   if (layered) {
     for (const Layer& l : plan.layers) {
-      if (l.gpu_ns > 0) spin_kernel<<<1, 1, 0, stream>>>(static_cast<uint64_t>(l.gpu_ns));
+      if (l.gpu_ns > 0) spin_kernel<<<1, 1, 0, stream>>>(static_cast<uint64_t>(l.gpu_ns), -1);
       stage_event();
     }
   } else {
-    if (plan.gpu_ns > 0) spin_kernel<<<1, 1, 0, stream>>>(static_cast<uint64_t>(plan.gpu_ns));
+    if (plan.gpu_ns > 0) {
+      // A captured launch replays with the slot it was captured with: no stamps for graphs.
+      const int64_t slot = capturing ? -1 : take_stamp_slot(plan.name);
+      spin_kernel<<<1, 1, 0, stream>>>(static_cast<uint64_t>(plan.gpu_ns), slot);
+    }
     stage_event();
   }
   const cudaError_t launched = cudaGetLastError();
@@ -700,6 +730,37 @@ FAKETRT_EXPORT int32_t faketrt_work_ns(const char* engine, int64_t* out, int32_t
   std::copy(r.done_ns.begin(), r.done_ns.begin() + n, out);
   r.done_ns.erase(r.done_ns.begin(), r.done_ns.begin() + n);
   return n;
+}
+
+// Each spin of `engine` since the last call, in launch order: its first and last %globaltimer reading
+// (ns), two values per launch. Waits for the device. Returns how many values were written.
+FAKETRT_EXPORT int32_t faketrt_spin_stamps(const char* engine, int64_t* out, int32_t max) {
+  cudaDeviceSynchronize();
+  std::lock_guard<std::mutex> lock(faketrt::g_records_mutex);
+  faketrt::EngineRecord& r = faketrt::records()[engine];
+  std::vector<unsigned long long> all(static_cast<size_t>(2 * faketrt::g_next_stamp_slot));
+  if (!all.empty() && cudaMemcpyFromSymbol(all.data(), faketrt::g_spin_stamps, all.size() * sizeof(all[0])) !=
+                          cudaSuccess)
+    return -1;
+  int32_t n = 0;
+  size_t used = 0;
+  for (; used < r.stamp_slots.size() && n + 2 <= max; ++used) {
+    out[n++] = static_cast<int64_t>(all[2 * r.stamp_slots[used]]);
+    out[n++] = static_cast<int64_t>(all[2 * r.stamp_slots[used] + 1]);
+  }
+  r.stamp_slots.erase(r.stamp_slots.begin(), r.stamp_slots.begin() + static_cast<std::ptrdiff_t>(used));
+  return n;
+}
+
+// `count` launches of fixed_cost_probe spinning `ns` on the current device's legacy default stream,
+// one after another, stamped under the name "fixed_cost_probe" (read back by faketrt_spin_stamps).
+// Returns 0, or the CUDA error.
+FAKETRT_EXPORT int32_t faketrt_fixed_cost_probe(int64_t ns, int32_t count) {
+  for (int32_t i = 0; i < count; ++i) {
+    const int64_t slot = faketrt::take_stamp_slot("fixed_cost_probe");
+    faketrt::fixed_cost_probe<<<1, 1, 0, nullptr>>>(static_cast<uint64_t>(ns), slot);
+  }
+  return static_cast<int32_t>(cudaDeviceSynchronize());
 }
 
 // Counters of an engine: enqueues, failed, profiler reports (enqueues reported), output-allocator

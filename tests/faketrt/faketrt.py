@@ -41,6 +41,9 @@ def load(lib_dir: str | os.PathLike) -> ctypes.CDLL:
         _lib.faketrt_work_ns.restype = ctypes.c_int32
         _lib.faketrt_stats.restype = ctypes.c_int32
         _lib.faketrt_layer_ns.restype = ctypes.c_int32
+        _lib.faketrt_spin_stamps.restype = ctypes.c_int32
+        _lib.faketrt_fixed_cost_probe.restype = ctypes.c_int32
+        _lib.faketrt_fixed_cost_probe.argtypes = [ctypes.c_int64, ctypes.c_int32]
     return _lib
 
 
@@ -116,6 +119,25 @@ def layer_ns(name: str, max_layers: int = 1 << 20) -> list[int]:
     buf = (ctypes.c_int64 * max_layers)()
     n = _lib.faketrt_layer_ns(name.encode(), buf, max_layers)
     return list(buf[:n])
+
+
+def spin_stamps(name: str, max_calls: int = 1 << 16) -> list[tuple[int, int]]:
+    """Each spin kernel of engine `name` since the last read, in launch order: (first, last) %globaltimer
+    reading in ns, as the kernel itself took them (no profiler, no CUDA events). Waits for the device."""
+    assert _lib is not None, "faketrt.load() first"
+    buf = (ctypes.c_int64 * (2 * max_calls))()
+    n = _lib.faketrt_spin_stamps(name.encode(), buf, 2 * max_calls)
+    assert n >= 0, "faketrt_spin_stamps: cudaMemcpyFromSymbol failed"
+    return [(buf[k], buf[k + 1]) for k in range(0, n, 2)]
+
+
+def fixed_cost_probe(count: int = 50, ns: int = 0) -> list[tuple[int, int]]:
+    """`count` launches of the spin's code as `fixed_cost_probe` (ns long, default 0) outside any engine call;
+    their stamps (a profiler's capture holds their kernel records: what it sees beyond the stamps)."""
+    assert _lib is not None, "faketrt.load() first"
+    rc = _lib.faketrt_fixed_cost_probe(ns, count)
+    assert rc == 0, f"faketrt_fixed_cost_probe: CUDA error {rc}"
+    return spin_stamps("fixed_cost_probe", count)
 
 
 def stats(name: str) -> dict[str, int]:

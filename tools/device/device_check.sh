@@ -5,7 +5,9 @@
 # tools/device/real_runtime_check.py (the real Torch-TensorRT 2.11 runtime over tests/faketrt, built here first)
 # needs .trt/libtorchtrt_runtime.so (tools/device/fetch_real_runtime.sh; TORCHTRT_RUNTIME= another path), and for
 # its torch_tensorrt_import check .trt/python (the same script); REAL_CHECKS="name ..." picks its checks (--only).
-# Wheels missing there (orjson) travel in .whl/ (see the device tool's README).
+# Wheels missing there (orjson) travel in .whl/ (see the device tool's README). An Nsight Systems carried in
+# .nsys/nsys.tar.xz (tools/device/fetch_nsys.sh) is unpacked into /tmp/nsys for tests/test_captures_nsys.py and
+# real_runtime_check's nsys_kernels; without any nsys that test file is left out, and said so.
 set -uo pipefail
 export CXX=/usr/bin/g++ CC=/usr/bin/gcc   # that machine's default toolchain breaks torch extensions
 export PYTHONUNBUFFERED=1
@@ -17,12 +19,23 @@ python3 -c 'import torch; print("torch", torch.__version__, "cuda", torch.versio
 if [ "${SKIP_BUILD:-0}" != 1 ]; then   # SKIP_BUILD=1: a later call on the same warm machine
   MAX_JOBS=16 python3 -m pip install -q --no-deps --no-build-isolation --no-index . 2>&1 | tail -5 || exit 1
 fi
+if [ -f .nsys/nsys.tar.xz ] && [ ! -x /tmp/nsys/target-linux-x64/nsys ]; then
+  mkdir -p /tmp/nsys && tar -C /tmp/nsys -xJf .nsys/nsys.tar.xz
+fi
+if [ -z "${TRT_TRACE_NSYS:-}" ] && [ -x /tmp/nsys/target-linux-x64/nsys ]; then
+  export TRT_TRACE_NSYS=/tmp/nsys/target-linux-x64/nsys
+fi
+no_nsys=()
+if [ -z "${TRT_TRACE_NSYS:-}" ] && ! command -v nsys >/dev/null; then
+  echo "device_check: no nsys here (carry .nsys: tools/device/fetch_nsys.sh): tests/test_captures_nsys.py left out"
+  no_nsys=(--ignore="$PWD/tests/test_captures_nsys.py")
+fi
 cd /tmp   # import the installed package, not the source folder
 status=0
 if [ "${DEVICE_TESTS:-1}" != 0 ]; then
   tests=()
   for t in ${TESTS:-tests}; do tests+=("$OLDPWD/$t"); done
-  timeout "${PYTEST_TIMEOUT:-900}" python3 -m pytest -q -p no:cacheprovider -p no:logging "${tests[@]}" "$@" > "${OUT:-/tmp}/pytest.log" 2>&1 || status=1
+  timeout "${PYTEST_TIMEOUT:-900}" python3 -m pytest -q -p no:cacheprovider -p no:logging "${tests[@]}" "${no_nsys[@]}" "$@" > "${OUT:-/tmp}/pytest.log" 2>&1 || status=1
   grep -E "^(FAILED|ERROR)|passed|failed" "${OUT:-/tmp}/pytest.log"
 fi
 for check in ${CHECKS:-gpu_standin_check gpu_timing_check real_runtime_check}; do

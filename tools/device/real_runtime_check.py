@@ -36,6 +36,8 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent  # tools/device
 REPO = HERE.parents[1]
 sys.path.insert(0, str(REPO / "tests" / "faketrt"))
+sys.path.insert(0, str(HERE))
+import capture_checks  # noqa: E402
 import faketrt  # noqa: E402
 
 failures = 0
@@ -492,6 +494,22 @@ def gpu_truth_eager(d: Path) -> None:
     from trt_trace import ops
 
     print(f"      c10 GPU trace reports to trt_trace (engine-stream spans): {ops.gpu_stream_trace_installed()}")
+
+
+@guarded
+def profiler_kernels(d: Path) -> None:
+    """Exact kernel time from torch.profiler's CUDA activity (tools/device/capture_checks.py)."""
+    capture_checks.profiler_kernels(d, check, faketrt)
+
+
+@guarded
+def nsys_kernels(d: Path, args: argparse.Namespace) -> None:
+    """Exact kernel time from an Nsight Systems capture, where nsys runs here (capture_checks.py). Without
+    an nsys this is one INFO line, unless the check was asked for by name (--only nsys_kernels)."""
+    if capture_checks.find_nsys() is None and not (args.only and "nsys_kernels" in args.only):
+        print("INFO  nsys_kernels: no nsys here (carry .nsys from tools/device/fetch_nsys.sh; see nsys_probe.sh)")
+        return
+    capture_checks.nsys_kernels(d, check, args.fake, args.runtime)
 
 
 # ---- fresh processes: the AOTInductor package, `import torch_tensorrt` --------------------------------
@@ -955,7 +973,8 @@ def main() -> int:
               "preallocated_and_output_allocator": preallocated_and_output_allocator, "cuda_graphs": cuda_graphs,
               "runtime_profiling": runtime_profiling, "multi_device_safe_mode": multi_device_safe_mode,
               "two_threads": two_threads, "failing_enqueue": failing_enqueue, "aliases": aliases,
-              "gpu_truth_eager": gpu_truth_eager, "package": lambda d: package(d, args),
+              "gpu_truth_eager": gpu_truth_eager, "profiler_kernels": profiler_kernels,
+              "nsys_kernels": lambda d: nsys_kernels(d, args), "package": lambda d: package(d, args),
               "layers": lambda d: layers(d, args),
               "torch_tensorrt_import": lambda d: torch_tensorrt_import(d, args)}
     with tempfile.TemporaryDirectory() as tmp:

@@ -121,6 +121,8 @@ def read_calls(path: str | Any, on_calls: Callable[[np.ndarray, TraceInfo], None
 
     reader = open_reader(path) if isinstance(path, str) else path
     path = reader.path
+    if getattr(reader, "whole_calls", False):  # a profiler's capture: whole calls, no slices to join
+        return _read_whole_calls(reader, on_calls, window, origin_ns)
     joiner = native.Joiner(GPU_WINDOW, OPEN_CAP)
     info = TraceInfo(path, reader.format)
     window = window or Window()
@@ -157,6 +159,27 @@ def read_calls(path: str | Any, on_calls: Callable[[np.ndarray, TraceInfo], None
     partial["pid"], partial["call_id"] = pids, ids
     partial.sort()
     return CallsRead(info, partial, joiner.orphan_spans(), counts["calls"], counts["kept"])
+
+
+def _read_whole_calls(reader: Any, on_calls: Callable[[np.ndarray, TraceInfo], None], window: Window | None,
+                      origin_ns: int | None) -> CallsRead:
+    info = TraceInfo(reader.path, reader.format)
+    window = window or Window()
+    counts = {"calls": 0, "kept": 0}
+    filt: list[_WindowFilter] = []
+
+    def deliver(part: np.ndarray, info: TraceInfo) -> None:
+        if window.active and not filt:
+            filt.append(_WindowFilter(window, info.origin_ns if origin_ns is None else origin_ns, info))
+        counts["calls"] += len(part)
+        if filt:
+            part = filt[0](part)
+        counts["kept"] += len(part)
+        if len(part):
+            on_calls(part, info)
+
+    reader.read_calls(deliver, info)
+    return CallsRead(info, np.zeros(0, dtype=KEY_DTYPE), 0, counts["calls"], counts["kept"])
 
 
 def trace_origin(path: str | Any) -> int | None:

@@ -71,6 +71,7 @@ class TraceInfo:
     last_metadata: dict[str, Any] | None = None  # the file's last trt_trace_metadata event
     array_closed: bool = True  # JSON: the array's closing bracket is there
     bytes_read: int = 0
+    capture: Any = None  # another profiler's capture (captures.model.CaptureCalls): its calls' kernels
 
     def process(self, pid: int) -> ProcessInfo:
         p = self.processes.get(pid)
