@@ -22,8 +22,8 @@ from synthetic_traces import call_rows, write_trace
 
 from trt_trace import cli, ops
 from trt_trace.layers_report import LayerCalls, collect, format_tables, layer_tables
-from trt_trace.readers.perfetto import PerfettoReader
 from trt_trace.phases import LAYER_RECORD
+from trt_trace.readers.perfetto import PerfettoReader
 from trt_trace.trace_format import CATEGORY, LAYER_CATEGORY
 from trt_trace.trace_summary import load_events
 
