@@ -154,6 +154,9 @@ class Session:
     def start(self) -> None:
         # Every C++ setting this session changes goes back as it was when it stops (stop()).
         self._switches_before = ops.session_switches()
+        # Per-layer timing is a session's alone: it goes off when the session stops, also in a forked child,
+        # which finds its parent's switch on (the engines back to normal calls, the private folder removed).
+        self._switches_before["layers"] = 0
         # Only this session's calls reach its file: whatever the rings still hold (the tail of an
         # earlier session, a call that outlived it) is dropped before recording starts afresh.
         ops.set_recording(False)

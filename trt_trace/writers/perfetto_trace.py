@@ -162,14 +162,15 @@ def _sequence_start_packet() -> bytes:
     packet.interned_data.event_names.add(iid=METADATA_NAME_IID, name=METADATA_EVENT)
     for i, name in enumerate(ANNOTATIONS):
         packet.interned_data.debug_annotation_names.add(iid=i + 1, name=name)
-    packet.interned_data.debug_annotation_names.add(iid=LAYER_ANNOTATION_IID, name="layer")
     return frame(packet)
 
 
 def _layer_names_packet(ids: list[int], names: list[str]) -> bytes:
-    """Interns layer names (event name and annotation string, iid LAYER_IID_BASE + id) on the sequence."""
+    """Interns layer names (event name and annotation string, iid LAYER_IID_BASE + id) on the sequence, and the
+    "layer" annotation's name with them (a trace without layers is as it was before per-layer timing)."""
     pb = protos()
     packet = pb.TracePacket(trusted_packet_sequence_id=SEQUENCE_ID)
+    packet.interned_data.debug_annotation_names.add(iid=LAYER_ANNOTATION_IID, name="layer")
     for i in ids:
         packet.interned_data.event_names.add(iid=LAYER_IID_BASE + i, name=_text(names[i]))
         packet.interned_data.debug_annotation_string_values.add(iid=LAYER_IID_BASE + i, str=_text(names[i]).encode())
