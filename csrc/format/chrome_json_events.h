@@ -11,6 +11,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <string>
 
 #include "common/record.h"
 
@@ -30,6 +31,7 @@ struct JsonOut {
   void lit(const char (&s)[N]) {
     lit(s, N - 1);
   }
+  void str(const std::string& s) { lit(s.data(), s.size()); }
   void num(uint64_t v) { p = std::to_chars(p, p + 20, v).ptr; }  // no locale, no format parsing
   // ns -> microseconds with exactly three decimals (Perfetto reads them back to the ns).
   void us(int64_t ns) {

@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "common/record.h"
+#include "format/chrome_json_events.h"
 #include "ops/output_buffer.h"
 
 namespace trt_trace {
@@ -36,34 +37,6 @@ const Record* layer_records(const at::Tensor& records, int64_t* n, const char* o
   }
   return rec;
 }
-
-struct Text {
-  char* p;
-  void lit(const char* s, size_t n) {
-    std::memcpy(p, s, n);
-    p += n;
-  }
-  template <size_t N>
-  void lit(const char (&s)[N]) {
-    lit(s, N - 1);
-  }
-  void str(const std::string& s) { lit(s.data(), s.size()); }
-  void num(uint64_t v) { p = std::to_chars(p, p + 20, v).ptr; }
-  void us(int64_t ns) {  // microseconds with three decimals (the ns)
-    if (ns < 0) {
-      *p++ = '-';
-      ns = -ns;
-    }
-    const auto v = static_cast<uint64_t>(ns);
-    num(v / 1000);
-    const auto frac = static_cast<unsigned>(v % 1000);
-    p[0] = '.';
-    p[1] = static_cast<char>('0' + frac / 100);
-    p[2] = static_cast<char>('0' + frac / 10 % 10);
-    p[3] = static_cast<char>('0' + frac % 10);
-    p += 4;
-  }
-};
 
 // engine_json[i] / layer_json[i]: engine i's / layer i's name as a JSON string literal.
 std::tuple<at::Tensor, int64_t> layer_json_events(const at::Tensor& records, const at::Tensor& tids, int64_t pid,
@@ -85,7 +58,7 @@ std::tuple<at::Tensor, int64_t> layer_json_events(const at::Tensor& records, con
   }
   at::Tensor result = output_buffer(out_buffer, worst + 1, "layer_json_events");
   char* const begin = reinterpret_cast<char*>(result.data_ptr<uint8_t>());
-  Text out{begin};
+  JsonOut out{begin};
   for (int64_t i = 0; i < n; ++i) {
     const Record& r = rec[i];
     const std::string& layer = layer_json[r.stream];
