@@ -3,6 +3,7 @@ parser, checked against the counters and against a trace of the same calls."""
 
 from __future__ import annotations
 
+import concurrent.futures
 import socket
 import subprocess
 import sys
@@ -164,6 +165,19 @@ def test_a_process_that_runs_no_engine_does_not_take_the_port():
     assert proc.returncode == 0 and proc.stdout == "True False\n" and proc.stderr == ""
     with socket.socket() as s:
         s.bind(("127.0.0.1", port))  # still free: a torchrun launcher leaves it to its workers
+
+
+def test_a_process_that_exits_while_its_waiter_polls_exits_cleanly():
+    # The waiter polls a torch op from a daemon thread. Caught inside it when the interpreter
+    # finalized, it aborted the process ("terminate called without an active exception") in about
+    # 1 exit in 6: the exit hook ends it first. Eight exits at once, each right after start-up.
+    env = {"TRT_TRACE_METRICS_PORT": str(_free_port())}
+    code = "import torch\nfrom trt_trace import metrics\nprint(metrics._waiter.is_alive())"
+    with concurrent.futures.ThreadPoolExecutor(8) as pool:
+        procs = list(pool.map(lambda _: run_python(code, env), range(8)))
+    assert [(p.returncode, p.stdout, p.stderr) for p in procs] == [(0, "True\n", "")] * 8
+    ended = run_python(code + "\nmetrics._end_waiting()\nprint(metrics._waiter.is_alive())", env)
+    assert (ended.returncode, ended.stdout, ended.stderr) == (0, "True\nFalse\n", "")
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="GPU spans need CUDA (run by tools/device/device_check.sh)")

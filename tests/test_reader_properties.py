@@ -105,6 +105,19 @@ def test_cut_at_every_boundary_reads_with_fewer_calls(sources, tmp_path, suffix)
         assert s.ended == "cut short" or (calls == full and size >= len(data) - 3), size  # only the end's brackets
 
 
+def test_strings_that_are_not_utf8_read_as_text(sources, tmp_path):
+    # A proto2 string field is not checked on parse: protobuf (upb) hands back such a field's bytes,
+    # which made the JSON table (orjson) raise. Found by the property below, flipping one byte.
+    raw = sources[".pftrace"]
+    assert raw.count(b"synthetic") == 1
+    path = tmp_path / "not_utf8.pftrace"
+    path.write_bytes(raw.replace(b"synthetic", b"sy\x80thetic"))
+    doc = orjson.loads(summary_text(str(path), phase="gpu", json=True))
+    assert doc["process"] == "sy\ufffdthetic" and doc["all"]["calls"] == 12
+    proc = subprocess.run([*CLI, "summary", "--json", str(path)], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0 and orjson.loads(proc.stdout)["process"] == "sy\ufffdthetic", proc.stderr
+
+
 @FAST
 @given(data=st.data())
 @pytest.mark.parametrize("suffix", [".json", ".pftrace"])

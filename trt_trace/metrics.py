@@ -10,8 +10,8 @@ that stops later leaves it on while metrics are served.
 
 from __future__ import annotations
 
+import atexit
 import threading
-import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -31,6 +31,7 @@ _POLL_S = 0.1
 _lock = threading.Lock()
 _server: Any = None  # (WSGIServer, Thread) while serving
 _waiter: threading.Thread | None = None
+_stop_waiting = threading.Event()
 
 
 class EngineCollector:
@@ -162,7 +163,8 @@ def serve_when_engines_run(settings: MetricsSettings, quiet: bool = False) -> No
     def wait() -> None:
         try:
             while len(ops.engine_names()) <= 1:  # name 0 is "no engine"
-                time.sleep(_POLL_S)
+                if _stop_waiting.wait(_POLL_S):
+                    return
             serve_quietly(settings, quiet)
         except Exception as exc:  # never take the program down
             warn(f"metrics not served ({type(exc).__name__}: {exc})")
@@ -171,6 +173,18 @@ def serve_when_engines_run(settings: MetricsSettings, quiet: bool = False) -> No
         if _waiter is None and _server is None:
             _waiter = threading.Thread(target=wait, name="trt_trace-metrics", daemon=True)
             _waiter.start()
+            atexit.register(_end_waiting)
+
+
+def _end_waiting() -> None:
+    """At exit, before the interpreter finalizes: the waiter ends between two polls. A daemon thread
+    still inside a torch op when finalization begins would be unwound through the op's C++ frames
+    as it takes the GIL back, which aborts the process ("terminate called without an active
+    exception")."""
+    _stop_waiting.set()
+    waiter = _waiter
+    if waiter is not None and waiter is not threading.current_thread():
+        waiter.join(timeout=5)
 
 
 def stop() -> None:

@@ -12,3 +12,9 @@ def protos() -> ModuleType:
     from perfetto.protos.perfetto.trace import perfetto_trace_pb2
 
     return perfetto_trace_pb2
+
+
+def text(value: str | bytes) -> str:
+    """A string field as text. upb hands back a proto2 string field's raw bytes when they are not
+    UTF-8 (proto2 does not check them), so a damaged or foreign file must be read through this."""
+    return value.decode("utf-8", "replace") if isinstance(value, bytes) else value

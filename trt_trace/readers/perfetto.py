@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from ..perfetto_protos import protos
+from ..perfetto_protos import protos, text
 from ..trace_format import ANNOTATIONS, ENGINE_UUID_BASE, METADATA_EVENT, PHASE_NAMES
 from ..tracks import track_id
 from . import native, pipeline
@@ -85,20 +85,20 @@ class PerfettoReader:
         self.state.tracks[track.uuid] = track
         if track.HasField("process"):
             self.state.pid = int(track.process.pid) & 0xFFFFFFFF
-            self.state.process_name = track.process.process_name
+            self.state.process_name = text(track.process.process_name)
             proc = info.process(self.state.pid)
-            proc.label = track.process.process_name
+            proc.label = self.state.process_name
             return
         pid = self.state.pid
         if track.uuid >= ENGINE_UUID_BASE:
-            info.process(pid).engines.setdefault(track.uuid - ENGINE_UUID_BASE, track.name)
+            info.process(pid).engines.setdefault(track.uuid - ENGINE_UUID_BASE, text(track.name))
             return
         engine = self.state.engine_of(track.uuid)
         if engine is None or track.uuid >= MAX_TRACKS:
             return
-        layer_lane = layers_lane(track.name)
+        layer_lane = layers_lane(text(track.name))
         if layer_lane is None:
-            lane, gpu = lane_of(track.name)
+            lane, gpu = lane_of(text(track.name))
             tid = track_id(engine[0], lane, gpu)
             name = engine[1] + (" GPU" if gpu else "") + ("" if lane == 0 else f" ({lane + 1})")
         else:  # per-layer timing: its slices are paired in _layer_packet

@@ -9,7 +9,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..perfetto_protos import protos
+from ..perfetto_protos import protos, text
 from ..trace_format import CATEGORY, ENGINE_UUID_BASE, FLOW_NAME, METADATA_EVENT
 from ..tracks import track_id
 from .layer_slices import layer_event, layers_lane, track_tid
@@ -18,7 +18,7 @@ from .layer_slices import layer_event, layers_lane, track_tid
 def annotation_value(annotation: Any) -> Any:
     """The JSON-like value of a DebugAnnotation (nested ones as lists and dicts)."""
     if annotation.dict_entries:
-        return {entry.name: annotation_value(entry) for entry in annotation.dict_entries}
+        return {text(entry.name): annotation_value(entry) for entry in annotation.dict_entries}
     if annotation.array_values:
         return [annotation_value(item) for item in annotation.array_values]
     kind = annotation.WhichOneof("value")
@@ -26,8 +26,9 @@ def annotation_value(annotation: Any) -> Any:
         try:
             return json.loads(annotation.legacy_json_value)
         except ValueError:
-            return annotation.legacy_json_value
-    return getattr(annotation, kind) if kind else None
+            return text(annotation.legacy_json_value)
+    value = getattr(annotation, kind) if kind else None
+    return text(value) if isinstance(value, bytes) else value
 
 
 def lane_of(name: str) -> tuple[int, bool]:
@@ -52,15 +53,15 @@ class SequenceState:
         if packet.sequence_flags & pb.TracePacket.SEQ_INCREMENTAL_STATE_CLEARED:
             self.event_names.clear()
             self.annotation_names.clear()
-        self.event_names.update((e.iid, e.name) for e in packet.interned_data.event_names)
-        self.annotation_names.update((a.iid, a.name) for a in packet.interned_data.debug_annotation_names)
+        self.event_names.update((e.iid, text(e.name)) for e in packet.interned_data.event_names)
+        self.annotation_names.update((a.iid, text(a.name)) for a in packet.interned_data.debug_annotation_names)
 
     def engine_of(self, uuid: int) -> tuple[int, str] | None:
         """(engine id, engine name) of a track under an engine track."""
         seen = 0
         while uuid in self.tracks and seen < 64:
             if uuid >= ENGINE_UUID_BASE:
-                return uuid - ENGINE_UUID_BASE, self.tracks[uuid].name
+                return uuid - ENGINE_UUID_BASE, text(self.tracks[uuid].name)
             uuid = self.tracks[uuid].parent_uuid
             seen += 1
         return None
@@ -69,12 +70,12 @@ class SequenceState:
         engine = self.engine_of(uuid)
         if engine is None or uuid >= ENGINE_UUID_BASE or uuid not in self.tracks:
             return uuid & 0xFFFFFFFF
-        lane, gpu = lane_of(self.tracks[uuid].name)
+        lane, gpu = lane_of(text(self.tracks[uuid].name))
         return track_id(engine[0], lane, gpu) & 0xFFFFFFFF
 
     def event_fields(self, ev: Any) -> tuple[str, dict[str, Any]]:
-        name = ev.name if ev.HasField("name") else self.event_names.get(ev.name_iid, "")
-        args = {(a.name if a.HasField("name") else self.annotation_names.get(a.name_iid, "")): annotation_value(a)
+        name = text(ev.name) if ev.HasField("name") else self.event_names.get(ev.name_iid, "")
+        args = {(text(a.name) if a.HasField("name") else self.annotation_names.get(a.name_iid, "")): annotation_value(a)
                 for a in ev.debug_annotations}
         return name, args
 
@@ -122,7 +123,7 @@ def replay(packets: list[tuple[int, Any]], state: SequenceState) -> tuple[list[d
 def _slice_events(s: _Open, end: int, state: SequenceState, pid: int) -> list[dict[str, Any]]:
     engine = state.engine_of(s.track)
     engine_id, engine_name = engine if engine else (0, "")
-    lane = layers_lane(state.tracks[s.track].name) if engine and s.track in state.tracks else None
+    lane = layers_lane(text(state.tracks[s.track].name)) if engine and s.track in state.tracks else None
     if lane is not None:  # a layer slice (TRT_TRACE_LAYERS): as the fast path hands it out
         return [layer_event(s.name, s.begin, end, pid, track_tid(engine_id, lane), engine_id, engine_name, s.args)]
     tid = state.tid_of(s.track)
