@@ -204,14 +204,15 @@ def test_parts_of_a_split_trace_merge_back_into_one_process(tmp_path):
     assert merged["inputs"][0]["calls"] == 60 and merged["inputs"][0]["complete"]
 
 
-@pytest.mark.parametrize("case", ["missing", "not_json", "not_ours", "merged", "twice", "bad_output"])
+@pytest.mark.parametrize("case", ["missing", "not_json", "not_ours", "merged", "twice", "bad_output", "pftrace_output"])
 def test_bad_inputs_give_one_line_and_a_non_zero_exit(tmp_path, case):
     good = tmp_path / "good.json"
     fake_trace(good, host="h", pid=1, rank=0, boot_wall_ns=WALL0 - S, call_walls=[WALL0])
     out = tmp_path / "all.json"
     inputs = [str(good)]
     expect = {"missing": "no such file", "not_json": "not a trace JSON file", "not_ours": "not a trt_trace trace",
-              "merged": "already a merged trace", "twice": "given twice", "bad_output": "does not exist"}[case]
+              "merged": "already a merged trace", "twice": "given twice", "bad_output": "does not exist",
+              "pftrace_output": "merge writes Chrome JSON"}[case]
     if case == "missing":
         inputs.append(str(tmp_path / "nope.json"))
     elif case == "not_json":
@@ -227,6 +228,8 @@ def test_bad_inputs_give_one_line_and_a_non_zero_exit(tmp_path, case):
         inputs.append(str(good))
     elif case == "bad_output":
         out = tmp_path / "no" / "dir" / "all.json"
+    elif case == "pftrace_output":  # it wrote JSON into a file named .pftrace
+        out = tmp_path / "all.pftrace"
     with pytest.raises(MergeError, match=expect):
         merge(inputs, str(out))
     proc = subprocess.run(trt_trace_cmd() + ["merge", *inputs, "-o", str(out)], capture_output=True, text=True,

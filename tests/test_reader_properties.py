@@ -118,6 +118,42 @@ def test_strings_that_are_not_utf8_read_as_text(sources, tmp_path):
     assert proc.returncode == 0 and orjson.loads(proc.stdout)["process"] == "sy\ufffdthetic", proc.stderr
 
 
+@pytest.mark.parametrize("how", ["json dur", "pftrace end"])
+def test_a_slice_that_ends_before_it_begins_is_left_out_and_said(tmp_path, how):
+    # Found by the property below (a flipped timestamp byte): a GPU span of -240 ns made the table's
+    # gpu column negative. Such a slice is malformed: left out of its call, counted in the note.
+    rows = call_rows(1, 1, 10**9, [1_000, 2_000, 3_000, 9_000], device=0, gpu_ns=5_000)
+    rows += call_rows(2, 1, 2 * 10**9, [1_000, 2_000, 3_000, 9_000], device=0, gpu_ns=7_000)
+    suffix = ".json" if how == "json dur" else ".pftrace"
+    path = write_trace(tmp_path / f"t{suffix}", rows, ["", "a"], end={}, batches=1)
+    raw = path.read_bytes()
+    if suffix == ".json":
+        assert raw.count(b'"dur":5.000') == 1
+        raw = raw.replace(b'"dur":5.000', b'"dur":-0.240')
+    else:  # the first GPU span's end packet, stamped before its begin: its timestamp varint set to 1
+        from trt_trace.perfetto_protos import protos
+        trace = protos().Trace()
+        trace.ParseFromString(raw)
+        begins = {}
+        for packet in trace.packet:
+            if packet.HasField("track_event") and packet.track_event.type == 1:
+                begins.setdefault(packet.track_event.track_uuid, packet)
+            elif packet.HasField("track_event") and packet.track_event.type == 2:
+                begin = begins.get(packet.track_event.track_uuid)
+                if begin is not None and packet.timestamp - begin.timestamp == 5_000:
+                    packet.timestamp = begin.timestamp - 240
+                    break
+        else:
+            raise AssertionError("no GPU span of 5 us in the file")
+        raw = trace.SerializeToString()
+    path.write_bytes(raw)
+    s = aggregate_file(str(path))
+    assert (s.stats >= 0).all() and int(s.stats[:, 0].sum()) == 2 and s.malformed == 1
+    assert int(s.stats[0, 7]) == 7_000  # the other call's GPU time only
+    text = summary_text(str(path))
+    assert "1 malformed event left out" in text
+
+
 @FAST
 @given(data=st.data())
 @pytest.mark.parametrize("suffix", [".json", ".pftrace"])

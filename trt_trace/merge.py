@@ -49,7 +49,7 @@ from .readers import CallsRead, TraceFileError, Visitor, Window, native, read, r
 from .readers.columns import NATIVE, keys_of
 from .readers.end_notes import end_line
 from .readers.trace_info import CLOSED, CUT_SHORT, SPLIT, ended_of, is_end_metadata
-from .trace_format import METADATA_EVENT
+from .trace_format import METADATA_EVENT, PERFETTO_SUFFIXES
 from .version import __version__
 
 FLOW_ID_STRIDE = 1 << 40  # process k's flow ids: id + k * stride (call ids never come near 2**40)
@@ -384,6 +384,8 @@ def _codes(pids: np.ndarray, ids: np.ndarray) -> np.ndarray:
 def merge(paths: list[str], output: str, window: Window | None = None) -> dict[str, Any]:
     """Merges the traces at `paths` into `output` (cut to `window`, relative to the merged trace's
     first slice); returns the merge's metadata (what it did)."""
+    if output.endswith(PERFETTO_SUFFIXES):  # else a file named .pftrace would hold JSON
+        raise MergeError(f"{output}: merge writes Chrome JSON (which the Perfetto UI opens); name it .json")
     if not paths:
         raise MergeError("no input traces given")
     from .captures import merge_capture

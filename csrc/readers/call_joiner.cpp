@@ -147,6 +147,10 @@ class Joiner {
       if (phase > static_cast<uint8_t>(Phase::kCallerWait)) continue;
       const Key key{x.rec.call_id, x.pid};
       const int64_t dur = x.rec.end_ns - x.rec.begin_ns;
+      if (dur < 0) {  // only a damaged file has one: no call may get a negative time
+        ++backwards_spans;
+        continue;
+      }
       if (is_gpu_span(phase)) {
         gpu_span(key, x, dur);
         continue;
@@ -200,6 +204,7 @@ class Joiner {
 
   std::vector<Key> partial;
   int64_t orphan_spans = 0;
+  int64_t backwards_spans = 0;  // slices that end before they begin, left out (see add)
 
  private:
   Open take_open(const Key& key) {
@@ -364,6 +369,7 @@ TT_API void tt_joiner_add(void* j, const trt_trace::Slice* s, int64_t n) { stati
 TT_API void tt_joiner_end(void* j) { static_cast<Joiner*>(j)->end(); }
 TT_API int64_t tt_joiner_take(void* j, trt_trace::Call* out, int64_t cap) { return static_cast<Joiner*>(j)->take(out, cap); }
 TT_API int64_t tt_joiner_orphan_spans(void* j) { return static_cast<Joiner*>(j)->orphan_spans; }
+TT_API int64_t tt_joiner_backwards_spans(void* j) { return static_cast<Joiner*>(j)->backwards_spans; }
 // The partial calls' (pid, call id) pairs after tt_joiner_end: returns how many; writes at most cap.
 TT_API int64_t tt_joiner_partial(void* j, uint64_t* pids, uint64_t* call_ids, int64_t cap) {
   const auto& p = static_cast<Joiner*>(j)->partial;

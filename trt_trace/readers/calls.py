@@ -154,6 +154,7 @@ def read_calls(path: str | Any, on_calls: Callable[[np.ndarray, TraceInfo], None
     reader.read(_Joining(), info)
     joiner.end()
     deliver()
+    info.malformed += joiner.backwards_spans()  # an end before its begin is a time out of range
     pids, ids = joiner.partial()
     partial = np.zeros(len(pids), dtype=KEY_DTYPE)
     partial["pid"], partial["call_id"] = pids, ids

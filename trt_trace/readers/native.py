@@ -37,6 +37,7 @@ def lib() -> ctypes.CDLL:
         "tt_joiner_end": (None, [_ptr]),
         "tt_joiner_take": (_i64, [_ptr, _ptr, _i64]),
         "tt_joiner_orphan_spans": (_i64, [_ptr]),
+        "tt_joiner_backwards_spans": (_i64, [_ptr]),
         "tt_joiner_partial": (_i64, [_ptr, _ptr, _ptr, _i64]),
         "tt_json_encode": (_i64, [_ptr, _i64, _ptr, _ptr, _ptr, _i64, _i64, _u64, _ptr, _ptr, _i64, _ptr, _i64]),
         "tt_format_table": (_i64, [_ptr, _ptr, _i64, _ptr, _ptr, _i64, _i64, ctypes.c_char_p, _i32, _i64, _i64, _i64,
@@ -102,6 +103,10 @@ class Joiner:
 
     def orphan_spans(self) -> int:
         return int(self._lib.tt_joiner_orphan_spans(self._j))
+
+    def backwards_spans(self) -> int:
+        """Slices that end before they begin (a damaged file), left out of the calls."""
+        return int(self._lib.tt_joiner_backwards_spans(self._j))
 
     def partial(self) -> tuple[np.ndarray, np.ndarray]:
         n = self._lib.tt_joiner_partial(self._j, None, None, 0)
