@@ -204,6 +204,20 @@ def test_parts_of_a_split_trace_merge_back_into_one_process(tmp_path):
     assert merged["inputs"][0]["calls"] == 60 and merged["inputs"][0]["complete"]
 
 
+@pytest.mark.parametrize("verb", ["merge", "slice"])
+def test_an_output_named_pftrace_is_refused_not_written_as_json(tmp_path, verb):
+    # Both write Chrome JSON only (merge.json_output_problem): a .pftrace name would hold JSON.
+    good = tmp_path / "good.json"
+    fake_trace(good, host="h", pid=1, rank=0, boot_wall_ns=WALL0 - S, call_walls=[WALL0])
+    out = tmp_path / "out.pftrace"
+    args = ["merge", str(good), "-o", str(out)] if verb == "merge" else ["slice", str(good), "-o", str(out),
+                                                                         "--skip-first", "1"]
+    proc = subprocess.run(trt_trace_cmd() + args, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 1 and proc.stderr.count("\n") == 1, proc.stderr
+    assert proc.stderr == f"trt-trace {verb}: {out}: {verb} writes Chrome JSON (which the Perfetto UI opens); " \
+                          "name it .json\n" and not out.exists()
+
+
 @pytest.mark.parametrize("case", ["missing", "not_json", "not_ours", "merged", "twice", "bad_output", "pftrace_output"])
 def test_bad_inputs_give_one_line_and_a_non_zero_exit(tmp_path, case):
     good = tmp_path / "good.json"

@@ -56,6 +56,14 @@ FLOW_ID_STRIDE = 1 << 40  # process k's flow ids: id + k * stride (call ids neve
 PID_STRIDE = 1 << 22  # Linux pids are below 2**22: pid + k * stride never clashes with a real one
 
 
+def json_output_problem(output: str, verb: str) -> str | None:
+    """Why `output` is no name for what merge and slice write (Chrome JSON only: a Perfetto suffix
+    would name a file that holds JSON); None when it is one."""
+    if output.endswith(PERFETTO_SUFFIXES):
+        return f"{output}: {verb} writes Chrome JSON (which the Perfetto UI opens); name it .json"
+    return None
+
+
 class MergeError(ValueError):
     """An input or output the merge cannot use (the message is one line and names the file)."""
 
@@ -384,8 +392,9 @@ def _codes(pids: np.ndarray, ids: np.ndarray) -> np.ndarray:
 def merge(paths: list[str], output: str, window: Window | None = None) -> dict[str, Any]:
     """Merges the traces at `paths` into `output` (cut to `window`, relative to the merged trace's
     first slice); returns the merge's metadata (what it did)."""
-    if output.endswith(PERFETTO_SUFFIXES):  # else a file named .pftrace would hold JSON
-        raise MergeError(f"{output}: merge writes Chrome JSON (which the Perfetto UI opens); name it .json")
+    problem = json_output_problem(output, "merge")
+    if problem:
+        raise MergeError(problem)
     if not paths:
         raise MergeError("no input traces given")
     from .captures import merge_capture

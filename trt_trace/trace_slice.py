@@ -14,11 +14,11 @@ from typing import Any
 
 import numpy as np
 
-from .merge import MergeError, _Output
+from .merge import MergeError, _Output, json_output_problem
 from .readers import TraceFileError, Visitor, Window, native, read, read_calls
 from .readers.columns import NATIVE, keys_of
 from .readers.end_notes import end_notes
-from .trace_format import METADATA_EVENT, PERFETTO_SUFFIXES
+from .trace_format import METADATA_EVENT
 from .version import __version__
 
 
@@ -87,8 +87,9 @@ class _Keep(Visitor):
 def slice_trace(path: str, output: str, window: Window) -> tuple[dict[str, Any], list[str]]:
     """Writes the calls of `path` in `window` to `output`; returns what it did and the source's end
     notes (cut short, size limit, ...)."""
-    if output.endswith(PERFETTO_SUFFIXES):
-        raise SliceError(f"{output}: slice writes Chrome JSON (which the Perfetto UI opens); name it .json")
+    problem = json_output_problem(output, "slice")
+    if problem:
+        raise SliceError(problem)
     if os.path.exists(output) and os.path.exists(path) and os.path.samefile(path, output):
         raise SliceError(f"{output} is the input; give another output file")
     keys: list[np.ndarray] = []

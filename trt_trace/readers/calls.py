@@ -112,6 +112,24 @@ class _WindowFilter:
         return calls
 
 
+class _Handout:
+    """Counts the whole calls read and those the window keeps, and hands the kept ones to on_calls."""
+
+    def __init__(self, on_calls: Callable[[np.ndarray, TraceInfo], None], filt: _WindowFilter | None) -> None:
+        self.on_calls = on_calls
+        self.filt = filt
+        self.calls = 0
+        self.kept = 0
+
+    def __call__(self, part: np.ndarray, info: TraceInfo) -> None:
+        self.calls += len(part)
+        if self.filt is not None:
+            part = self.filt(part)
+        self.kept += len(part)
+        if len(part):
+            self.on_calls(part, info)
+
+
 def read_calls(path: str | Any, on_calls: Callable[[np.ndarray, TraceInfo], None], visitor: Visitor | None = None,
                window: Window | None = None, origin_ns: int | None = None) -> CallsRead:
     """Reads `path` (or a reader such as in_memory.EventsReader), handing every whole call (in the
@@ -128,17 +146,11 @@ def read_calls(path: str | Any, on_calls: Callable[[np.ndarray, TraceInfo], None
     window = window or Window()
     if window.timed and origin_ns is None:
         origin_ns = trace_origin(path)
-    filt = _WindowFilter(window, origin_ns, info) if window.active else None
-    counts = {"calls": 0, "kept": 0}
+    handout = _Handout(on_calls, _WindowFilter(window, origin_ns, info) if window.active else None)
 
     def deliver() -> None:
         for part in joiner.take():
-            counts["calls"] += len(part)
-            if filt is not None:
-                part = filt(part)
-            counts["kept"] += len(part)
-            if len(part):
-                on_calls(part, info)
+            handout(part, info)
 
     class _Joining(Visitor):
         def slices(self, slices: np.ndarray, buf: Any) -> None:
@@ -159,28 +171,22 @@ def read_calls(path: str | Any, on_calls: Callable[[np.ndarray, TraceInfo], None
     partial = np.zeros(len(pids), dtype=KEY_DTYPE)
     partial["pid"], partial["call_id"] = pids, ids
     partial.sort()
-    return CallsRead(info, partial, joiner.orphan_spans(), counts["calls"], counts["kept"])
+    return CallsRead(info, partial, joiner.orphan_spans(), handout.calls, handout.kept)
 
 
 def _read_whole_calls(reader: Any, on_calls: Callable[[np.ndarray, TraceInfo], None], window: Window | None,
                       origin_ns: int | None) -> CallsRead:
     info = TraceInfo(reader.path, reader.format)
     window = window or Window()
-    counts = {"calls": 0, "kept": 0}
-    filt: list[_WindowFilter] = []
+    handout = _Handout(on_calls, None)
 
     def deliver(part: np.ndarray, info: TraceInfo) -> None:
-        if window.active and not filt:
-            filt.append(_WindowFilter(window, info.origin_ns if origin_ns is None else origin_ns, info))
-        counts["calls"] += len(part)
-        if filt:
-            part = filt[0](part)
-        counts["kept"] += len(part)
-        if len(part):
-            on_calls(part, info)
+        if window.active and handout.filt is None:  # the capture's origin is known once its reading began
+            handout.filt = _WindowFilter(window, info.origin_ns if origin_ns is None else origin_ns, info)
+        handout(part, info)
 
     reader.read_calls(deliver, info)
-    return CallsRead(info, np.zeros(0, dtype=KEY_DTYPE), 0, counts["calls"], counts["kept"])
+    return CallsRead(info, np.zeros(0, dtype=KEY_DTYPE), 0, handout.calls, handout.kept)
 
 
 def trace_origin(path: str | Any) -> int | None:
