@@ -147,10 +147,17 @@ def stats(name: str) -> dict[str, int]:
     return dict(zip(STATS[:n], buf[:n], strict=True))
 
 
+_export_fakes_registered = False
+
+
 def register_export_fakes() -> None:
     """A fake class for tensorrt::Engine (from the 11 flattened pairs) and a fake kernel for
     tensorrt::execute_engine, so torch.export and AOTInductor can trace calls of these engines
-    without torch_tensorrt."""
+    without torch_tensorrt. Once per process: torch refuses a second fake for the same operator."""
+    global _export_fakes_registered
+    if _export_fakes_registered:
+        return
+    _export_fakes_registered = True
     import torch
 
     def plan_outputs(pairs: dict) -> list[int]:
