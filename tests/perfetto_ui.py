@@ -21,6 +21,7 @@ in the UI's own order. Facts this relies on, checked against that build:
 from __future__ import annotations
 
 import os
+from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
@@ -235,3 +236,23 @@ class PerfettoUI:
             except Exception:
                 pass
 
+
+
+# What a trace holds as the UI's trace processor loaded it, for comparing two files of one trace (a merge
+# written as JSON and as a Perfetto trace): each slice with its thread track, process and args (the
+# importer's `args.` and the native `debug.` prefixes taken off), each flow by its two slices.
+_SLICES_SQL = (
+    "select s.ts, s.dur, s.name, s.category cat, th.name thread, th.tid, p.pid, p.name process, "
+    "(select group_concat(k || '=' || v, ';') from (select replace(replace(a.key, 'args.', ''), 'debug.', '') k, "
+    "a.display_value v from args a where a.arg_set_id = s.arg_set_id order by k)) args "
+    "from slice s join thread_track tt on s.track_id = tt.id join thread th using (utid) join process p using (upid)")
+_FLOWS_SQL = ("select o.name out_name, o.ts out_ts, o.track_id = i.track_id same_track, i.name in_name, i.ts in_ts "
+              "from flow f join slice o on f.slice_out = o.id join slice i on f.slice_in = i.id")
+
+
+def loaded_content(trace: OpenedTrace) -> tuple[Counter, Counter, list[str]]:
+    """(slices on thread tracks, flows, process groups in the UI's order) of an opened trace."""
+    slices = Counter(tuple(sorted(r.items())) for r in trace.query(_SLICES_SQL))
+    flows = Counter(tuple(sorted(r.items())) for r in trace.query(_FLOWS_SQL))
+    groups = [t.name for t in trace.tracks() if t.depth == 0]
+    return slices, flows, groups

@@ -18,6 +18,7 @@ import pytest
 import torch
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from perfetto_ui import loaded_content
 
 import trt_trace
 from trt_trace import cli, standin
@@ -189,8 +190,33 @@ def test_the_merged_capture_opens_in_the_perfetto_ui(run_dir, capsys, monkeypatc
             "extract_arg(e.arg_set_id, 'args.call_id') where c.category = 'torch.profiler' and "
             "e.name = 'execute_engine' and (c.ts > e.ts + 1000 or c.ts + c.dur < e.ts + e.dur - 1000)")
         assert outside == 0
+        json_content = loaded_content(opened)
     finally:
         opened.close()
+    # Written as a Perfetto trace: the same slices, args, flows and processes as the UI loads the JSON.
+    code, out, err = run_cli(["merge", "trace.json", "prof.json", "-o", "ui.pftrace"], capsys)
+    assert code == 0 and err == "" and "into ui.pftrace" in out, err
+    opened = perfetto_ui.open(str(run_dir / "ui.pftrace"))
+    try:
+        assert opened.import_errors() == []
+        assert loaded_content(opened) == json_content
+    finally:
+        opened.close()
+
+
+def test_a_merge_written_as_pftrace_is_refused_by_the_verbs_in_one_line(run_dir, capsys, monkeypatch):
+    monkeypatch.chdir(run_dir)
+    assert run_cli(["merge", "trace.json", "prof.json", "-o", "view.pftrace"], capsys)[0] == 0
+    line = ("view.pftrace: a merge written as a Perfetto trace, for the Perfetto UI; trt-trace reads the traces it "
+            "merged, or the merge written as .json\n")
+    for argv in (["summary", "view.pftrace"], ["summary", "view.pftrace", "--json"],
+                 ["diff", "trace.json", "view.pftrace"], ["layers", "view.pftrace"],
+                 ["export", "view.pftrace", "x.parquet"], ["merge", "view.pftrace", "-o", "m.json"],
+                 ["slice", "view.pftrace", "-o", "w.json", "--skip-first", "1"]):
+        code, out, err = run_cli(argv, capsys)
+        # diff's exit 1 says "slower": a trace it cannot read is 2, as for any input it cannot use
+        assert code == (2 if argv[0] == "diff" else 1) and err == f"trt-trace {argv[0]}: {line}", (argv, out, err)
+        one_line_errors(code, out, err)
 
 
 def test_merge_says_what_it_needs_in_one_line(run_dir, capsys, monkeypatch):
@@ -314,11 +340,12 @@ OPTIONS = st.sampled_from(["--kernels", "--json", "--by-rank", "--skip-first", "
 
 
 @settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(verb=st.sampled_from(["summary", "diff", "merge"]), options=st.lists(OPTIONS, max_size=6))
+@given(verb=st.sampled_from(["summary", "diff", "merge", "merge_pftrace"]), options=st.lists(OPTIONS, max_size=6))
 def test_any_arguments_with_a_capture_give_an_answer_or_one_line(run_dir, capsys, monkeypatch, verb, options):
     monkeypatch.chdir(run_dir)
     argv = {"summary": ["summary", "prof.json"], "diff": ["diff", "trace.json", "prof.json"],
-            "merge": ["merge", "trace.json", "prof.json", "-o", "any.json"]}[verb] + options
+            "merge": ["merge", "trace.json", "prof.json", "-o", "any.json"],
+            "merge_pftrace": ["merge", "trace.json", "prof.json", "-o", "any.pftrace"]}[verb] + options
     code, out, err = run_cli(argv, capsys)
     assert code in (0, 1, 2), (argv, code)
     one_line_errors(code, out, err)

@@ -309,3 +309,40 @@ def test_a_capture_gap_is_said_and_left_out_of_the_kernel_columns(h200_gap_expor
     code, text, err = cli_run(["summary", str(db)], capsys)
     assert code == 0 and err.count(note) == 1
     assert all(line.split()[-1] == "1.00" for line in text.splitlines()[1:5])  # kernels/call of the recorded calls
+
+
+# -- a real capture with stamped kernels: each call's kernel time against the kernel's own clock ---------
+
+H200_STAMPED = Path(__file__).parent / "data" / "h200_nsys_2023.4_stamped.sqlite.xz"
+H200_STAMPS = Path(__file__).parent / "data" / "h200_nsys_2023.4_stamped.stamps.json.xz"
+
+
+def test_the_kernel_time_of_each_call_of_a_real_h200_capture_is_its_stamped_spin_plus_one_fixed_cost(tmp_path):
+    """The device check's nsys run on the H200 (2026-12-02; four fake-TensorRT engines of 10, 40, 150 and 400 µs
+    kernels, 30 calls each on the main thread, then 30 on each of two threads with streams of their own). Each
+    kernel stamped %globaltimer as its spin began and ended (stamps.json, in launch order per engine). nsys lost
+    the main thread's records (the capture gap above): its calls are left out. The two threads' calls' `gpu
+    kernels` (the reader's per-call union of CUPTI's kernel records, joined by the NVTX call id) must be the
+    stamped spin plus one fixed cost, the same for every size (the launch and exit around the spin), each
+    within 1% + 0.5 µs: a reader off by one kernel, one call or a µs fails."""
+    import lzma
+
+    db = tmp_path / "run.sqlite"
+    db.write_bytes(lzma.decompress(H200_STAMPED.read_bytes()))
+    stamps = orjson.loads(lzma.decompress(H200_STAMPS.read_bytes()))
+    calls = nsys_sqlite.read(str(db))
+    names, gap = calls.engine_names(), calls.no_cuda_activity()
+    assert int(gap.sum()) == 120 and len(calls) == 360
+    extra: dict[int, list[tuple[int, int]]] = {}  # size -> (kernel - stamped spin, stamped spin) per recorded call
+    for us in (10, 40, 150, 400):
+        rows = [r for r in range(len(calls)) if names[r] == f"_run_on_acc_nsys_{us}us_engine"]
+        rows.sort(key=lambda r: int(calls.begin_ns[r]))  # call order = launch order (the engine's lock)
+        spins = [int(b) - int(a) for a, b in stamps[f"_run_on_acc_nsys_{us}us_engine"]]
+        assert len(rows) == len(spins) == 90
+        extra[us] = [(int(calls.kernel_ns[r]) - spin, spin) for r, spin in zip(rows, spins, strict=True) if not gap[r]]
+        assert len(extra[us]) == 60 and all(calls.kernels[r] == 1 for r in rows if not gap[r])
+    medians = {us: statistics.median(e for e, _ in v) for us, v in extra.items()}
+    fixed = statistics.median(medians.values())
+    assert 0 < fixed < 2000 and max(medians.values()) - min(medians.values()) < 100, medians
+    for us, v in extra.items():
+        assert all(abs(e - fixed) <= 0.01 * (spin + fixed) + 500 for e, spin in v), (us, sorted(e for e, _ in v))

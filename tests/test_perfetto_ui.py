@@ -24,7 +24,7 @@ import numpy as np
 import pytest
 import torch
 from conftest import call_from_threads, demo_package_now, trt_trace_cli
-from perfetto_ui import OpenedTrace, PerfettoUI, Track
+from perfetto_ui import OpenedTrace, PerfettoUI, Track, loaded_content
 from test_gpu_tracks import call_records
 
 import trt_trace
@@ -35,6 +35,7 @@ from trt_trace.records import RECORD_DTYPE
 from trt_trace.trace_format import Phase
 from trt_trace.trace_summary import load_events
 from trt_trace.writers import ChromeJsonWriter, PerfettoTraceWriter
+from trt_trace.writers.perfetto_view import convert
 
 FORMATS = ("json", "pftrace")
 WEIRD_NAME = 'say "hi"\\ ünïcödé 名前\nsecond line'
@@ -379,6 +380,45 @@ def test_merge_of_two_ranks_with_gpu_spans(perfetto_ui, tmp_path, fmt):
     groups = [t.name for t in trace.tracks() if t.depth == 0]
     assert [g.split(" · ")[0] for g in groups] == ["rank 0", "rank 1"], groups
     trace.close()
+
+
+def test_a_merge_written_as_pftrace_is_the_json_merge_in_the_ui(perfetto_ui, tmp_path):
+    """`merge -o all.pftrace` (writers/perfetto_view.py) against `-o all.json` of the same inputs, as the UI's
+    trace processor loads them: the same slices (time to the ns, names, categories, thread tracks, processes,
+    args), the same launch flows between the same slices, the processes in the same order (rank 0 first
+    though its pid is higher), and trt_trace's metadata as instants of its own track."""
+    paths = []
+    for rank in (0, 1):
+        rows = (call_records(1, 1, 1_000_000, 1_030_000, 1_500_000)
+                + call_records(2, 2, 2_000_000, 2_030_000, 2_050_000)
+                + call_records(3, 1, 3_000_000, 3_040_000, 3_100_000))
+        paths.append(str(tmp_path / f"gpu{rank}.pftrace" if rank else tmp_path / f"gpu{rank}.json"))
+        write_records(Path(paths[-1]), [np.array(rows, dtype=RECORD_DTYPE)], ["", "engine_a", "engine_b"], rank=rank,
+                      pid=200 - rank, host="node", monotonic_ns=1 + rank, wall_ns=10**18)
+    merge(paths, str(tmp_path / "all.json"))
+    merged = merge(paths, str(tmp_path / "all.pftrace"))
+    assert merged["notes"] == []
+    assert (tmp_path / "all.pftrace").read_bytes()[:1] == b"\x0a"  # a Perfetto trace, not JSON
+    # Read in the smallest chunks: slices and their flow events fall into different chunks.
+    report = convert(str(tmp_path / "all.json"), str(tmp_path / "small.pftrace"), chunk_bytes=1024)
+    assert (report.slices, report.flows, report.unbound_flows, report.other_events) == (36, 6, 0, 0)
+    loaded = {}
+    for name in ("all.json", "all.pftrace", "small.pftrace"):
+        trace = perfetto_ui.open(str(tmp_path / name))
+        try:
+            assert trace.import_errors() == [], name
+            loaded[name] = loaded_content(trace)
+            meta = trace.query("select count(*) n from slice where name = 'trt_trace_metadata'")[0]["n"]
+            assert meta == (0 if name == "all.json" else 5)  # 2 per input, the merge's own
+        finally:
+            trace.close()
+    assert loaded["small.pftrace"] == loaded["all.pftrace"]
+    (js, jf, jg), (ps, pf, pg) = loaded["all.json"], loaded["all.pftrace"]
+    assert sum(js.values()) == 2 * 3 * 6 and js == ps  # 2 ranks x 3 calls x (5 host + 1 GPU slices)
+    assert sum(jf.values()) == 6 and jf == pf
+    assert all(dict(f)["out_name"] == "enqueue" and dict(f)["in_name"] == "gpu" for f in pf)
+    assert [g.split(" · ")[0] for g in jg] == [g.split(" · ")[0] for g in pg if g != "trt_trace metadata"][:2] \
+        == ["rank 0", "rank 1"], (jg, pg)
 
 
 @pytest.mark.parametrize("fmt", FORMATS)

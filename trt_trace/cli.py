@@ -7,6 +7,7 @@
     trt-trace merge trace_0.json trace_1.json -o all.json
     trt-trace summary prof.json --kernels          # a torch.profiler / nsys capture: exact kernel time
     trt-trace merge trace.json prof.json -o all.json   # the capture's kernels on the trace's timeline
+    trt-trace merge trace_0.json trace_1.json -o all.pftrace   # the same as a Perfetto trace, for the UI
     trt-trace slice trace.json -o window.json --from 60 --to 70 [--engines a,b] [--skip-first 1]
     trt-trace export trace.json calls.parquet
     trt-trace view trace.json [--port 10000] [--no-browser]
@@ -437,7 +438,8 @@ def build_parser() -> argparse.ArgumentParser:
     merge.add_argument("traces", nargs="+", help="trace files written by trt_trace, e.g. trace_*.json, and any "
                                                  "torch.profiler / nsys capture of the same run (placed on their "
                                                  "timeline)")
-    merge.add_argument("-o", "--output", required=True, help="the merged trace to write, e.g. all.json")
+    merge.add_argument("-o", "--output", required=True, help="the merged trace to write, e.g. all.json (Chrome "
+                                                             "JSON), or all.pftrace (a Perfetto trace for the UI)")
     _add_window(merge)
     merge.set_defaults(func=_cmd_merge)
 

@@ -57,8 +57,8 @@ PID_STRIDE = 1 << 22  # Linux pids are below 2**22: pid + k * stride never clash
 
 
 def json_output_problem(output: str, verb: str) -> str | None:
-    """Why `output` is no name for what merge and slice write (Chrome JSON only: a Perfetto suffix
-    would name a file that holds JSON); None when it is one."""
+    """Why `output` is no name for what slice writes (Chrome JSON only: a Perfetto suffix would name
+    a file that holds JSON); None when it is one."""
     if output.endswith(PERFETTO_SUFFIXES):
         return f"{output}: {verb} writes Chrome JSON (which the Perfetto UI opens); name it .json"
     return None
@@ -230,7 +230,9 @@ def _check_ranks(processes: list[ProcessTrace]) -> list[str]:
 
 class _Output:
     """The merged JSON array, one event per line, written beside the target and renamed into place
-    at the end (so an output that is also an input is only replaced once the merge succeeded)."""
+    at the end (so an output that is also an input is only replaced once the merge succeeded). A
+    target with a Perfetto suffix gets the JSON re-encoded as a Perfetto trace instead
+    (writers/perfetto_view.py); `view_notes` then says what that left out."""
 
     def __init__(self, output: str) -> None:
         directory = os.path.dirname(os.path.abspath(output))
@@ -266,9 +268,16 @@ class _Output:
         self.piece(text, 1)
 
     def close(self) -> None:
+        self.view_notes: list[str] = []
         try:
             self.f.write(b"\n]\n")
             self.f.close()
+            if self.output.endswith(PERFETTO_SUFFIXES):
+                from .writers.perfetto_view import convert
+
+                self.view_notes = convert(self.tmp, self.output).notes(self.output)
+                os.unlink(self.tmp)
+                return
             os.chmod(self.tmp, 0o644)  # mkstemp's 0600 would keep the trace from its readers
             os.replace(self.tmp, self.output)
         except OSError as exc:
@@ -392,9 +401,6 @@ def _codes(pids: np.ndarray, ids: np.ndarray) -> np.ndarray:
 def merge(paths: list[str], output: str, window: Window | None = None) -> dict[str, Any]:
     """Merges the traces at `paths` into `output` (cut to `window`, relative to the merged trace's
     first slice); returns the merge's metadata (what it did)."""
-    problem = json_output_problem(output, "merge")
-    if problem:
-        raise MergeError(problem)
     if not paths:
         raise MergeError("no input traces given")
     from .captures import merge_capture
@@ -466,6 +472,7 @@ def merge(paths: list[str], output: str, window: Window | None = None) -> dict[s
     out.event({"ph": "M", "name": METADATA_EVENT, "pid": processes[0].pid, "tid": 0,
                "args": {"merged": merged, "ended": CLOSED, "events_written": out.events + 1}})
     out.close()
+    merged["notes"] = notes + out.view_notes
     return merged
 
 

@@ -32,6 +32,9 @@ LAYERS_TRACK = "layers"  # an engine's layer track: "<engine> layers" (JSON), "l
 
 JSON_SUFFIX = ".json"
 PERFETTO_SUFFIXES = (".pftrace", ".perfetto-trace", ".pb")
+# The first track of a merge written as a Perfetto trace (writers/perfetto_view.py): a view for the
+# Perfetto UI, which trt_trace's readers refuse in one line (its layout is not the native writer's).
+MERGED_VIEW_TRACK = "trt_trace merged view"
 
 # Native traces: an engine's track uuid (the reader gets the engine id back from it).
 ENGINE_UUID_BASE = 1 << 32

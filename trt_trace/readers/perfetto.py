@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from ..perfetto_protos import protos, text
-from ..trace_format import ANNOTATIONS, ENGINE_UUID_BASE, METADATA_EVENT, PHASE_NAMES
+from ..trace_format import ANNOTATIONS, ENGINE_UUID_BASE, MERGED_VIEW_TRACK, METADATA_EVENT, PHASE_NAMES
 from ..tracks import track_id
 from . import native, pipeline
 from .chrome_json import ChromeJsonReader, Visitor
@@ -82,6 +82,9 @@ class PerfettoReader:
                 self.ann_kind[iid] = ANNOTATIONS.index(name) + 1 if name in ANNOTATIONS else 0
 
     def _track(self, info: TraceInfo, visitor: Visitor, track: Any) -> None:
+        if track.uuid == 1 and text(track.name) == MERGED_VIEW_TRACK:
+            raise TraceFileError(f"{self.path}: a merge written as a Perfetto trace, for the Perfetto UI; trt-trace "
+                                 "reads the traces it merged, or the merge written as .json")
         self.state.tracks[track.uuid] = track
         if track.HasField("process"):
             self.state.pid = int(track.process.pid) & 0xFFFFFFFF

@@ -1,0 +1,92 @@
+"""A Chrome JSON trace re-encoded as a Perfetto trace (trt_trace/writers/perfetto_view.py, `merge -o
+*.pftrace`): what it cannot carry is counted and said, odd events never break it, and the real UI's trace
+processor loads what it writes. (The merged traces themselves are compared with their JSON in the UI in
+test_perfetto_ui.py and test_captures_cli.py.)"""
+
+from __future__ import annotations
+
+import json
+
+import orjson
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from pftrace_checks import parse
+
+from trt_trace.captures.chrome_stream import CaptureError
+from trt_trace.writers.perfetto_view import convert
+
+BIG_TID = (1 << 31) + 7  # the JSON's lanes past 500: no thread id Perfetto can hold
+
+
+def _events() -> list[dict]:
+    return [
+        {"ph": "M", "name": "process_name", "pid": 5, "tid": 0, "args": {"name": "rank 0 · serve.py"}},
+        {"ph": "M", "name": "thread_name", "pid": 5, "tid": 1000, "args": {"name": "engine_a"}},
+        {"ph": "M", "name": "thread_name", "pid": 5, "tid": BIG_TID, "args": {"name": "engine_a (501)"}},
+        {"ph": "M", "name": "trt_trace_metadata", "pid": 5, "tid": 0, "args": {"tool": "trt_trace", "none": None}},
+        {"ph": "X", "cat": "trt_trace", "name": "execute_engine", "ts": 10.0, "dur": 5.0, "pid": 5, "tid": 1000,
+         "args": {"call_id": 1, "engine": "engine_a", "list": [1, "two", None], "empty": {}}},
+        {"ph": "X", "cat": "trt_trace", "name": "enqueue", "ts": 12.0, "dur": 3.0, "pid": 5, "tid": 1000,
+         "args": {"call_id": 1}},
+        {"ph": "s", "cat": "trt_trace", "name": "launch", "id": 1, "ts": 12.001, "pid": 5, "tid": 1000},
+        {"ph": "X", "cat": "trt_trace", "name": "execute_engine", "ts": 20.0, "dur": 1.0, "pid": 5, "tid": BIG_TID,
+         "args": {"call_id": 2}},
+        {"ph": "s", "cat": "trt_trace", "name": "launch", "id": 9, "ts": 50.0, "pid": 5, "tid": 1000},  # no slice
+        {"ph": "C", "name": "queue", "ts": 11.0, "pid": 5, "args": {"n": 3}},
+        {"ph": "i", "name": "mark", "ts": 11.0, "pid": 5, "tid": 1000},
+    ]
+
+
+def test_what_a_view_cannot_carry_is_counted_and_said(tmp_path, perfetto_ui):
+    src = tmp_path / "in.json"
+    src.write_bytes(orjson.dumps(_events()))
+    report = convert(str(src), str(tmp_path / "out.pftrace"))
+    assert (report.slices, report.flows, report.unbound_flows, report.other_events) == (3, 1, 1, 2)
+    assert report.notes("out.pftrace") == [
+        "out.pftrace: 1 flow event(s) with no slice around them on their track left out of the Perfetto file",
+        "out.pftrace: 2 event(s) of kinds a Perfetto view does not carry left out ('C' x1, 'i' x1)"]
+    packets = parse(tmp_path / "out.pftrace")
+    assert packets[0].track_descriptor.name == "trt_trace merged view"  # the mark trt_trace's readers refuse
+    opened = perfetto_ui.open(str(tmp_path / "out.pftrace"))
+    try:
+        assert opened.import_errors() == []
+        rows = opened.query("select s.name, s.ts, s.dur, extract_arg(s.arg_set_id, 'debug.call_id') call_id, "
+                            "t.name track from slice s join track t on s.track_id = t.id "
+                            "where s.name != 'trt_trace_metadata' order by s.ts")
+        assert [(r["name"], r["ts"], r["dur"], r["call_id"]) for r in rows] == [
+            ("execute_engine", 10_000, 5_000, 1), ("enqueue", 12_000, 3_000, 1), ("execute_engine", 20_000, 1_000, 2)]
+        meta = opened.query("select s.ts, extract_arg(s.arg_set_id, 'debug.tool') tool, t.name track from slice s "
+                            "join track t on s.track_id = t.id where s.name = 'trt_trace_metadata'")
+        assert meta == [{"ts": 10_000, "tool": "trt_trace", "track": "trt_trace metadata"}]
+        assert {r["track"] for r in rows if r["call_id"] == 2} == {f"engine_a (501) {BIG_TID}"}
+        assert opened.scalar("select count(*) from flow") == 0  # its one start has no end: nothing to draw
+        assert opened.scalar("select count(*) from process where pid = 5 and name = 'rank 0 · serve.py'") == 1
+    finally:
+        opened.close()
+
+
+EVENT = st.fixed_dictionaries(
+    {"ph": st.sampled_from(["X", "M", "s", "f", "C", "i", "B", "E", 3, None])},
+    optional={"name": st.one_of(st.text(max_size=8), st.integers()), "ts": st.one_of(st.floats(allow_nan=True),
+              st.integers(-10, 10**12), st.text(max_size=3)), "dur": st.one_of(st.floats(), st.integers(-5, 10**9)),
+              "pid": st.one_of(st.integers(-5, 1 << 40), st.text(max_size=2)), "tid": st.integers(-5, 1 << 40),
+              "id": st.one_of(st.integers(-5, 1 << 70), st.text(max_size=2)), "cat": st.text(max_size=4),
+              "args": st.one_of(st.dictionaries(st.text(max_size=4), st.one_of(
+                  st.none(), st.integers(-(1 << 70), 1 << 70), st.floats(), st.text(max_size=4),
+                  st.lists(st.integers(), max_size=3)), max_size=3), st.integers())})
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(events=st.lists(EVENT, max_size=30), cut=st.integers(0, 40))
+def test_any_events_give_a_perfetto_trace_or_one_error(tmp_path, events, cut):
+    """Odd values everywhere (NaN, integers past 64 bits, strings for numbers), a file cut anywhere: a
+    Perfetto trace that parses, or the reader's one-line CaptureError."""
+    text = json.dumps(events).encode()  # NaN and big integers as Python writes them
+    src = tmp_path / "in.json"
+    src.write_bytes(text[:len(text) - cut] if cut else text)
+    try:
+        convert(str(src), str(tmp_path / "out.pftrace"), chunk_bytes=1024)
+    except CaptureError as exc:
+        assert "\n" not in str(exc)
+        return
+    assert parse(tmp_path / "out.pftrace")[0].track_descriptor.name == "trt_trace merged view"
