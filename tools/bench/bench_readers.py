@@ -109,7 +109,7 @@ def main() -> None:
     ap.add_argument("--dir", default="/tmp/bench_readers")
     ap.add_argument("--keep", action="store_true", help="keep the generated traces (and reuse them)")
     ap.add_argument("--formats", nargs="+", default=["json", "pftrace"])
-    ap.add_argument("--commands", nargs="+", help="only these (summary, diff, merge, export, slice)")
+    ap.add_argument("--commands", nargs="+", help="only these (summary, diff, merge (both outputs), export, slice)")
     args = ap.parse_args()
     d = Path(args.dir)
     d.mkdir(parents=True, exist_ok=True)
@@ -132,6 +132,7 @@ def main() -> None:
                 ("summary --phase gpu", [cli, "summary", str(path), "--phase", "gpu"]),
                 ("diff", [cli, "diff", str(path), str(other)]),
                 ("merge", [cli, "merge", str(path), "-o", str(d / "merged.json")]),
+                ("merge -o .pftrace", [cli, "merge", str(path), "-o", str(d / "merged.pftrace")]),
                 ("export", [cli, "export", str(path), str(d / "calls.parquet")]),
                 ("slice --from 1 --to 2", [cli, "slice", str(path), "-o", str(d / "window.json"), "--from", "1",
                                            "--to", "2"]),
@@ -145,7 +146,7 @@ def main() -> None:
                     else ""
                 print(f"  {fmt:8s} {calls:>10,} calls  {name:22s} {wall:7.2f} s  CPU {cpu:7.2f} s  "
                       f"peak RSS {rss:5.0f} MiB  {rate}", flush=True)
-            for extra in (d / "merged.json", d / "calls.parquet", d / "window.json"):
+            for extra in (d / "merged.json", d / "merged.pftrace", d / "calls.parquet", d / "window.json"):
                 extra.unlink(missing_ok=True)
             if not args.keep:
                 path.unlink()

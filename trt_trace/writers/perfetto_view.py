@@ -41,7 +41,8 @@ from typing import Any
 
 from ..perfetto_protos import protos
 from ..trace_format import MERGED_VIEW_TRACK, METADATA_EVENT
-from .perfetto_trace import fill_annotation, frame
+from .perfetto_trace import _kept, fill_annotation, frame
+from .track_event_codec import SliceCodec
 
 SEQUENCE_ID = 1
 _MARKER_UUID = 1
@@ -70,7 +71,7 @@ class ViewReport:
         return out
 
 
-@dataclass
+@dataclass(slots=True)
 class _Slice:
     track: int  # uuid
     begin: int  # ns
@@ -84,12 +85,16 @@ class _Slice:
 
 def _ns(us: Any) -> int | None:
     """µs as ns, where it is a time a Perfetto timestamp holds (a uint64; trt_trace's are far below 2**63)."""
-    if isinstance(us, bool) or not isinstance(us, int | float):
+    kind = type(us)
+    if kind is float:
+        scaled = us * 1000
+        if not math.isfinite(scaled):
+            return None
+        ns = round(scaled)
+    elif kind is int:
+        ns = us * 1000
+    else:
         return None
-    ns = us * 1000
-    if isinstance(ns, float) and not math.isfinite(ns):
-        return None
-    ns = round(ns)
     return ns if 0 <= ns < (1 << 63) else None
 
 
@@ -109,6 +114,7 @@ class _Encoder:
         self.metadata_uuid: dict[int, int] = {}
         self.first_ns: int | None = None
         self.pending_metadata: list[tuple[int, dict[str, Any]]] = []  # until a first timestamp is known
+        self.codec = SliceCodec(SEQUENCE_ID)
         self.write_packet(self._packet(flags=True, track=self._marker()))
 
     # -- packets ---------------------------------------------------------------------------------
@@ -230,6 +236,8 @@ class _Encoder:
 
     def _annotate(self, ev: Any, args: dict[str, Any]) -> None:
         for key, value in args.items():
+            if not _kept(value):
+                continue
             probe = self.pb.DebugAnnotation()
             fill_annotation(probe, value)
             if probe.ListFields():  # a null or an empty container: nothing the trace processor can hold
@@ -241,28 +249,21 @@ class _Encoder:
         at one timestamp ends before begins, a flow's start before its end (Perfetto matches a flow's
         ids in time order, and a GPU span can begin with the enqueue that launched it), outer begins
         before inner ones, inner ends before outer ones."""
-        marks = []
+        slices = list(slices)
+        marks = []  # (ts, end 0 / begin 1, has terminating flows, -other end, +-index): unique, no key needed
         for k, s in enumerate(slices):
-            marks.append((s.begin, 1, bool(s.terminating), -s.end, k, s, True))
-            marks.append((s.end, 0, False, -s.begin, -k, s, False))
-        marks.sort(key=lambda m: m[:5])
-        pb = self.pb
-        for ts, _, _, _, _, s, begin in marks:
-            packet = self._packet()
-            packet.timestamp = ts
-            ev = packet.track_event
-            ev.track_uuid = s.track
-            if begin:
-                ev.type = pb.TrackEvent.TYPE_SLICE_BEGIN
-                ev.name = s.name
-                if s.category:
-                    ev.categories.append(s.category)
-                self._annotate(ev, s.args)
-                ev.flow_ids.extend(s.flows)
-                ev.terminating_flow_ids.extend(s.terminating)
+            marks.append((s.begin, 1, bool(s.terminating), -s.end, k + 1))
+            marks.append((s.end, 0, False, -s.begin, -k - 1))
+        marks.sort()
+        begin, end = self.codec.begin, self.codec.end
+        out = []
+        for ts, _, _, _, k in marks:
+            if k > 0:
+                s = slices[k - 1]
+                out.append(begin(ts, s.track, s.name, s.category, s.args, s.flows, s.terminating))
             else:
-                ev.type = pb.TrackEvent.TYPE_SLICE_END
-            self.write_packet(packet)
+                out.append(end(ts, slices[-k - 1].track))
+        self.out.write(b"".join(out))
 
 
 class _TrackSlices:
@@ -302,6 +303,7 @@ def convert(json_path: str, out_path: str, chunk_bytes: int | None = None) -> Vi
     try:
         with open(tmp, "wb") as out:
             enc = _Encoder(out)
+            threads = enc.thread_uuid
             held: list[_Slice] = []  # the chunk before: flows at a chunk's start may bind to its slices
             stream = ChromeStream(json_path) if chunk_bytes is None else ChromeStream(json_path, chunk_bytes)
             for chunk in stream:
@@ -320,8 +322,9 @@ def convert(json_path: str, out_path: str, chunk_bytes: int | None = None) -> Vi
                         key = str(ph)
                         report.skipped[key] = report.skipped.get(key, 0) + 1
                         continue
-                    enc.timestamp_seen(ts)
-                    track = enc.thread(pid, tid)
+                    if enc.first_ns is None:
+                        enc.timestamp_seen(ts)
+                    track = threads.get((pid, tid)) or enc.thread(pid, tid)
                     if ph == "X":
                         dur = _ns(ev.get("dur")) or 0
                         args = ev.get("args") if isinstance(ev.get("args"), dict) else {}
@@ -333,7 +336,7 @@ def convert(json_path: str, out_path: str, chunk_bytes: int | None = None) -> Vi
                 for ev, ts, track in flows:
                     s = here.around(track, ts) or before.around(track, ts)
                     flow_id = _int(ev.get("id"))
-                    if s is None or flow_id is None or flow_id < 0:
+                    if s is None or flow_id is None or not 0 <= flow_id < (1 << 64):
                         report.unbound_flows += 1
                         continue
                     (s.flows if ev.get("ph") == "s" else s.terminating).append(flow_id)
