@@ -82,7 +82,7 @@ class PerfettoReader:
                 self.ann_kind[iid] = ANNOTATIONS.index(name) + 1 if name in ANNOTATIONS else 0
 
     def _track(self, info: TraceInfo, visitor: Visitor, track: Any) -> None:
-        if track.uuid == 1 and text(track.name) == MERGED_VIEW_TRACK:
+        if text(track.name) == MERGED_VIEW_TRACK:
             raise TraceFileError(f"{self.path}: a merge written as a Perfetto trace, for the Perfetto UI; trt-trace "
                                  "reads the traces it merged, or the merge written as .json")
         self.state.tracks[track.uuid] = track

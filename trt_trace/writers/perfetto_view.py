@@ -103,6 +103,9 @@ def _int(v: Any) -> int | None:
 
 
 class _Encoder:
+    """The view's packets into `out`: the marker, process and thread tracks as the JSON names them,
+    metadata instants, and each chunk's slices (through the hand encoder)."""
+
     def __init__(self, out: Any) -> None:
         self.out = out
         self.pb = protos()
