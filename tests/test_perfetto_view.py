@@ -102,7 +102,7 @@ SCALARS = st.one_of(st.booleans(), st.integers(-(1 << 63), (1 << 64) - 1), st.fl
        category=st.text(max_size=5), args=st.dictionaries(st.text(max_size=5), SCALARS, max_size=5),
        flows=st.lists(st.integers(0, (1 << 64) - 1), max_size=2),
        terminating=st.lists(st.integers(0, (1 << 64) - 1), max_size=2))
-def test_the_hand_encoded_slice_packets_decode_as_the_protos_say(ts, track, name, category, args, flows, terminating):
+def test_the_hand_encoded_packets_decode_as_the_protos_say(ts, track, name, category, args, flows, terminating):
     """track_event_codec.py against the `perfetto` package's own protos: every field decodes to what was given
     (an annotation with no value the trace processor can hold is left out, as the native writer does)."""
     from trt_trace.perfetto_protos import protos
@@ -124,3 +124,9 @@ def test_the_hand_encoded_slice_packets_decode_as_the_protos_say(ts, track, name
     assert end.track_event.type == pb.TrackEvent.TYPE_SLICE_END and end.track_event.track_uuid == track
     big = pb.Trace.FromString(codec.begin(ts, track, name, "", {"n": 1 << 70}, [], [])).packet[0].track_event
     assert annotation_value(big.debug_annotations[0]) == str(1 << 70)  # past 64 bits: as text, as the writer does
+    (instant,) = pb.Trace.FromString(codec.instant(ts, track, name, args)).packet
+    iev = instant.track_event
+    assert (instant.timestamp, instant.trusted_packet_sequence_id) == (ts, 7)
+    assert iev.type == pb.TrackEvent.TYPE_INSTANT and iev.track_uuid == track and iev.name == name
+    assert not iev.categories and not iev.flow_ids and not iev.terminating_flow_ids
+    assert {a.name: annotation_value(a) for a in iev.debug_annotations} == kept

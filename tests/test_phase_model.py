@@ -64,10 +64,14 @@ def test_dynamic_workspace_lands_in_workspace():
     big = standin.make_engine("ws_engine", workspace_bytes=256 << 20, dynamic=True)
     small = standin.make_engine("static_engine")
     x = [torch.randn(4, 4)]
-    ws_big = [c[WS][1] - c[WS][0] for c in traced_calls(big, x, n=3).values()]
-    ws_small = [c[WS][1] - c[WS][0] for c in traced_calls(small, x, n=3).values()]
-    # Allocating 256 MiB per call is far slower than taking the lock of a static engine.
-    assert min(ws_big) > 2 * max(ws_small)
+    for engine in (big, small):  # a first call pays one-off costs in every phase
+        torch.ops.tensorrt.execute_engine(x, engine)
+    ws_big = [c[WS][1] - c[WS][0] for c in traced_calls(big, x, n=9).values()]
+    ws_small = [c[WS][1] - c[WS][0] for c in traced_calls(small, x, n=9).values()]
+    # Allocating 256 MiB per call is far slower than taking the lock of a static engine. Medians,
+    # since on a loaded 2-core machine any single call may be descheduled (CI once saw a static
+    # engine's workspace phase take 44 us, twice the big engine's fastest allocation).
+    assert np.median(ws_big) > 2 * np.median(ws_small), (ws_big, ws_small)
 
 
 def test_pre_allocated_outputs_skip_the_outputs_phase():
@@ -151,12 +155,13 @@ def test_allocations_nested_in_an_input_copy_stay_in_inputs():
     # the call's own top-level aten::empty may start `outputs`, so the copy's time is in `inputs`.
     engine = standin.make_engine("nested_alloc_engine")
     x = torch.randn(1500, 1500).t()  # ~9 MB copied per call, milliseconds on these machines
-    calls = traced_calls(engine, [x], n=3)
+    calls = traced_calls(engine, [x], n=5)
     for phases in calls.values():
         check_partition(phases)
-        inputs_ns = phases[IN][1] - phases[IN][0]
-        outputs_ns = phases[OUT][1] - phases[OUT][0]
-        assert inputs_ns > 5 * outputs_ns, (inputs_ns, outputs_ns)
+    inputs_ns = [phases[IN][1] - phases[IN][0] for phases in calls.values()]
+    outputs_ns = [phases[OUT][1] - phases[OUT][0] for phases in calls.values()]
+    # Medians: one call descheduled inside its outputs phase must not read as a misplaced copy.
+    assert np.median(inputs_ns) > 5 * np.median(outputs_ns), (inputs_ns, outputs_ns)
 
 
 def test_ops_outside_traced_calls_are_not_observed():

@@ -41,7 +41,7 @@ from typing import Any
 
 from ..perfetto_protos import protos
 from ..trace_format import MERGED_VIEW_TRACK, METADATA_EVENT
-from .perfetto_trace import _kept, fill_annotation, frame
+from .perfetto_trace import frame
 from .track_event_codec import SliceCodec
 
 SEQUENCE_ID = 1
@@ -104,7 +104,7 @@ def _int(v: Any) -> int | None:
 
 class _Encoder:
     """The view's packets into `out`: the marker, process and thread tracks as the JSON names them,
-    metadata instants, and each chunk's slices (through the hand encoder)."""
+    metadata instants and each chunk's slices (these two through the hand encoder)."""
 
     def __init__(self, out: Any) -> None:
         self.out = out
@@ -219,14 +219,7 @@ class _Encoder:
             t = self.pb.TrackDescriptor()
             t.uuid, t.parent_uuid, t.name = uuid, parent, "trt_trace metadata"
             self.write_packet(self._packet(track=t))
-        packet = self._packet()
-        packet.timestamp = self.first_ns or 0
-        ev = packet.track_event
-        ev.type = self.pb.TrackEvent.TYPE_INSTANT
-        ev.track_uuid = uuid
-        ev.name = METADATA_EVENT
-        self._annotate(ev, args)
-        self.write_packet(packet)
+        self.out.write(self.codec.instant(self.first_ns or 0, uuid, METADATA_EVENT, args))
 
     def timestamp_seen(self, ns: int) -> None:
         if self.first_ns is None:
@@ -236,16 +229,6 @@ class _Encoder:
             self.pending_metadata.clear()
 
     # -- slices ----------------------------------------------------------------------------------
-
-    def _annotate(self, ev: Any, args: dict[str, Any]) -> None:
-        for key, value in args.items():
-            if not _kept(value):
-                continue
-            probe = self.pb.DebugAnnotation()
-            fill_annotation(probe, value)
-            if probe.ListFields():  # a null or an empty container: nothing the trace processor can hold
-                probe.name = str(key)
-                ev.debug_annotations.append(probe)
 
     def slices(self, slices: Iterable[_Slice]) -> None:
         """Begin and end packets of a chunk's slices, in time order, as Perfetto nests and links them:
