@@ -97,36 +97,64 @@ SCALARS = st.one_of(st.booleans(), st.integers(-(1 << 63), (1 << 64) - 1), st.fl
                     st.dictionaries(st.text(max_size=3), st.integers(-(1 << 63), (1 << 63) - 1), max_size=2))
 
 
+_SLICE = st.fixed_dictionaries({
+    "begin": st.integers(0, 40), "dur": st.integers(0, 10), "track": st.integers(1, 3), "name": st.text(max_size=6),
+    "category": st.sampled_from(["", "trt_trace", "kernel"]),
+    "args": st.dictionaries(st.text(max_size=5), SCALARS, max_size=4),
+    "flows": st.lists(st.integers(0, (1 << 64) - 1), max_size=2),
+    "terminating": st.lists(st.integers(0, (1 << 64) - 1), max_size=2)})
+
+
+def _order(slices: list) -> list[tuple[int, int]]:
+    """(slice index, 1 begin / 0 end) in the order the codec's docstring states."""
+    marks = []
+    for k, s in enumerate(slices):
+        marks.append((s.begin, 1, bool(s.terminating), -s.end, k + 1))
+        marks.append((s.end, 0, False, -s.begin, -k - 1))
+    return [(m[4] - 1, 1) if m[4] > 0 else (-m[4] - 1, 0) for m in sorted(marks)]
+
+
 @settings(max_examples=300, deadline=None)
-@given(ts=st.integers(0, (1 << 63) - 1), track=st.integers(1, 1 << 40), name=st.text(max_size=10),
-       category=st.text(max_size=5), args=st.dictionaries(st.text(max_size=5), SCALARS, max_size=5),
-       flows=st.lists(st.integers(0, (1 << 64) - 1), max_size=2),
-       terminating=st.lists(st.integers(0, (1 << 64) - 1), max_size=2))
-def test_the_hand_encoded_packets_decode_as_the_protos_say(ts, track, name, category, args, flows, terminating):
-    """track_event_codec.py against the `perfetto` package's own protos: every field decodes to what was given
-    (an annotation with no value the trace processor can hold is left out, as the native writer does)."""
+@given(chunk=st.lists(_SLICE, max_size=6), base=st.sampled_from([0, 1 << 40, (1 << 63) - 64]),
+       shared_args=st.booleans(), out_bytes=st.sampled_from([1, 64, 1 << 20]))
+def test_the_hand_encoded_packets_decode_as_the_protos_say(chunk, base, shared_args, out_bytes):
+    """track_event_codec.py (and csrc/readers/view_packets.cpp under it) against the `perfetto` package's
+    own protos: every slice's begin and end decode to what was given, in the stated order (an annotation
+    with no value the trace processor can hold is left out, as the native writer does); also when slices
+    share one argument set, and when the packet buffer starts too small."""
     from trt_trace.perfetto_protos import protos
     from trt_trace.readers.perfetto_general import annotation_value
+    from trt_trace.writers.perfetto_view import _Slice
     from trt_trace.writers.track_event_codec import SliceCodec
 
     pb = protos()
-    codec = SliceCodec(7)
-    data = codec.begin(ts, track, name, category, args, flows, terminating) + codec.end(ts + 5, track)
-    begin, end = pb.Trace.FromString(data).packet
-    assert (begin.timestamp, begin.trusted_packet_sequence_id, end.timestamp, end.trusted_packet_sequence_id) == \
-        (ts, 7, ts + 5, 7)
-    ev = begin.track_event
-    assert ev.type == pb.TrackEvent.TYPE_SLICE_BEGIN and ev.track_uuid == track and ev.name == name
-    assert list(ev.categories) == ([category] if category else [])
-    assert list(ev.flow_ids) == flows and list(ev.terminating_flow_ids) == terminating
-    kept = {k: v for k, v in args.items() if v is not None and v != [] and v != {}}
-    assert {a.name: annotation_value(a) for a in ev.debug_annotations} == kept
-    assert end.track_event.type == pb.TrackEvent.TYPE_SLICE_END and end.track_event.track_uuid == track
-    big = pb.Trace.FromString(codec.begin(ts, track, name, "", {"n": 1 << 70}, [], [])).packet[0].track_event
-    assert annotation_value(big.debug_annotations[0]) == str(1 << 70)  # past 64 bits: as text, as the writer does
-    (instant,) = pb.Trace.FromString(codec.instant(ts, track, name, args)).packet
+    codec = SliceCodec(7, out_bytes=out_bytes)
+    one_args = chunk[0]["args"] if chunk else {}
+    slices = [_Slice(c["track"], base + c["begin"], base + c["begin"] + c["dur"], c["name"], c["category"],
+                     one_args if shared_args else c["args"], c["flows"], c["terminating"]) for c in chunk]
+    for _ in range(2):  # the second time from the codec's remembered strings and annotations
+        packets = pb.Trace.FromString(codec.slices(slices)).packet
+        assert len(packets) == 2 * len(slices)
+        for packet, (k, is_begin) in zip(packets, _order(slices), strict=True):
+            s, ev = slices[k], packet.track_event
+            assert packet.trusted_packet_sequence_id == 7 and ev.track_uuid == s.track
+            if not is_begin:
+                assert packet.timestamp == s.end and ev.type == pb.TrackEvent.TYPE_SLICE_END
+                assert packet.ListFields() and not ev.name and not ev.debug_annotations and not ev.flow_ids
+                continue
+            assert packet.timestamp == s.begin and ev.type == pb.TrackEvent.TYPE_SLICE_BEGIN and ev.name == s.name
+            assert list(ev.categories) == ([s.category] if s.category else [])
+            assert list(ev.flow_ids) == s.flows and list(ev.terminating_flow_ids) == s.terminating
+            kept = {k: v for k, v in s.args.items() if v is not None and v != [] and v != {}}
+            assert {a.name: annotation_value(a) for a in ev.debug_annotations} == kept
+    big = _Slice(1, 5, 6, "n", "", {"n": 1 << 70}, [], [])
+    ev = pb.Trace.FromString(codec.slices([big])).packet[0].track_event
+    assert annotation_value(ev.debug_annotations[0]) == str(1 << 70)  # past 64 bits: as text, as the writer does
+    ts, args = base + 3, chunk[0]["args"] if chunk else {}
+    (instant,) = pb.Trace.FromString(codec.instant(ts, 2, "meta", args)).packet
     iev = instant.track_event
     assert (instant.timestamp, instant.trusted_packet_sequence_id) == (ts, 7)
-    assert iev.type == pb.TrackEvent.TYPE_INSTANT and iev.track_uuid == track and iev.name == name
+    assert iev.type == pb.TrackEvent.TYPE_INSTANT and iev.track_uuid == 2 and iev.name == "meta"
     assert not iev.categories and not iev.flow_ids and not iev.terminating_flow_ids
+    kept = {k: v for k, v in args.items() if v is not None and v != [] and v != {}}
     assert {a.name: annotation_value(a) for a in iev.debug_annotations} == kept

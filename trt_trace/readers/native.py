@@ -40,6 +40,8 @@ def lib() -> ctypes.CDLL:
         "tt_joiner_backwards_spans": (_i64, [_ptr]),
         "tt_joiner_partial": (_i64, [_ptr, _ptr, _ptr, _i64]),
         "tt_json_encode": (_i64, [_ptr, _i64, _ptr, _ptr, _ptr, _i64, _i64, _u64, _ptr, _ptr, _i64, _ptr, _i64]),
+        "tt_view_packets": (_i64, [_i64, _ptr, _ptr, _ptr, _ptr, _ptr, _ptr, _ptr, _ptr, _i64, _ptr, _ptr, _ptr,
+                                   _ptr, _ptr, _ptr, _i64]),
         "tt_format_table": (_i64, [_ptr, _ptr, _i64, _ptr, _ptr, _i64, _i64, ctypes.c_char_p, _i32, _i64, _i64, _i64,
                                    _ptr, _i64]),
         "tt_scaled_gpu_ns": (None, [_ptr, _i64, _ptr]),

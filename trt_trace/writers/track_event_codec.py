@@ -1,27 +1,35 @@
-"""TrackEvent packets encoded by hand (slice begins and ends, instants), for the Perfetto view of a
-merge (perfetto_view.py).
+"""TrackEvent packets of the Perfetto view of a merge (perfetto_view.py): a chunk's slices (each a
+SLICE_BEGIN and a SLICE_END packet) and single instants.
 
-Building each packet as a protobuf object (upb) and serializing it made the view take about 50 µs per
-slice (a merge of 200,000 calls, 1.1 M slices: 56 s, against 1.4 s for the JSON merge; BENCHMARKS.md),
-most of it in the objects. The bytes of a slice's
-begin or end are simple (varints, length-delimited strings, fixed64 flow ids), so they are written
-here directly. Field numbers and enum values are read from the `perfetto` package's own descriptors,
-never written out, and anything but a scalar annotation value (nested lists and dicts) still goes
-through the protobuf objects (perfetto_trace.fill_annotation). tests/test_perfetto_view.py decodes
-what this writes with those protos and compares it field by field.
+Speed. Building each packet as a protobuf object (upb) made the view take about 50 µs per slice (a
+merge of 200,000 calls, 1.1 M slices: 56 s, against 1.4 s for the JSON merge; BENCHMARKS.md), and
+encoding each one by hand in Python still about 30 µs. So the work is split: this module encodes
+each distinct piece of a chunk once — an event name, a category, an argument set (the phases of one
+call share theirs) — and the native library (csrc/readers/view_packets.cpp) orders the chunk's
+begins and ends and frames every packet from those pieces. Field numbers and enum values are read
+from the `perfetto` package's own descriptors, never written out, and handed to the native side as
+the constant bytes of each field's tag; anything but a scalar annotation value (nested lists and
+dicts) goes through the protobuf objects (perfetto_trace.fill_annotation). tests/test_perfetto_view.py
+decodes what this writes with those protos and compares it field by field.
 """
 
 from __future__ import annotations
 
 import struct
-from typing import Any
+from collections.abc import Sequence
+from typing import Any, Protocol
+
+import numpy as np
+import orjson
 
 from ..perfetto_protos import protos
+from ..readers import native
 from .perfetto_trace import _kept, _text, _varint, fill_annotation
 
 _U64 = (1 << 64) - 1
 _INT64 = range(-(1 << 63), 1 << 63)
 _STRINGS_KEPT = 1 << 16  # names and keys remembered encoded (a trace has few distinct ones)
+MAX_NS = (1 << 63) - 1  # the latest timestamp a slice may have (the native side's ordering is signed)
 
 
 _SMALL = [_varint(v) for v in range(1 << 14)]  # the varints of one and two bytes, made once
@@ -35,11 +43,25 @@ def _tag(number: int, wire: int) -> bytes:
     return _varint(number << 3 | wire)
 
 
-class SliceCodec:
-    """`begin(...)` / `end(...)` / `instant(...)`: one framed packet (a `Trace.packet` field) of one
-    slice's begin or end, or of one instant event."""
+class Slice(Protocol):
+    """What a slice of the view holds (perfetto_view._Slice)."""
 
-    def __init__(self, sequence_id: int) -> None:
+    track: int  # the track's uuid
+    begin: int  # ns, 0 <= begin <= end <= MAX_NS
+    end: int
+    name: str
+    category: str
+    args: dict[str, Any]
+    flows: list[int]  # flow ids (uint64) this slice starts
+    terminating: list[int]  # and ends
+
+
+class SliceCodec:
+    """`slices(chunk)`: the framed packets (`Trace.packet` fields) of a chunk of slices, ordered as
+    Perfetto nests and links them; `instant(...)`: one instant event's packet."""
+
+    def __init__(self, sequence_id: int, out_bytes: int = 1 << 20) -> None:
+        """out_bytes: the packet buffer's first size (it grows to a chunk's packets)."""
         pb = protos()
         packet = pb.TracePacket.DESCRIPTOR.fields_by_name
         event = pb.TrackEvent.DESCRIPTOR.fields_by_name
@@ -65,6 +87,13 @@ class SliceCodec:
         self._pb = pb
         self._strings: dict[str, bytes] = {}
         self._annotations: dict[tuple, bytes] = {}
+        # The constant pieces, in the order of csrc/readers/view_packets.cpp's Constant enum.
+        constants = [b"\x0a", self._ts, self._event, self._sequence, self._begin, self._end, self._uuid, self._flow,
+                     self._terminating]
+        self._constants = b"".join(constants)
+        self._constant_off = np.zeros(len(constants) + 1, dtype=np.int64)
+        np.cumsum([len(c) for c in constants], out=self._constant_off[1:])
+        self._out = bytearray(max(1, out_bytes))
 
     def _string(self, value: str) -> bytes:
         """Length and UTF-8 bytes of a string field (remembered: names and keys repeat)."""
@@ -121,26 +150,88 @@ class SliceCodec:
             body = probe.SerializeToString()
         return self._annotation + _uvarint(len(body)) + body
 
-    def _framed(self, ts: int, event: bytes) -> bytes:
+    def annotations(self, args: dict[str, Any]) -> bytes:
+        """An argument set's debug annotation fields, in its order."""
+        return b"".join([self.annotation(str(k), v) for k, v in args.items()])
+
+    def instant(self, ts: int, track: int, name: str, args: dict[str, Any]) -> bytes:
+        event = b"".join([self._instant, self._uuid, _uvarint(track), self._name, self._string(name),
+                          self.annotations(args)])
         packet = self._ts + _varint(ts) + self._event + _uvarint(len(event)) + event + self._sequence
         return b"\x0a" + _uvarint(len(packet)) + packet
 
-    def begin(self, ts: int, track: int, name: str, category: str, args: dict[str, Any], flows: list[int],
-              terminating: list[int]) -> bytes:
-        return self._named(self._begin, ts, track, name, category, args, flows, terminating)
-
-    def instant(self, ts: int, track: int, name: str, args: dict[str, Any]) -> bytes:
-        return self._named(self._instant, ts, track, name, "", args, [], [])
-
-    def _named(self, kind: bytes, ts: int, track: int, name: str, category: str, args: dict[str, Any],
-               flows: list[int], terminating: list[int]) -> bytes:
-        parts = [kind, self._uuid, _uvarint(track), self._name, self._string(name)]
-        if category:
-            parts += (self._category, self._string(category))
-        parts += [self.annotation(str(k), v) for k, v in args.items()]
-        parts += [self._flow + struct.pack("<Q", f) for f in flows]
-        parts += [self._terminating + struct.pack("<Q", f) for f in terminating]
-        return self._framed(ts, b"".join(parts))
-
-    def end(self, ts: int, track: int) -> bytes:
-        return self._framed(ts, self._end + self._uuid + _uvarint(track))
+    def slices(self, chunk: Sequence[Slice]) -> bytes:
+        """The begin and end packets of a chunk's slices: at one timestamp ends before begins, a flow's
+        start before its end (Perfetto matches a flow's ids in time order, and a GPU span can begin
+        with the enqueue that launched it), outer begins before inner ones, inner ends before outer
+        ones (the order is the native side's; this builds its columns)."""
+        n = len(chunk)
+        if not n:
+            return b""
+        pieces: list[bytes] = [b""]  # piece 0: nothing (no category, no annotations)
+        names: dict[str, int] = {}
+        categories: dict[str, int] = {"": 0}
+        argument_sets: dict[Any, int] = {}
+        name = [0] * n
+        category = [0] * n
+        annotations = [0] * n
+        flow_slice: list[int] = []
+        flow_id: list[int] = []
+        flow_end: list[int] = []
+        last_args: Any = None
+        last_piece = 0
+        for i, s in enumerate(chunk):
+            k = names.get(s.name)
+            if k is None:
+                k = names[s.name] = len(pieces)
+                pieces.append(self._name + self._string(s.name))
+            name[i] = k
+            k = categories.get(s.category)
+            if k is None:
+                k = categories[s.category] = len(pieces)
+                pieces.append(self._category + self._string(s.category))
+            category[i] = k
+            args = s.args
+            if args:
+                if args is not last_args and args != last_args:
+                    try:  # an argument set by its JSON text: the phases of one call share one
+                        key = orjson.dumps(args)
+                    except TypeError:  # an integer past 64 bits, a key that is no string
+                        key = id(args)
+                    last_piece = argument_sets.get(key, 0)
+                    if not last_piece:
+                        last_piece = argument_sets[key] = len(pieces)
+                        pieces.append(self.annotations(args))
+                    last_args = args
+                annotations[i] = last_piece
+            if s.flows or s.terminating:
+                for f in s.flows:
+                    flow_slice.append(i)
+                    flow_id.append(f)
+                    flow_end.append(0)
+                for f in s.terminating:
+                    flow_slice.append(i)
+                    flow_id.append(f)
+                    flow_end.append(1)
+        begin = np.fromiter((s.begin for s in chunk), dtype=np.uint64, count=n)
+        end = np.fromiter((s.end for s in chunk), dtype=np.uint64, count=n)
+        track = np.fromiter((s.track for s in chunk), dtype=np.uint64, count=n)
+        name = np.array(name, dtype=np.int64)
+        category = np.array(category, dtype=np.int64)
+        annotations = np.array(annotations, dtype=np.int64)
+        blob = b"".join(pieces)
+        piece_off = np.zeros(len(pieces) + 1, dtype=np.int64)
+        np.cumsum([len(p) for p in pieces], out=piece_off[1:])
+        fs = np.array(flow_slice, dtype=np.int64)
+        fi = np.array(flow_id, dtype=np.uint64)
+        fe = np.array(flow_end, dtype=np.uint8)
+        so = native.lib()
+        while True:
+            written = so.tt_view_packets(n, begin.ctypes.data, end.ctypes.data, track.ctypes.data, name.ctypes.data,
+                                         category.ctypes.data, annotations.ctypes.data, native.address(blob),
+                                         piece_off.ctypes.data, len(fs), fs.ctypes.data, fi.ctypes.data, fe.ctypes.data,
+                                         native.address(self._constants), self._constant_off.ctypes.data,
+                                         native.address(self._out), len(self._out))
+            if written >= 0:
+                return bytes(memoryview(self._out)[:written])
+            self._out = bytearray(-written)
