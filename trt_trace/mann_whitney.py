@@ -5,7 +5,7 @@ The same test as scipy.stats.mannwhitneyu(x, y) with its defaults (method "auto"
 correction): the exact distribution where one sample has at most 8 values and there are no ties
 (scipy itself computes it then: the samples are that small), else the normal approximation with
 the tie correction, whose ranks, U and tie term are computed here from the distinct values and
-their counts, then scipy.special.ndtr as scipy does (tests/test_mann_whitney.py compares both)."""
+their counts, then scipy.special.ndtr as scipy does (tests/test_diff.py compares both)."""
 
 from __future__ import annotations
 
