@@ -61,6 +61,43 @@ def test_nested_calls_give_work_to_the_innermost_call():
     assert phase == {2000: 4, 2010: 4, 2030: 0, 2040: 4}
 
 
+def test_back_to_back_phases_and_neighbouring_threads_keep_their_launches():
+    """As trt_trace's scopes are in a real capture: a call and its first phase begin together, each phase
+    ends where the next begins; two threads with neighbouring ids run calls at the same times; a launch
+    whose midpoint is a phase's end belongs to the next phase ([begin, end))."""
+    scopes, api, dev = [], [], []
+    for thread, engine, call_id in ((0, 0, 1), (1, 1, 2)):  # thread indices 0 and 1: neighbours
+        shift = 5 * thread  # the threads' calls overlap in time
+        scopes += [(thread, 100 + shift, 200 + shift, engine, 0, call_id)]
+        scopes += [(thread, b + shift, e + shift, engine, phase, call_id)
+                   for phase, (b, e) in enumerate([(100, 110), (110, 130), (130, 140), (140, 200)], start=1)]
+        corr = 10 * (thread + 1)
+        api += [(thread, 102 + shift, 104 + shift, corr, 1),  # in workspace, which begins with the call
+                (thread, 128 + shift, 132 + shift, corr + 1, 1),  # midpoint 130: the end of inputs, so outputs
+                (thread, 150 + shift, 160 + shift, corr + 2, 1)]  # in enqueue, after three touching phases
+        dev += [(corr + k, KERNEL, k, 1000 + 100 * thread + 10 * k, 1005 + 100 * thread + 10 * k, 0, 1)
+                for k in range(3)]
+    calls, notes = run(scopes, api, dev)
+    assert notes == [] and calls.call_id.tolist() == [1, 2] and calls.kernels.tolist() == [3, 3]
+    assert calls.phase_ns.tolist() == [[10, 20, 10, 60]] * 2
+    acts = sorted(zip(calls.activities.call.tolist(), calls.activities.name.tolist(), calls.activities.phase.tolist(),
+                      strict=True))
+    assert acts == [(c, k, p) for c in (0, 1) for k, p in ((0, 1), (1, 3), (2, 4))]
+
+
+def test_nested_calls_that_begin_with_their_outer_call_or_touch_keep_their_launches():
+    """An outer call whose first nested call begins with it, and a second nested call that begins where
+    the first ends: each launch belongs to the innermost call open at its midpoint."""
+    scopes = [(0, 0, 1000, 0, 0, 1), (0, 0, 300, 1, 0, 2), (0, 300, 500, 1, 0, 3)]
+    api = [(0, 140, 160, 1, 1), (0, 390, 410, 2, 1), (0, 690, 710, 3, 1), (0, 290, 310, 4, 1),  # mid 300: C's
+           (0, 990, 1010, 5, 1)]  # mid 1000, the outer call's end: after it, in no call
+    dev = [(k, KERNEL, 0, 2000 + 100 * k, 2010 + 100 * k, 0, 1) for k in (1, 2, 3, 4, 5)]
+    calls, notes = run(scopes, api, dev)
+    assert notes == [] and calls.call_id.tolist() == [1, 2, 3]
+    owner = dict(zip(calls.activities.begin_ns.tolist(), calls.call_id[calls.activities.call].tolist(), strict=True))
+    assert owner == {2100: 2, 2200: 3, 2300: 1, 2400: 3}
+
+
 def test_engine_rows_and_top_kernels_add_up_the_calls():
     scopes = [(0, 0, 100, 0, 0, 1), (0, 200, 300, 0, 0, 2), (0, 400, 450, 1, 0, 3)]
     api = [(0, 10, 20, 1, 1), (0, 30, 40, 2, 1), (0, 210, 220, 3, 1), (0, 410, 420, 4, 1)]
@@ -94,6 +131,7 @@ def test_launches_are_counted_once_per_correlation_id_and_lost_work_is_said():
 def test_phase_scopes_outside_calls_are_left_out_and_said():
     calls, notes = run([(0, 0, 100, 0, 0, 1), (0, 10, 90, 0, 2, 1), (0, 200, 300, 0, 3, 1)], [], [])
     assert calls.phase_ns.tolist() == [[0, 80, 0, 0]] and not calls.has_device_activity
+    assert calls.device_begin_ns.tolist() == [-1] and calls.device_end_ns.tolist() == [-1]  # the model's "none"
     assert notes == ["1 phase scope(s) outside every call scope left out"]
 
 
