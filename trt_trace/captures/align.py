@@ -30,10 +30,6 @@ class Alignment:
     unmatched_capture: int
     unmatched_trace: int
 
-    @property
-    def contained(self) -> bool:
-        return self.low_ns <= self.high_ns
-
     def contained_within(self, tolerance_ns: int) -> bool:
         """One offset makes every capture scope contain its trace call up to tolerance_ns at each end."""
         return self.low_ns - self.high_ns <= 2 * tolerance_ns
