@@ -342,11 +342,7 @@ class _Rewrite(Visitor):
 
     def set_engines(self, names: dict[int, str]) -> None:
         """Engine names of the process's Perfetto slices (their literals come from here)."""
-        top = max(names, default=0)
-        literals = [orjson.dumps(names.get(i, f"engine_{i}")) for i in range(top + 1)]
-        self.engine_blob = b"".join(literals)
-        self.engine_off = np.zeros(len(literals) + 1, dtype=np.int64)
-        np.cumsum([len(x) for x in literals], out=self.engine_off[1:])
+        self.engine_blob, self.engine_off = engine_literals(names)
 
     def event(self, ev: dict[str, Any]) -> None:
         ph = ev.get("ph")
@@ -379,6 +375,13 @@ class _Rewrite(Visitor):
         if ph in ("s", "t", "f") and self.index and isinstance(ev.get("id"), int):
             out["id"] = ev["id"] + self.flow_add
         self.out.event(out)
+
+
+def engine_literals(names: dict[int, str]) -> tuple[bytes, np.ndarray]:
+    """The JSON string literals of a process's engine names by engine id ("engine_<id>" for an id
+    without a name), packed for tt_json_encode's engine_blob / engine_off."""
+    top = max(names, default=0)
+    return native.packed([orjson.dumps(names.get(i, f"engine_{i}")) for i in range(top + 1)])
 
 
 def _plain(value: Any) -> Any:

@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from .merge import MergeError, _Output, json_output_problem
+from .merge import MergeError, _Output, engine_literals, json_output_problem
 from .readers import TraceFileError, Visitor, Window, native, read, read_calls
 from .readers.columns import NATIVE, keys_of
 from .readers.end_notes import end_notes
@@ -33,14 +33,8 @@ class _Keep(Visitor):
         self.keep = keep
         self.lo, self.hi = lo, hi
         self.blobs: dict[int, tuple[bytes, np.ndarray]] = {}
-        import orjson
-
         for pid, names in engines.items():
-            top = max(names, default=0)
-            lits = [orjson.dumps(names.get(i, f"engine_{i}")) for i in range(top + 1)]
-            off = np.zeros(len(lits) + 1, dtype=np.int64)
-            np.cumsum([len(x) for x in lits], out=off[1:])
-            self.blobs[pid] = (b"".join(lits), off)
+            self.blobs[pid] = engine_literals(names)
 
     def _kept(self, pids: np.ndarray, ids: np.ndarray) -> np.ndarray:
         return np.isin(keys_of(pids, ids).view(np.dtype("V16")), self.keep)

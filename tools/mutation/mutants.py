@@ -85,7 +85,7 @@ def installed_path(module_file: str) -> Path:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("module", help="the source file, e.g. trt_trace/mann_whitney.py (relative to the repo root)")
-    ap.add_argument("tests", nargs="+", help="test files (and pytest arguments after --)")
+    ap.add_argument("tests", nargs="+", help="the test files that should kill the mutants")
     ap.add_argument("--max", type=int, default=0, help="at most this many mutants (spread over the file)")
     ap.add_argument("--timeout", type=int, default=300, help="seconds per pytest run")
     args = ap.parse_args()

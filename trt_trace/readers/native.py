@@ -67,6 +67,14 @@ def native_layout(so: ctypes.CDLL | None = None) -> list[int]:
     return out[:n].tolist()
 
 
+def packed(pieces: list[bytes]) -> tuple[bytes, np.ndarray]:
+    """The pieces joined, and int64 offsets with piece k at blob[off[k]:off[k + 1]]: how the native
+    functions take a list of strings."""
+    offsets = np.zeros(len(pieces) + 1, dtype=np.int64)
+    np.cumsum([len(p) for p in pieces], out=offsets[1:])
+    return b"".join(pieces), offsets
+
+
 def address(buf: bytearray | np.ndarray | bytes) -> int:
     """The address of a buffer's first byte (bytes: read-only, never written by the callee)."""
     if isinstance(buf, np.ndarray):
@@ -174,10 +182,7 @@ def call_groups(calls: np.ndarray, columns: tuple[int, ...]) -> tuple[list[int],
 def format_table(names: list[str], stats: np.ndarray, percentiles: np.ndarray | None, all_percentiles: tuple[int, int],
                  percentiles_of: str, json: bool, gpu_every: int, dropped: int, threads_with_drops: int) -> str:
     """The per-engine table (csrc/stats/timing_table.cpp, the formatter of every table)."""
-    encoded = [n.encode("utf-8", "surrogateescape") for n in names]
-    blob = b"".join(encoded)
-    offsets = np.zeros(len(names) + 1, dtype=np.int64)
-    np.cumsum([len(e) for e in encoded], out=offsets[1:])
+    blob, offsets = packed([n.encode("utf-8", "surrogateescape") for n in names])
     stats = np.ascontiguousarray(stats, dtype=np.int64)
     pct = None if percentiles is None else np.ascontiguousarray(percentiles, dtype=np.int64)
     cap = 4096 + 256 * (len(names) + 1) + len(blob) * 2

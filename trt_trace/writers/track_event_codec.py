@@ -90,9 +90,7 @@ class SliceCodec:
         # The constant pieces, in the order of csrc/readers/view_packets.cpp's Constant enum.
         constants = [b"\x0a", self._ts, self._event, self._sequence, self._begin, self._end, self._uuid, self._flow,
                      self._terminating]
-        self._constants = b"".join(constants)
-        self._constant_off = np.zeros(len(constants) + 1, dtype=np.int64)
-        np.cumsum([len(c) for c in constants], out=self._constant_off[1:])
+        self._constants, self._constant_off = native.packed(constants)
         self._out = bytearray(max(1, out_bytes))
 
     def _string(self, value: str) -> bytes:
@@ -219,9 +217,7 @@ class SliceCodec:
         name = np.array(name, dtype=np.int64)
         category = np.array(category, dtype=np.int64)
         annotations = np.array(annotations, dtype=np.int64)
-        blob = b"".join(pieces)
-        piece_off = np.zeros(len(pieces) + 1, dtype=np.int64)
-        np.cumsum([len(p) for p in pieces], out=piece_off[1:])
+        blob, piece_off = native.packed(pieces)
         fs = np.array(flow_slice, dtype=np.int64)
         fi = np.array(flow_id, dtype=np.uint64)
         fe = np.array(flow_end, dtype=np.uint8)
