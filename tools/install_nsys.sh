@@ -20,7 +20,7 @@ if [ -x "$DEST/target-linux-x64/nsys" ] && [ -x "$DEST/host-linux-x64/QdstrmImpo
 fi
 SUDO=""
 if [ "$(id -u)" != 0 ]; then SUDO="sudo"; fi
-need_lib() { ldconfig -p | grep -q "$1" || DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q "$2" >&2; }
+need_lib() { ldconfig -p | grep "$1" >/dev/null || DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q "$2" >&2; }
 need_lib "libssh.so.4" libssh-4
 need_lib "libpfm.so.4" libpfm4
 
@@ -44,8 +44,8 @@ echo "install_nsys: fetching nsight-systems-target and nsight-systems ($RELEASE 
 $SUDO apt-get "${apt[@]}" update -q >&2
 (cd "$work/debs" && $SUDO apt-get "${apt[@]}" download nsight-systems-target nsight-systems >&2)
 for deb in "$work"/debs/*.deb; do dpkg-deb -x "$deb" "$work/x"; done
-target=$(find "$work/x" -type d -name target-linux-x64 | head -1)
-host=$(find "$work/x" -type d -name host-linux-x64 | head -1)
+target=$(find "$work/x" -type d -name target-linux-x64 -print -quit)  # not `| head -1`: under pipefail find's SIGPIPE fails set -e
+host=$(find "$work/x" -type d -name host-linux-x64 -print -quit)
 rm -rf "$DEST.partial"
 mkdir -p "$DEST.partial/host-linux-x64"
 cp -a "$target" "$DEST.partial/target-linux-x64"
