@@ -1,4 +1,5 @@
-"""Drain + write throughput: trt_trace's writers (Chrome JSON, native Perfetto) vs torch.profiler's export.
+"""Drain + write throughput: trt_trace's writers (Chrome JSON, native Perfetto; Chrome JSON also through the
+native writer thread's C++ path, csrc/session) vs torch.profiler's export.
 
     python tools/bench/bench_export.py [--calls 200000]
 
@@ -26,7 +27,8 @@ from trt_trace.drainer import BATCH_RECORDS
 from trt_trace.records import RECORD_DTYPE
 from trt_trace.writers import ChromeJsonWriter, PerfettoTraceWriter
 
-WRITERS = {"Chrome JSON": (ChromeJsonWriter, "t.json"), "Perfetto protobuf": (PerfettoTraceWriter, "t.pftrace")}
+WRITERS = {"Chrome JSON": (ChromeJsonWriter, "t.json"), "Perfetto protobuf": (PerfettoTraceWriter, "t.pftrace"),
+           "Chrome JSON, native writer": (None, "n.json")}
 
 
 def synthetic_batch(n_calls: int, first_call: int) -> np.ndarray:
@@ -55,6 +57,14 @@ def bench_trt_trace(calls: int, d: str, fmt: str) -> tuple[float, float, int]:
     batches = [synthetic_batch(min(step, calls - c), c) for c in range(0, calls, step)]
     n_events = sum(len(b) for b in batches)
     cls, name = WRITERS[fmt]
+    if cls is None:  # the session's writer thread's path (csrc/session): track book, formatter, file, in C++
+        records = torch.from_numpy(np.concatenate(batches).view(np.uint8).copy())
+        before = rss_kib()
+        t0 = time.perf_counter()
+        ops.json_trace_from_records(os.path.join(d, name), records, step * 5, 4242, True, b'{"ph":"M"}', names, [],
+                                    0, True, b"{}")
+        dt = time.perf_counter() - t0
+        return n_events / dt, os.path.getsize(os.path.join(d, name)) / n_events, rss_kib() - before
     writer = cls(os.path.join(d, name), lambda: names)
     writer.begin("bench", {})
     before = rss_kib()
@@ -109,6 +119,8 @@ def main() -> int:
         print(f"trt_trace {fmt}: {rates[fmt] / 1e6:.2f} M events/s (spread {min(r[0] for r in runs) / 1e6:.2f}-"
               f"{max(r[0] for r in runs) / 1e6:.2f}), {runs[0][1]:.1f} bytes/event, "
               f"peak RSS growth {max(r[2] for r in runs) / 1024:.1f} MiB for {5 * args.calls} events")
+    print(f"native vs Python Chrome JSON writer: {rates['Chrome JSON, native writer'] / rates['Chrome JSON']:.2f}x "
+          "the events/s")
     js, pf = ours["Chrome JSON"], ours["Perfetto protobuf"]
     print(f"Perfetto vs JSON: {rates['Perfetto protobuf'] / rates['Chrome JSON']:.1f}x the events/s, "
           f"{js[0][1] / pf[0][1]:.1f}x smaller")
