@@ -124,10 +124,10 @@ void LaneBook::place(const Record* recs, size_t n, Placement* placed) {
   host_.assign(recs, host_idx_, lanes);
   if (!gpu_idx_.empty()) gpu_.assign_spans(recs, gpu_idx_, lanes);
   // The batch's tracks, sorted by (lane, GPU, engine): new ones numbered in that order.
-  std::vector<std::tuple<int64_t, uint32_t>> present;
-  present.reserve(16);
+  std::vector<std::tuple<int64_t, uint32_t>> present;  // few per batch: a run of one track is added once
   for (size_t i = 0; i < n; ++i) {
-    present.emplace_back(lanes[i] * 2 + (is_gpu_span(recs[i].phase) ? 1 : 0), recs[i].engine_id);
+    std::tuple<int64_t, uint32_t> key{lanes[i] * 2 + (is_gpu_span(recs[i].phase) ? 1 : 0), recs[i].engine_id};
+    if (present.empty() || present.back() != key) present.push_back(key);
   }
   std::sort(present.begin(), present.end());
   present.erase(std::unique(present.begin(), present.end()), present.end());
@@ -155,7 +155,10 @@ void LaneBook::place_layers(const Record* recs, size_t n, Placement* placed) {
     for (size_t k = lo; k < hi; ++k) placed->lanes[k] = lane;
   }
   std::vector<std::tuple<int64_t, uint32_t>> present;
-  for (size_t i = 0; i < n; ++i) present.emplace_back(placed->lanes[i], recs[i].engine_id);
+  for (size_t i = 0; i < n; ++i) {
+    std::tuple<int64_t, uint32_t> key{placed->lanes[i], recs[i].engine_id};
+    if (present.empty() || present.back() != key) present.push_back(key);
+  }
   std::sort(present.begin(), present.end());
   present.erase(std::unique(present.begin(), present.end()), present.end());
   for (const auto& [lane, engine] : present) note_track(engine, lane, TrackKind::kLayers, placed);

@@ -8,7 +8,8 @@ process of the interpreter given (--python: another install, e.g. the main branc
 after pair). Samples the file's size every 0.5 s while the loop runs; reports the runner calls
 executed (the child writes its counter to a side file every iteration), the engine calls in the
 file, the drops the end record reports. --kill-after S: SIGKILL the child S seconds into the loop and
-report what the file holds against what was executed (the writer wakes every 50 ms).
+report what the file holds against what was executed (the writer wakes every 50 ms). --hold-gil-ms N:
+after each runner call, one C call that keeps the GIL for about N ms (a GIL-holding extension).
 """
 
 from __future__ import annotations
@@ -27,13 +28,19 @@ import os, sys, time, torch
 from trt_trace.standin import model
 runner = model.load_package(model.package_model(model.demo_specs(6), torch.randn(8, 64)))
 x = torch.randn(8, 64)
-seconds, counter = float(sys.argv[1]), sys.argv[2]
+seconds, counter, hold_ms = float(sys.argv[1]), sys.argv[2], float(sys.argv[3])
+held = list(range(1 << 16))[::-1]
+t0 = time.perf_counter()
+sorted(held)
+held = held * max(1, int(hold_ms / 1000 / (time.perf_counter() - t0)))  # sorted(held): about hold_ms, GIL held
 runner(x)
 fd = os.open(counter, os.O_WRONLY | os.O_CREAT, 0o644)
 print("start", flush=True)
 end, n = time.monotonic() + seconds, 1
 while time.monotonic() < end:
     runner(x)
+    if hold_ms:
+        sorted(held)  # one C call that keeps the GIL, as a GIL-holding extension would
     n += 1
     os.pwrite(fd, b"%12d" % n, 0)
 print("calls", n, flush=True)
@@ -45,6 +52,8 @@ def main() -> int:
     ap.add_argument("--seconds", type=float, default=10)
     ap.add_argument("--kill-after", type=float, default=0)
     ap.add_argument("--python", default=sys.executable)
+    ap.add_argument("--hold-gil-ms", type=float, default=0,
+                    help="after each runner call, one C call that holds the GIL for about this long")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as d:
         script, out, counter = Path(d, "serve.py"), Path(d, "e.json"), Path(d, "n")
@@ -52,7 +61,8 @@ def main() -> int:
         env = {k: v for k, v in os.environ.items() if not k.startswith("TRT_TRACE_") or k == "TRT_TRACE_CACHE_DIR"}
         env["TRT_TRACE_OUT"] = str(out)
         seconds = max(args.seconds, args.kill_after + 60) if args.kill_after else args.seconds
-        proc = subprocess.Popen([args.python, str(script), str(seconds), str(counter)], cwd=d, env=env,
+        proc = subprocess.Popen([args.python, str(script), str(seconds), str(counter), str(args.hold_gil_ms)],
+                                cwd=d, env=env,
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         assert proc.stdout.readline().strip() == "start", proc.communicate()[1]
         t0, sizes = time.monotonic(), []
