@@ -83,6 +83,24 @@ def write(folder: Path) -> dict[str, bytes]:
     return out
 
 
+def write_native(folder: Path, batch: int = 7) -> bytes:
+    """fixed.json as the native writer (csrc/session) writes it from the same records and names."""
+    import orjson
+    import torch
+
+    from trt_trace import ops
+    from trt_trace.native_trace import process_head
+
+    recs = records()
+    path = folder / "fixed.json"
+    head = process_head(PID, "fixed.py", {"tool": "trt_trace", "pid": PID, "clock": "CLOCK_MONOTONIC"})
+    end = {"records_drained": len(recs), "dropped_events": 0, "ended": "closed", "files": ["fixed.json"],
+           "records_written": len(recs), "events_not_written": 0}
+    ops.json_trace_from_records(str(path), torch.from_numpy(recs.view(np.uint8).copy()), batch, PID, True, head,
+                                NAMES, [], 0, True, orjson.dumps(end))
+    return path.read_bytes()
+
+
 if __name__ == "__main__":  # the digests tests/test_writer_bytes.py checks against
     import hashlib
     import sys

@@ -19,6 +19,7 @@ from trace_checks import check_trace, load_strict, to_ns
 
 import trt_trace
 from trt_trace import ops, standin
+from trt_trace.native_trace import NativeTrace
 from trt_trace.readers.perfetto_general import annotation_value
 from trt_trace.records import RECORD_DTYPE
 from trt_trace.trace_format import Phase
@@ -277,9 +278,9 @@ def test_drained_synthetic_records_agree_with_json(tmp_path):
 
 @pytest.mark.parametrize("name,fmt,expected", [
     ("t.pftrace", None, PerfettoTraceWriter), ("t.perfetto-trace", None, PerfettoTraceWriter),
-    ("t.pb", None, PerfettoTraceWriter), ("t.json", None, ChromeJsonWriter),
-    ("t.pftrace", "json", ChromeJsonWriter), ("t.json", "perfetto", PerfettoTraceWriter),
-])
+    ("t.pb", None, PerfettoTraceWriter), ("t.json", None, NativeTrace),
+    ("t.pftrace", "json", NativeTrace), ("t.json", "perfetto", PerfettoTraceWriter),
+])  # a JSON session is written by the native writer thread (NativeTrace controls it)
 def test_format_by_suffix_or_explicit_argument(tmp_path, capfd, name, fmt, expected):
     out = tmp_path / name
     session = run_engines(out, ["sel_engine"], calls=1, format=fmt)

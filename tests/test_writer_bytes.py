@@ -19,6 +19,41 @@ def test_the_writers_write_the_same_bytes_as_before(tmp_path):
     assert {name: (len(data), hashlib.sha256(data).hexdigest()) for name, data in written.items()} == BEFORE
 
 
+def test_the_native_writer_writes_the_same_bytes(tmp_path):
+    # The session's writer thread (csrc/session) formats, places tracks and writes in C++: the same bytes as the
+    # Python writer for the same records, batch by batch (tracks appearing across batches, overlapping calls, GPU
+    # lanes, caller-stream waits), in batches of 7 as above and of other sizes.
+    expected = fixed_trace.write(tmp_path)["fixed.json"]
+    for batch in (7, 1, 3, 1000):
+        folder = tmp_path / f"native{batch}"
+        folder.mkdir()
+        if batch == 7:
+            assert fixed_trace.write_native(folder, batch) == expected
+        else:  # other batchings move tracks' first appearance: compare with the Python writer batched alike
+            assert fixed_trace.write_native(folder, batch) == _python_json(tmp_path / f"py{batch}", batch)
+
+
+def _python_json(folder, batch: int) -> bytes:
+    import os
+
+    from trt_trace.writers import ChromeJsonWriter
+
+    folder.mkdir()
+    here = os.getcwd()
+    os.chdir(folder)
+    try:
+        with fixed_trace.pinned():
+            recs = fixed_trace.records()
+            writer = ChromeJsonWriter("fixed.json", lambda: list(fixed_trace.NAMES))
+            writer.begin("fixed.py", {"tool": "trt_trace", "pid": fixed_trace.PID, "clock": "CLOCK_MONOTONIC"})
+            for i in range(0, len(recs), batch):
+                writer.write(recs[i:i + batch])
+            writer.finish({"records_drained": len(recs), "dropped_events": 0})
+    finally:
+        os.chdir(here)
+    return (folder / "fixed.json").read_bytes()
+
+
 def test_the_fixed_trace_has_what_it_is_meant_to_cover(tmp_path):
     # Lanes beyond the first, GPU lanes, several engines: the track book's cases are all in the digest.
     from trt_trace.readers import load_events

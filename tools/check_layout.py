@@ -26,7 +26,8 @@ CSRC_LAYERS: list[tuple[str, ...]] = [
     ("integrations",),  # NVTX ranges, torch.profiler scopes
     ("layers",),  # per-layer timing: each engine's window, the runtime's profiling methods, layer names, the folder
     ("hook",),  # the calling thread's hot path: the hook, the call scope, the op observer, GPU events
-    ("drainer",),  # the drainer thread's side: the GPU resolver and its clock fit
+    ("drainer",),  # the drainer thread's side: one drain step, the GPU resolver and its clock fit
+    ("session",),  # the native writer thread: drains, places tracks, formats and writes the session's file
     ("ops", "readers", "standin"),  # torch.ops.trt_trace.*; the torch-free readers; the stand-in runtime
 ]
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)

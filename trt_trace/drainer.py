@@ -1,4 +1,6 @@
-"""The background thread that moves records from the C++ rings to a writer, in batches."""
+"""The background thread that moves records from the C++ rings to a Python writer, in batches: the
+flight recorder's window and Perfetto traces. A Chrome JSON session is written by the native writer
+thread instead (native_trace.py), which needs no GIL."""
 
 from __future__ import annotations
 
@@ -36,6 +38,7 @@ class Drainer:
         self.error = ""  # why the sink failed (one line), once failed
         self._ticks = 0
         self.wakes = 0  # times the thread woke to drain
+        self.records_drained = 0  # handed to the sink, whether or not its write then succeeded
         self._buffer = None  # torch uint8 tensor of BATCH_RECORDS records, and its numpy view
         self._view = np.empty(0, dtype=np.uint8)
 
@@ -55,6 +58,7 @@ class Drainer:
                     break
                 records = from_bytes(self._view[: n * RECORD_DTYPE.itemsize])
                 total += len(records)
+                self.records_drained += len(records)
                 try:
                     self._sink(records)
                 except Exception as exc:  # disk full, file removed, ...

@@ -376,3 +376,57 @@ def push_synthetic(count: int, engine_id: int, first_seq: int) -> None:
 
 def record_layout() -> list[int]:
     return list(_op("_record_layout")())
+
+
+# -- the native writer (csrc/session/native_writer.h): control only --------------------------------
+
+
+def writer_start(path: str, lazy: bool, max_bytes: int, split: bool, pid: int, gpu_flows: bool,
+                 process_head: bytes, interval_ms: int = 50) -> None:
+    """Starts the writer thread on `path` (opened now unless lazy); process_head: the JSON array's first
+    events, encoded. A file that cannot be opened raises RuntimeError with "[Errno N] ..." in it."""
+    _op("_writer_start")(str(path), bool(lazy), int(max_bytes), bool(split), int(pid), bool(gpu_flows),
+                         process_head.decode(), int(interval_ms))
+
+
+def writer_stop() -> None:
+    """Stops the writer thread and drains the rest (waiting for GPU spans still in flight)."""
+    _op("_writer_stop")()
+
+
+def writer_end(end_args_json: bytes, after_failure: bool = False) -> bool:
+    """Ends the file with the end record whose args are `end_args_json`; whether an end was written."""
+    return bool(_op("_writer_end")(end_args_json.decode(), bool(after_failure)))
+
+
+def writer_drain(wait_gpu: bool = False, discard: bool = False) -> int:
+    return int(_op("_writer_drain")(bool(wait_gpu), bool(discard)))
+
+
+def writer_hold(held: bool) -> None:
+    _op("_writer_hold")(bool(held))
+
+
+WRITER_COUNTS = ("records_drained", "events_written", "events_not_written", "bytes_written", "max_bytes", "wakes",
+                 "created", "failed", "running")
+
+
+def writer_status() -> dict[str, object]:
+    counts, paths, error, in_use = _op("_writer_status")()
+    status: dict[str, object] = dict(zip(WRITER_COUNTS, (int(c) for c in counts), strict=True))
+    status.update(paths=list(paths), error=str(error), in_use=str(in_use))
+    return status
+
+
+def writer_abandon() -> None:
+    _op("_writer_abandon")()
+
+
+def json_trace_from_records(path: str, records: torch.Tensor, batch: int, pid: int, gpu_flows: bool,
+                            process_head: bytes, engine_names: list[str], layer_names: list[str], max_bytes: int,
+                            split: bool, end_args_json: bytes) -> tuple[int, int, list[str]]:
+    """The native writer's JSON trace of given records in batches of `batch` (tests; see session_ops.cpp)."""
+    written, not_written, paths = _op("_json_trace_from_records")(
+        str(path), records, int(batch), int(pid), bool(gpu_flows), process_head.decode(), list(engine_names),
+        list(layer_names), int(max_bytes), bool(split), end_args_json.decode())
+    return int(written), int(not_written), list(paths)

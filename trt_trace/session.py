@@ -30,6 +30,7 @@ from .config import (
 from .drainer import Drainer
 from .errors import TraceError
 from .flight import FlightWindow
+from .native_trace import NativeTrace
 from .perfetto_protos import protos
 from .version import __version__
 
@@ -99,8 +100,14 @@ class Session:
         def file_writer(path: str, lazy: bool = False):  # noqa: ANN202 (any registered writer)
             return writer_class(path, ops.engine_names, lazy=lazy, max_bytes=settings.max_bytes, split=settings.split)
 
+        self.writer: Any
+        self.drainer: Any
         try:
-            if settings.flight_s > 0:  # the flight recorder: a window in memory, files only on dump()
+            if settings.flight_s == 0 and self.format == "json":
+                # The native writer thread drains, formats and writes; Python keeps control only.
+                self.writer = self.drainer = NativeTrace(self.path, lazy=settings.lazy_file,
+                                                         max_bytes=settings.max_bytes, split=settings.split)
+            elif settings.flight_s > 0:  # the flight recorder: a window in memory, files only on dump()
                 if self.format == "perfetto":
                     protos()  # a missing `perfetto` package fails now, not at the first dump
                 self.writer = FlightWindow(self.path, file_writer, settings.flight_s, settings.flight_max_bytes,
@@ -111,17 +118,18 @@ class Session:
             raise TraceError(f"cannot write {shown(self.path)}: {exc.strerror or exc}; pick a writable path") from exc
         except ImportError as exc:  # the perfetto package's protos
             raise TraceError(f"cannot write a Perfetto trace ({exc}); pip install perfetto, or write *.json") from exc
-        self.drainer = Drainer(self._write_batch)
-        self.records_written = 0  # records handed to the writer (what reached the files: writer.events_written)
+        if not isinstance(self.writer, NativeTrace):
+            self.drainer = Drainer(self.writer.write)
         self.failure: str | None = None  # why writing the file failed, if it did (stop())
         self.end_written = False  # after a failure: whether the file still got its end record
         self.started_ns = 0
         self._switch_before = False  # set_profile_execution as the session found it
         self._switches_before: dict[str, int | bool] = {}  # the other C++ settings as it found them
 
-    def _write_batch(self, records) -> None:
-        self.records_written += len(records)  # handed over, whether or not the write then succeeds
-        self.writer.write(records)
+    @property
+    def records_written(self) -> int:
+        """Records handed to the writer (what reached the files: writer.events_written)."""
+        return self.drainer.records_drained
 
     def _metadata(self) -> dict[str, Any]:
         import torch
@@ -170,7 +178,11 @@ class Session:
         # No "(pid N)": the viewers show the pid after every process name themselves.
         self.writer.begin(f"{metadata['program']}{rank}", metadata)
         self.started_ns = time.monotonic_ns()
-        self.drainer.start()
+        try:
+            self.drainer.start()
+        except OSError as exc:  # the native writer opens its file here (unless lazy)
+            ops.restore_session_switches(self._switches_before)
+            raise TraceError(f"cannot write {shown(self.path)}: {exc.strerror or exc}; pick a writable path") from exc
         if not available["nvtx"] and self.settings.nvtx:
             warn("TRT_TRACE_NVTX: this build has no NVTX (install nvidia-nvtx and reinstall trt_trace)")
         self._switch_before = ops.get_profile_execution()
@@ -294,6 +306,9 @@ class Session:
         if w.events_not_written:
             where += (f"; stopped at the size limit of {config.mib(w.max_bytes)} MiB (TRT_TRACE_MAX_MB): "
                       f"{w.events_not_written} more events not written (TRT_TRACE_ON_LIMIT=split keeps them)")
+        in_use = getattr(w, "in_use", "")
+        if in_use:  # another process was writing the path: this one wrote a file of its own
+            where += f"; {in_use} was in use by another process"
         return f"trace written to {where}; open it in ui.perfetto.dev"
 
 

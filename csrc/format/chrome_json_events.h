@@ -90,6 +90,39 @@ inline void append_slice_event(JsonOut& out, const Record& r, uint64_t tid, cons
   out.lit("}}");
 }
 
+// {"ph":"X","cat":"trt_trace.layer",...} of a layer record (Phase::kLayer) on track `tid`: the layer's and the
+// engine's names given as JSON string literals. At most kMaxLayerEventBytes plus the names (twice the layer's)
+// and the pid's digits.
+constexpr size_t kMaxLayerEventBytes = 360;
+inline void append_layer_event(JsonOut& out, const Record& r, uint64_t tid, const char* pid, size_t pid_len,
+                               const std::string& engine, const std::string& layer) {
+  out.lit(R"({"ph":"X","cat":"trt_trace.layer","name":)");
+  out.str(layer);
+  out.lit(R"(,"ts":)");
+  out.us(r.begin_ns);
+  out.lit(R"(,"dur":)");
+  out.us(r.end_ns - r.begin_ns);
+  out.lit(R"(,"pid":)");
+  out.lit(pid, pid_len);
+  out.lit(R"(,"tid":)");
+  out.num(tid);
+  out.lit(R"(,"args":{"engine":)");
+  out.str(engine);
+  out.lit(R"(,"engine_id":)");
+  out.num(r.engine_id);
+  out.lit(R"(,"call_id":)");
+  out.num(r.call_id);
+  out.lit(R"(,"layer":)");
+  out.str(layer);
+  out.lit(R"(,"thread":)");
+  out.num(r.thread_id);
+  if (r.device != kNoDevice) {
+    out.lit(R"(,"device":)");
+    out.num(r.device);
+  }
+  out.lit("}}");
+}
+
 // A launch flow's start (`s`, in the enqueue slice) or end (`f` with "bp":"e", in the GPU slice).
 inline void append_flow_event(JsonOut& out, bool end, uint64_t id, int64_t ts_ns, const char* pid, size_t pid_len,
                               uint64_t tid) {

@@ -54,7 +54,7 @@ std::tuple<at::Tensor, int64_t> layer_json_events(const at::Tensor& records, con
   for (int64_t i = 0; i < n; ++i) {
     TORCH_CHECK(rec[i].stream < layer_json.size(), "layer_json_events: no name for layer id ", rec[i].stream);
     const std::string& engine = rec[i].engine_id < engine_json.size() ? engine_json[rec[i].engine_id] : engine_json[0];
-    worst += 360 + 2 * layer_json[rec[i].stream].size() + engine.size() + pid_s.size();
+    worst += kMaxLayerEventBytes + 2 * layer_json[rec[i].stream].size() + engine.size() + pid_s.size();
   }
   at::Tensor result = output_buffer(out_buffer, worst + 1, "layer_json_events");
   char* const begin = reinterpret_cast<char*>(result.data_ptr<uint8_t>());
@@ -64,31 +64,7 @@ std::tuple<at::Tensor, int64_t> layer_json_events(const at::Tensor& records, con
     const std::string& layer = layer_json[r.stream];
     const std::string& engine = r.engine_id < engine_json.size() ? engine_json[r.engine_id] : engine_json[0];
     if (out.p != begin) out.lit(",\n");
-    out.lit(R"({"ph":"X","cat":"trt_trace.layer","name":)");
-    out.str(layer);
-    out.lit(R"(,"ts":)");
-    out.us(r.begin_ns);
-    out.lit(R"(,"dur":)");
-    out.us(r.end_ns - r.begin_ns);
-    out.lit(R"(,"pid":)");
-    out.str(pid_s);
-    out.lit(R"(,"tid":)");
-    out.num(static_cast<uint64_t>(tid[i]));
-    out.lit(R"(,"args":{"engine":)");
-    out.str(engine);
-    out.lit(R"(,"engine_id":)");
-    out.num(r.engine_id);
-    out.lit(R"(,"call_id":)");
-    out.num(r.call_id);
-    out.lit(R"(,"layer":)");
-    out.str(layer);
-    out.lit(R"(,"thread":)");
-    out.num(r.thread_id);
-    if (r.device != kNoDevice) {
-      out.lit(R"(,"device":)");
-      out.num(r.device);
-    }
-    out.lit("}}");
+    append_layer_event(out, r, static_cast<uint64_t>(tid[i]), pid_s.data(), pid_s.size(), engine, layer);
   }
   return {result, static_cast<int64_t>(out.p - begin)};
 }

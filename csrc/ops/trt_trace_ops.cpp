@@ -22,6 +22,7 @@
 #include "stats/engine_stats.h"
 #include "hook/engine_stream_trace.h"
 #include "hook/gpu_events.h"
+#include "drainer/drain.h"
 #include "drainer/gpu_resolver.h"
 #include "stats/gpu_sampling.h"
 #include "hook/gpu_self_time.h"
@@ -91,14 +92,9 @@ bool get_nvtx() { return nvtx::enabled(); }
 
 void reset() { EngineStats::instance().reset(); }
 
-std::mutex g_drain_mutex;  // the GPU resolver has one consumer at a time
-
 // After fork(), in the child (from Python's os.register_at_fork): the parent's
 // pending GPU spans are not the child's to resolve.
-void after_fork_in_child() {
-  new (&g_drain_mutex) std::mutex();  // a lock held by a parent thread would never be released here
-  gpu::Resolver::instance().forget_pending();
-}
+void after_fork_in_child() { drainer::after_fork_in_child(); }
 
 // Records drained from every thread's ring into `out` (uint8, room for whole records), with the GPU
 // spans resolved so far; returns how many. The drainer passes the same buffer every time, so a drain
@@ -110,12 +106,8 @@ int64_t drain_into(const at::Tensor& out, bool wait_gpu) {
   const size_t max_records = static_cast<size_t>(out.numel()) / sizeof(Record);
   TORCH_CHECK(max_records >= 10, "trt_trace::drain_into: out must hold at least 10 records (",
               10 * sizeof(Record), " bytes): a call's ring slots expand into up to ", kMaxRecordsPerCall, " records");
-  std::lock_guard<std::mutex> lock(g_drain_mutex);
   auto* records = reinterpret_cast<Record*>(out.data_ptr<uint8_t>());
-  size_t n = ThreadRings::instance().drain(records, max_records);
-  n = gpu::Resolver::instance().take_pending(records, n);
-  n += gpu::Resolver::instance().resolve(records + n, max_records - n, wait_gpu);
-  return static_cast<int64_t>(n);
+  return static_cast<int64_t>(drainer::drain_batch(records, max_records, wait_gpu));
 }
 
 // The same into a new tensor of at most max_records records (tests, one-off drains).

@@ -1,0 +1,65 @@
+// A Chrome trace JSON file written from drained batches on the native writer's thread: the track book
+// places each batch (session/lane_book.h), the events are formatted (format/chrome_json_events.h) and
+// the batch is appended to the file (session/trace_file.h). Byte for byte what the Python writer
+// (trt_trace/writers/chrome_json.py) writes for the same records: the array opened by the process's
+// metadata (encoded by Python at start) and every track's name events, a batch's new tracks' name
+// events before its events, a batch's layer records (TRT_TRACE_LAYERS) after its other records.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common/record.h"
+#include "session/lane_book.h"
+#include "session/trace_file.h"
+
+namespace trt_trace {
+namespace session {
+
+// Where names come from: the engine registry and the layer names in a session; given lists in tests.
+struct NameSource {
+  std::function<std::vector<std::string>()> engines;  // by engine id (index 0: "")
+  std::function<std::vector<std::string>()> layers;   // by layer id (a layer record's `stream`)
+};
+
+class ChromeJsonTrace {
+ public:
+  // process_head: the process's metadata events, comma-separated, without brackets.
+  ChromeJsonTrace(TraceFileOptions options, std::string process_head, int64_t pid, bool flows, NameSource names);
+
+  // One drained batch (throws WriteFailed; the file then keeps what it had).
+  void write(const Record* recs, size_t n);
+  // {"ph":"M","name":"trt_trace_metadata",...,"args":<args_json>}: the end record's event.
+  std::string metadata_event(const std::string& args_json) const;
+
+  TraceFile& file() { return *file_; }
+
+ private:
+  void write_calls(const Record* recs, size_t n);
+  void write_layers(const Record* recs, size_t n);
+  const std::string& engine_name(uint32_t engine_id);
+  void refresh_engine_json(uint32_t top_engine_id);
+  void refresh_layer_names(const Record* recs, size_t n);
+  // thread_name and thread_sort_index events of a new track (also kept for the next part's start).
+  void track_events(uint64_t tid, const std::string& name, std::string* meta);
+
+  std::string process_head_;
+  std::string pid_;
+  bool flows_;
+  NameSource names_;
+  std::unique_ptr<TraceFile> file_;
+  LaneBook book_;
+  Placement placed_;
+  std::vector<std::string> engine_names_, engine_json_, layer_names_, layer_json_;
+  std::string engine_fallback_;
+  std::string track_meta_;  // every track's name events so far, comma-separated
+  std::vector<Record> calls_, layers_;  // a batch split (layer records apart), reused
+  std::vector<char> body_;              // the formatted events, reused
+};
+
+}  // namespace session
+}  // namespace trt_trace

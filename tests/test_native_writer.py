@@ -1,0 +1,288 @@
+"""The native writer thread (csrc/session): the same bytes as the Python writer for the same records,
+whatever the batching, names, layers and size limit; and, in real processes, what it was built for: a
+busy package loop drained while it runs (nothing dropped, the file growing), all but the last moments
+kept after SIGKILL, and one file per writer when processes share a TRT_TRACE_OUT."""
+
+from __future__ import annotations
+
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import orjson
+import pytest
+import torch
+from trace_checks import check_trace, load_strict
+
+from trt_trace import ops
+from trt_trace.native_trace import process_head
+from trt_trace.records import RECORD_DTYPE
+from trt_trace.trace_summary import load_events
+from trt_trace.writers import ChromeJsonWriter
+
+ODD_NAMES = ["", "plain", 'q"uo\\te', "ctl\x00\x01\x08\t\n\x0b\x0c\r\x1f\x7f end", "naïve ✓ 引擎 \u2028\u2029 😀",
+             "</script>"]
+LAYER_NAMES = ["conv1", 'la"yer\\2', "rel\x1fu ✓", "fc"]
+PID = 31337
+
+
+def random_records(seed: int, n_calls: int = 300) -> np.ndarray:
+    """Calls of several engines, some overlapping (lanes past the first), with their phases, GPU spans with and
+    without caller-stream waits, and layer records of profiled calls; in end order, as the rings hand them over."""
+    rng = random.Random(seed)
+    rows = []
+    for call in range(1, n_calls + 1):
+        engine = rng.randrange(1, len(ODD_NAMES))
+        begin = 1_000_000 + call * 20_000 + rng.randrange(-60_000, 1_000)
+        dur = rng.randrange(1_000, 50_000)
+        flags = rng.choice((0, 0, 0, 1, 2, 4))
+        device = rng.choice((0, 0, 1, 0xFFFF))
+        rows.append((begin, begin + dur, call, engine, 7 + call % 3, 0, flags, device, 0))
+        t = begin
+        for phase in range(1, 5):
+            step = dur // 5
+            rows.append((t, t + step, call, engine, 7, phase, flags, device, 0))
+            t += step
+        if device != 0xFFFF and rng.random() < 0.7:
+            g0 = begin + dur // 3
+            if rng.random() < 0.4:  # the engine's own stream, the caller's wait around it
+                rows.append((g0 - 200, g0 + dur + 300, call, engine, 7, 6, flags | 8, device, 5))
+                rows.append((g0, g0 + dur, call, engine, 7, 5, flags | 8, device, 9))
+            else:
+                rows.append((g0, g0 + rng.randrange(500, 90_000), call, engine, 7, 5, flags, device, 3))
+        if rng.random() < 0.1:  # profiled layer by layer
+            t = begin
+            for layer in range(rng.randrange(1, 4)):
+                rows.append((t, t + 700, call, engine, 7, 10, 0, device, (layer + call) % len(LAYER_NAMES)))
+                t += 700
+    out = np.array(rows, dtype=RECORD_DTYPE)
+    return out[np.argsort(out["end_ns"], kind="stable")]
+
+
+def python_trace(folder: Path, recs: np.ndarray, batch: int, max_bytes: int, split: bool,
+                 flows: bool) -> tuple[dict[str, bytes], dict]:
+    folder.mkdir()
+    here = os.getcwd()
+    os.chdir(folder)
+    try:
+        writer = ChromeJsonWriter("t.json", lambda: list(ODD_NAMES), max_bytes=max_bytes, split=split)
+        writer._pid = PID
+        writer._book._layer_names = lambda: list(LAYER_NAMES)
+        writer.gpu_flows = flows
+        writer.begin("prog ✓", {"tool": "trt_trace", "pid": PID, "argv": ["a\"b", "\x01"]})
+        for i in range(0, len(recs), batch):
+            writer.write(recs[i:i + batch])
+        end = writer.end_record({"records_drained": len(recs), "dropped_events": 0})
+        writer.finish({"records_drained": len(recs), "dropped_events": 0})
+    finally:
+        os.chdir(here)
+    return {p.name: p.read_bytes() for p in sorted(folder.iterdir())}, end
+
+
+def native_trace(folder: Path, recs: np.ndarray, batch: int, max_bytes: int, split: bool, flows: bool,
+                 end: dict) -> tuple[dict[str, bytes], tuple]:
+    folder.mkdir()
+    here = os.getcwd()
+    os.chdir(folder)
+    try:
+        head = process_head(PID, "prog ✓", {"tool": "trt_trace", "pid": PID, "argv": ["a\"b", "\x01"]})
+        counts = ops.json_trace_from_records("t.json", torch.from_numpy(recs.view(np.uint8).copy()), batch, PID,
+                                             flows, head, ODD_NAMES, LAYER_NAMES, max_bytes, split, orjson.dumps(end))
+    finally:
+        os.chdir(here)
+    return {p.name: p.read_bytes() for p in sorted(folder.iterdir())}, counts
+
+
+@pytest.mark.parametrize(("seed", "batch", "max_bytes", "split", "flows"), [
+    (1, 7, 0, True, True), (2, 1, 0, True, False), (3, 64, 0, True, True), (4, 5000, 0, True, True),
+    (5, 50, 20_000, True, True), (6, 13, 30_000, False, True), (7, 200, 10_000, True, False),
+])
+def test_the_native_writer_writes_the_python_writers_bytes(tmp_path, seed, batch, max_bytes, split, flows):
+    recs = random_records(seed)
+    expected, end = python_trace(tmp_path / "py", recs, batch, max_bytes, split, flows)
+    written, (events, not_written, paths) = native_trace(tmp_path / "native", recs, batch, max_bytes, split, flows,
+                                                         end)
+    assert written.keys() == expected.keys()
+    for name in expected:
+        assert written[name] == expected[name], name
+    assert (events, not_written, paths) == (end["records_written"], end["events_not_written"], end["files"])
+    if max_bytes and split:
+        assert len(paths) > 1  # the limit was reached: parts with their split end records
+    for name in written:  # every part a whole JSON array, names as given (orjson's escaping)
+        assert load_strict(tmp_path / "native" / name)
+    names = {e["args"]["name"] for e in load_strict(tmp_path / "native" / "t.json") if e.get("name") == "thread_name"}
+    assert any(ODD_NAMES[3] in n for n in names) or any(ODD_NAMES[4] in n for n in names)
+
+
+# -- real processes ------------------------------------------------------------------------------------------
+
+BUSY_LOOP = """
+import os, sys, time, torch
+from trt_trace.standin import model
+package = model.package_model(model.demo_specs(6), torch.randn(8, 64))
+runner = model.load_package(package)
+x = torch.randn(8, 64)
+seconds, counter = float(sys.argv[1]), sys.argv[2]
+runner(x)  # warm
+fd = os.open(counter, os.O_WRONLY | os.O_CREAT, 0o644)
+print("start", flush=True)
+end, n = time.monotonic() + seconds, 1
+while time.monotonic() < end:
+    runner(x)
+    n += 1
+    os.pwrite(fd, b"%12d" % n, 0)  # runner calls executed so far (the warm one included)
+print("calls", n, flush=True)
+"""
+
+
+def _env(**extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TRT_TRACE_")
+           or k in ("TRT_TRACE_CACHE_DIR", "TRT_TRACE_STANDIN_RUNTIME")}
+    env.update(extra)
+    return env
+
+
+def _engine_calls(events: list[dict]) -> int:
+    return sum(1 for e in events if e.get("ph") == "X" and e.get("name") == "execute_engine")
+
+
+def _end(events: list[dict]) -> dict | None:
+    ends = [e["args"] for e in events if e.get("name") == "trt_trace_metadata" and "ended" in e.get("args", {})]
+    return ends[-1] if ends else None
+
+
+def test_a_busy_package_loop_is_drained_while_it_runs_and_drops_nothing(tmp_path):
+    script = tmp_path / "serve.py"
+    script.write_text(BUSY_LOOP)
+    out = tmp_path / "busy.json"
+    proc = subprocess.Popen([sys.executable, str(script), "6", str(tmp_path / "n")], cwd=tmp_path,
+                            env=_env(TRT_TRACE_OUT=str(out)), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
+    assert proc.stdout.readline().strip() == "start"
+    samples = []  # (runner calls so far, file size) every 0.5 s
+    while proc.poll() is None:
+        time.sleep(0.5)
+        samples.append((int((tmp_path / "n").read_bytes() or b"0"), out.stat().st_size if out.exists() else 0))
+    stdout, stderr = proc.communicate()
+    assert proc.returncode == 0, stderr
+    calls = int(stdout.split()[-1])
+    # The file grows in every half second in which the loop ran (made calls) from its first sample on.
+    running = [(a, b) for a, b in zip(samples[:-1], samples[1:], strict=True) if b[0] > a[0] and a[0] > 0]
+    assert len(running) >= 6 and all(b[1] > a[1] for a, b in running), samples
+    events = load_strict(out)
+    end = _end(events)
+    assert end["dropped_events"] == 0 and "dropped" not in stderr, stderr
+    assert _engine_calls(events) == 6 * calls  # every call in the file
+    assert f"trace written to {out.name} ({end['records_written']} events)" in stderr or \
+        f"trace written to {out} ({end['records_written']} events)" in stderr, stderr
+
+
+def test_after_sigkill_the_file_holds_all_but_the_last_moments(tmp_path):
+    script = tmp_path / "serve.py"
+    script.write_text(BUSY_LOOP)
+    out = tmp_path / "killed.json"
+    counter = tmp_path / "n"
+    proc = subprocess.Popen([sys.executable, str(script), "60", str(counter)], cwd=tmp_path,
+                            env=_env(TRT_TRACE_OUT=str(out)), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
+    try:
+        assert proc.stdout.readline().strip() == "start"
+        time.sleep(4)
+        before = int(counter.read_bytes() or b"0")
+        time.sleep(1)
+        rate = (int(counter.read_bytes()) - before) / 1.0  # runner calls per second
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=30)
+    finally:
+        proc.kill()
+        proc.communicate()
+    executed = int(counter.read_bytes())
+    in_file = _engine_calls(load_events(str(out))) // 6
+    missing_s = (executed - in_file) / rate
+    # The writer wakes every 50 ms: what is missing is the last wake's worth, with room for a slow machine.
+    assert 0 <= executed - in_file and missing_s < 0.25, (executed, in_file, rate)
+
+
+TWO_WRITERS = """
+import os, sys, time, torch
+from trt_trace import standin
+e = standin.make_engine("shared_" + sys.argv[1])
+torch.ops.tensorrt.execute_engine([torch.ones(4)], e)  # the file is created (or found in use) now
+open(sys.argv[1] + ".ready", "w").close()
+while not all(os.path.exists(n + ".ready") for n in ("a", "b")):
+    time.sleep(0.01)
+for _ in range(int(sys.argv[2]) - 1):
+    torch.ops.tensorrt.execute_engine([torch.ones(4)], e)
+time.sleep(0.3)  # both still running, both files open
+"""
+
+
+def test_two_processes_on_one_path_write_one_file_each(tmp_path):
+    script = tmp_path / "two.py"
+    script.write_text(TWO_WRITERS)
+    procs = [subprocess.Popen([sys.executable, str(script), name, "400"], cwd=tmp_path,
+                              env=_env(TRT_TRACE_OUT="same.json"), stderr=subprocess.PIPE, text=True)
+             for name in ("a", "b")]
+    errs = [p.communicate(timeout=300)[1] for p in procs]
+    assert [p.returncode for p in procs] == [0, 0], errs
+    files = sorted(p.name for p in tmp_path.glob("same*.json"))
+    assert len(files) == 2 and "same.json" in files, files
+    for name in files:
+        events = load_strict(tmp_path / name)  # whole: one writer each
+        check_trace(events)
+        assert _engine_calls(events) == 400
+        assert _end(events)["ended"] == "closed"
+    lines = [ln for err in errs for ln in err.splitlines() if "trace written to" in ln]
+    assert len(lines) == 2
+    other = next(f for f in files if f != "same.json")
+    pid = other.split(".")[1]
+    assert any(ln.startswith(f"trt_trace: trace written to {other} (") and
+               "same.json was in use by another process" in ln for ln in lines), lines
+    assert any(ln.startswith("trt_trace: trace written to same.json (") and "in use" not in ln for ln in lines)
+    assert pid in {str(p.pid) for p in procs}
+
+
+SPAWN_POOL = """
+import multiprocessing as mp, os, sys, torch
+from trt_trace import standin
+
+def calls(n):
+    e = standin.make_engine("pool_engine")
+    for _ in range(n):
+        torch.ops.tensorrt.execute_engine([torch.ones(4)], e)
+    return os.getpid(), n
+
+if __name__ == "__main__":
+    calls(50)  # the parent's own calls: it holds pool.json from here on
+    pool = mp.get_context("spawn").Pool(2)
+    done = pool.map(calls, [100] * 4)
+    pool.close()
+    pool.join()
+    print(" ".join(f"{pid}:{n}" for pid, n in done))
+"""
+
+
+def test_a_spawn_pool_without_pid_never_shares_a_file(tmp_path):
+    script = tmp_path / "pool.py"
+    script.write_text(SPAWN_POOL)
+    proc = subprocess.run([sys.executable, str(script)], cwd=tmp_path, env=_env(TRT_TRACE_OUT="pool.json"),
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    per_worker: dict[str, int] = {}
+    for item in proc.stdout.split():
+        pid, n = item.split(":")
+        per_worker[pid] = per_worker.get(pid, 0) + int(n)
+    files = sorted(p.name for p in tmp_path.glob("pool*.json"))
+    assert files == sorted(["pool.json"] + [f"pool.{pid}.json" for pid in per_worker]), (files, proc.stderr)
+    total = 0
+    for name in files:
+        events = load_strict(tmp_path / name)
+        check_trace(events)
+        assert _end(events)["ended"] == "closed"
+        total += _engine_calls(events)
+    assert total == 50 + 400  # every call in a whole file of its own process
