@@ -3,6 +3,7 @@ format selection, size limit, and agreement with the Chrome JSON of the same rec
 
 from __future__ import annotations
 
+import functools
 import os
 import subprocess
 import sys
@@ -12,6 +13,7 @@ import numpy as np
 import pytest
 import torch
 from conftest import call_from_threads, drain_all, in_thread, run_python
+from google.protobuf.descriptor import EnumDescriptor, FieldDescriptor
 from perfetto.protos.perfetto.trace import perfetto_trace_pb2 as pb
 from pftrace_checks import check_pftrace, parse
 from test_gpu_tracks import call_records
@@ -67,15 +69,28 @@ def annotation(a):
 # -- the encoder and the protos ------------------------------------------------------------------
 
 
+_WIRE_TYPES = {  # the wire type each field type is written with (unpacked repeated fields: as one element)
+    FieldDescriptor.TYPE_BOOL: 0, FieldDescriptor.TYPE_ENUM: 0, FieldDescriptor.TYPE_INT32: 0,
+    FieldDescriptor.TYPE_INT64: 0, FieldDescriptor.TYPE_UINT32: 0, FieldDescriptor.TYPE_UINT64: 0,
+    FieldDescriptor.TYPE_FIXED64: 1, FieldDescriptor.TYPE_DOUBLE: 1,
+    FieldDescriptor.TYPE_STRING: 2, FieldDescriptor.TYPE_BYTES: 2, FieldDescriptor.TYPE_MESSAGE: 2,
+}
+
+
 def test_cpp_field_numbers_match_the_perfetto_descriptors():
+    """Every field number and enum value of csrc/format/perfetto_fields.h (what all native Perfetto encoders
+    write), and the wire type it is written with, against the `perfetto` package's descriptors."""
     numbers = ops.perfetto_field_numbers()
-    assert len(numbers) >= 10
-    for name, number in numbers.items():
-        parts = name.split(".")
-        if parts[-2] == "Type":  # an enum value
-            assert getattr(pb.TrackEvent, parts[-1]) == number, name
+    assert len(numbers) >= 50
+    for name, (number, wire) in numbers.items():
+        *scope, last = name.split(".")
+        descriptor = functools.reduce(getattr, scope, pb).DESCRIPTOR  # a message or an enum, nested by dots
+        if isinstance(descriptor, EnumDescriptor):
+            assert wire == -1 and descriptor.values_by_name[last].number == number, name
         else:
-            assert getattr(pb, parts[0]).DESCRIPTOR.fields_by_name[parts[1]].number == number, name
+            field = descriptor.fields_by_name[last]
+            assert field.number == number and _WIRE_TYPES[field.type] == wire, name
+            assert not field.is_packed, name  # a repeated field as one tag per element, as written here
 
 
 def test_trace_processor_is_not_needed(tmp_path):

@@ -316,10 +316,11 @@ def layer_perfetto_packets(records, track_uuids, seq_id: int, annotation_iids: l
                                                      int(name_iid_base), buffer.tensor))
 
 
-def perfetto_field_numbers() -> dict[str, int]:
-    """The proto field numbers the C++ encoder uses, by proto name (for the test against the descriptors)."""
-    names, numbers = _op("_perfetto_field_numbers")()
-    return dict(zip(names, numbers, strict=True))
+def perfetto_field_numbers() -> dict[str, tuple[int, int]]:
+    """The proto field numbers and enum values the C++ encoders use (csrc/format/perfetto_fields.h), by proto
+    name: (number, the wire type it is written with; -1 for an enum value), for the test against the descriptors."""
+    names, numbers, wires = _op("_perfetto_field_numbers")()
+    return {name: (number, wire) for name, number, wire in zip(names, numbers, wires, strict=True)}
 
 
 # The process-wide C++ settings a session sets from its Settings (config.Settings.native()), in the order of

@@ -22,6 +22,8 @@
 
 #include "common/record.h"
 #include "format/chrome_json_events.h"
+#include "format/perfetto_fields.h"
+#include "format/protobuf_wire.h"
 #include "ops/output_buffer.h"
 
 namespace trt_trace {
@@ -69,34 +71,13 @@ std::tuple<at::Tensor, int64_t> layer_json_events(const at::Tensor& records, con
   return {result, static_cast<int64_t>(out.p - begin)};
 }
 
-// Protobuf wire format (perfetto/trace/*.proto; field numbers as csrc/ops/perfetto_format.cpp's,
-// which tests check against the perfetto package's descriptors).
-constexpr uint32_t kTracePacket = 1, kTimestamp = 8, kSequenceId = 10, kTrackEvent = 11, kDebugAnnotations = 4,
-                   kType = 9, kNameIid = 10, kTrackUuid = 11, kAnnotationNameIid = 1, kUintValue = 3,
-                   kStringValueIid = 17, kSliceBegin = 1, kSliceEnd = 2;
-constexpr uint32_t kVarint = 0, kBytes = 2;
+// Protobuf wire format (format/protobuf_wire.h) with the field numbers of format/perfetto_fields.h, which tests
+// check against the perfetto package's descriptors.
+using namespace perfetto_fields;
 enum Annotation { kEngine, kCallId, kThread, kDevice, kLayer, kNumAnnotations };
 
-struct Bytes {
-  uint8_t* p;
-  void varint(uint64_t v) {
-    while (v >= 0x80) {
-      *p++ = static_cast<uint8_t>(v | 0x80);
-      v >>= 7;
-    }
-    *p++ = static_cast<uint8_t>(v);
-  }
-  void tag(uint32_t field, uint32_t wire) { varint((field << 3) | wire); }
-  void field(uint32_t f, uint64_t v) {
-    tag(f, kVarint);
-    varint(v);
-  }
-  // Every message here is under 128 bytes (kMaxPacket): one length byte, written on close.
-  uint8_t* open(uint32_t f) {
-    tag(f, kBytes);
-    return p++;
-  }
-  void close(uint8_t* at) { *at = static_cast<uint8_t>(p - at - 1); }
+// Every message here is under 128 bytes (kMaxPacket): the cursor's one length byte.
+struct Bytes : wire::Cursor {
   void annotation(uint64_t name_iid, uint32_t value_field, uint64_t v) {
     uint8_t* at = open(kDebugAnnotations);
     field(kAnnotationNameIid, name_iid);

@@ -3,8 +3,9 @@
 // names, the clock snapshot, metadata, the file. This file writes only the per-record slices.
 //
 // Why C++: a Python protobuf object per event caps a writer at well under 1 M events/s; this loop
-// hand-encodes the wire format. Field numbers are constants here; tests compare them with the
-// descriptors of the `perfetto` package's protos (perfetto_field_numbers below).
+// hand-encodes the wire format (format/protobuf_wire.h). Field numbers are constants in
+// format/perfetto_fields.h; tests compare them with the descriptors of the `perfetto` package's protos
+// (perfetto_field_numbers below).
 //
 // Output: a run of Trace.packet fields (tag 0x0A, length, TracePacket), i.e. bytes that can be
 // appended to a trace file as they are. Each record becomes a SLICE_BEGIN packet (name, debug
@@ -20,70 +21,22 @@
 #include <vector>
 
 #include "common/record.h"
+#include "format/perfetto_fields.h"
+#include "format/protobuf_wire.h"
 #include "ops/output_buffer.h"
 
 namespace trt_trace {
 namespace {
 
-// Field numbers of the protos (perfetto/trace/trace.proto, trace_packet.proto, track_event/*.proto).
-constexpr uint32_t kTracePacket = 1;           // Trace.packet
-constexpr uint32_t kTimestamp = 8;             // TracePacket.timestamp
-constexpr uint32_t kSequenceId = 10;           // TracePacket.trusted_packet_sequence_id
-constexpr uint32_t kTrackEvent = 11;           // TracePacket.track_event
-constexpr uint32_t kDebugAnnotations = 4;      // TrackEvent.debug_annotations
-constexpr uint32_t kType = 9;                  // TrackEvent.type
-constexpr uint32_t kNameIid = 10;              // TrackEvent.name_iid
-constexpr uint32_t kTrackUuid = 11;            // TrackEvent.track_uuid
-constexpr uint32_t kFlowIds = 47;              // TrackEvent.flow_ids (fixed64)
-constexpr uint32_t kTerminatingFlowIds = 48;   // TrackEvent.terminating_flow_ids (fixed64)
-constexpr uint32_t kAnnotationNameIid = 1;     // DebugAnnotation.name_iid
-constexpr uint32_t kBoolValue = 2;             // DebugAnnotation.bool_value
-constexpr uint32_t kUintValue = 3;             // DebugAnnotation.uint_value
-constexpr uint32_t kStringValueIid = 17;       // DebugAnnotation.string_value_iid
-constexpr uint32_t kSliceBegin = 1;            // TrackEvent.Type.TYPE_SLICE_BEGIN
-constexpr uint32_t kSliceEnd = 2;              // TrackEvent.Type.TYPE_SLICE_END
-
-constexpr uint32_t kVarint = 0, kFixed64 = 1, kBytes = 2;
+using namespace perfetto_fields;  // field numbers (format/perfetto_fields.h, checked against the protos)
 
 // Interned annotation names, in the order of the caller's `annotation_iids` list.
 enum Annotation { kEngine, kCallId, kThread, kDevice, kStream, kError, kNested, kCaptured, kEngineStream, kNumAnnotations };
 
-// Everything below is inlined into the loop so that the cursor stays in a register: a cursor
-// kept in memory has to be reloaded after every byte store (a uint8_t store may alias it).
-#define TRT_TRACE_INLINE __attribute__((always_inline)) inline
+#define TRT_TRACE_INLINE TRT_TRACE_WIRE_INLINE
 
-// A cursor into a buffer sized for the worst case up front: no capacity checks per append.
-struct Out {
-  uint8_t* p;
-  TRT_TRACE_INLINE void varint(uint64_t v) {
-    if (v < 0x80) {  // tags, ids, small values: most varints here
-      *p++ = static_cast<uint8_t>(v);
-      return;
-    }
-    while (v >= 0x80) {
-      *p++ = static_cast<uint8_t>(v | 0x80);
-      v >>= 7;
-    }
-    *p++ = static_cast<uint8_t>(v);
-  }
-  TRT_TRACE_INLINE void tag(uint32_t field, uint32_t wire) { varint((field << 3) | wire); }
-  TRT_TRACE_INLINE void field(uint32_t field, uint64_t v) {
-    tag(field, kVarint);
-    varint(v);
-  }
-  TRT_TRACE_INLINE void fixed64(uint32_t field, uint64_t v) {
-    tag(field, kFixed64);
-    std::memcpy(p, &v, 8);  // little-endian on every platform torch builds for
-    p += 8;
-  }
-  // A length-delimited field whose content follows; close() writes its length. Every message
-  // written here is shorter than 128 bytes (see kMaxPacket), so the length is one varint byte
-  // and no size has to be computed before the content.
-  TRT_TRACE_INLINE uint8_t* open(uint32_t field) {
-    tag(field, kBytes);
-    return p++;
-  }
-  TRT_TRACE_INLINE void close(uint8_t* length_at) { *length_at = static_cast<uint8_t>(p - length_at - 1); }
+// The wire cursor (format/protobuf_wire.h) with a slice's debug annotation.
+struct Out : wire::Cursor {
   // A debug annotation {name_iid, <value field>: v}; every value here is a varint.
   TRT_TRACE_INLINE void annotation(uint64_t name_iid, uint32_t value_field, uint64_t v) {
     uint8_t* length_at = open(kDebugAnnotations);
@@ -208,33 +161,17 @@ std::tuple<at::Tensor, int64_t> perfetto_slice_packets(const at::Tensor& records
   return {result, static_cast<int64_t>(ev.p - begin)};
 }
 
-// The constants above by proto name, for the test that checks them against the descriptors.
-std::tuple<std::vector<std::string>, std::vector<int64_t>> perfetto_field_numbers() {
-  std::vector<std::pair<std::string, int64_t>> table = {
-      {"Trace.packet", kTracePacket},
-      {"TracePacket.timestamp", kTimestamp},
-      {"TracePacket.trusted_packet_sequence_id", kSequenceId},
-      {"TracePacket.track_event", kTrackEvent},
-      {"TrackEvent.debug_annotations", kDebugAnnotations},
-      {"TrackEvent.type", kType},
-      {"TrackEvent.name_iid", kNameIid},
-      {"TrackEvent.track_uuid", kTrackUuid},
-      {"TrackEvent.flow_ids", kFlowIds},
-      {"TrackEvent.terminating_flow_ids", kTerminatingFlowIds},
-      {"DebugAnnotation.name_iid", kAnnotationNameIid},
-      {"DebugAnnotation.bool_value", kBoolValue},
-      {"DebugAnnotation.uint_value", kUintValue},
-      {"DebugAnnotation.string_value_iid", kStringValueIid},
-      {"TrackEvent.Type.TYPE_SLICE_BEGIN", kSliceBegin},
-      {"TrackEvent.Type.TYPE_SLICE_END", kSliceEnd},
-  };
+// The field numbers every Perfetto encoder uses (format/perfetto_fields.h), by proto name, with the wire type
+// each is written with (-1: an enum value), for the test that checks them against the descriptors.
+std::tuple<std::vector<std::string>, std::vector<int64_t>, std::vector<int64_t>> perfetto_field_numbers() {
   std::vector<std::string> names;
-  std::vector<int64_t> numbers;
-  for (auto& [name, number] : table) {
-    names.push_back(name);
-    numbers.push_back(number);
+  std::vector<int64_t> numbers, wires;
+  for (const FieldNumber& f : kPerfettoFields) {
+    names.emplace_back(f.name);
+    numbers.push_back(f.number);
+    wires.push_back(f.wire);
   }
-  return {names, numbers};
+  return {names, numbers, wires};
 }
 
 }  // namespace
@@ -244,5 +181,5 @@ TORCH_LIBRARY_FRAGMENT(trt_trace, m) {
   m.def("_perfetto_slice_packets(Tensor records, Tensor track_uuids, int seq_id, int[] annotation_iids, "
         "bool flows, Tensor? out=None) -> (Tensor, int)",
         &trt_trace::perfetto_slice_packets);
-  m.def("_perfetto_field_numbers() -> (str[], int[])", &trt_trace::perfetto_field_numbers);
+  m.def("_perfetto_field_numbers() -> (str[], int[], int[])", &trt_trace::perfetto_field_numbers);
 }

@@ -1,11 +1,14 @@
 // torch.ops.trt_trace.* for the tests and the benchmarks only: synthetic records, the record layout and the
 // phase names for the checks against trt_trace/records.py and trt_trace/phases.py, the private switches a
 // test sets one by one (a session sets them whole: _apply_settings in trt_trace_ops.cpp), the GPU
-// timing's self-timing, and per-layer timing's private folder and layer-trace parser. Nothing in the package's own code paths calls these.
+// timing's self-timing, per-layer timing's private folder and layer-trace parser, and the native encoders of a
+// Perfetto trace's non-slice packets. Nothing in the package's own code paths calls these.
 #include <ATen/ATen.h>
 #include <torch/library.h>
 
 #include <cstddef>
+#include <cstring>
+#include <optional>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -14,6 +17,8 @@
 #include "common/phases.h"
 #include "common/record.h"
 #include "engines/engine_registry.h"
+#include "format/perfetto_track_packets.h"
+#include "format/utf8_text.h"
 #include "hook/engine_stream_trace.h"
 #include "hook/gpu_events.h"
 #include "hook/gpu_self_time.h"
@@ -94,6 +99,126 @@ std::tuple<std::vector<std::string>, std::vector<int64_t>> parse_layer_trace(con
   return {names, ns};
 }
 
+// A JSON-like value from the test's pre-order program (tests/test_perfetto_track_packets.py): ints[*at] is
+// the kind, then 0 null; 1 bool b; 2 int v; 3 uint bits (the encoder's uint64 entry point, whatever the
+// value); 4 double (index into doubles); 5 string (index into texts); 6 dict n, then n times (key's text
+// index, value); 7 list n, then n values.
+perfetto_packets::Value value_of(const std::vector<int64_t>& ints, size_t* at, const std::vector<double>& doubles,
+                                 const std::vector<std::string>& texts) {
+  using perfetto_packets::Value;
+  const auto next = [&] {
+    TORCH_CHECK(*at < ints.size(), "value program cut short");
+    return ints[(*at)++];
+  };
+  switch (next()) {
+    case 0:
+      return Value::null();
+    case 1:
+      return Value::of_bool(next() != 0);
+    case 2:
+      return Value::of_int(next());
+    case 3:
+      return Value::of_uint(static_cast<uint64_t>(next()));
+    case 4:
+      return Value::of_double(doubles.at(static_cast<size_t>(next())));
+    case 5:
+      return Value::of_string(texts.at(static_cast<size_t>(next())));
+    case 6: {
+      Value dict = Value::dict();
+      for (int64_t n = next(); n > 0; --n) {
+        std::string key = texts.at(static_cast<size_t>(next()));
+        dict.add(std::move(key), value_of(ints, at, doubles, texts));
+      }
+      return dict;
+    }
+    case 7: {
+      Value list = Value::list();
+      for (int64_t n = next(); n > 0; --n) list.push(value_of(ints, at, doubles, texts));
+      return list;
+    }
+    default:
+      TORCH_CHECK(false, "unknown value kind");
+  }
+}
+
+// One of format/perfetto_track_packets.h's encoders, for the byte-for-byte comparison with
+// trt_trace/writers/perfetto_trace.py. Strings come as bytes (`text`, cut at `text_ends`) so that a test
+// can hand over any bytes, not only valid UTF-8; numbers as int64 (a uint64 as its bits). `which`:
+// "frame" [] text; "utf8_text" [] text; "clock_snapshot" [seq, boot, mono, real]; "clock_now" [seq];
+// "sequence_start" [seq, n_phases] phases..., metadata name, annotation names...; "track" [seq, uuid,
+// parent, rank, has_children, has_engine_iid, engine_iid] name; "process" [seq, uuid, pid] name;
+// "layer_names" [seq, iid_base, annotation_iid, ids...] names...; "metadata" [seq, ts, track, name_iid,
+// dict program (value_of)]; "metadata_bytes" [seq, ts, track, name_iid] annotation bytes;
+// "split_end" [seq, ts, track, name_iid, part, events] next_part. Returns the bytes (uint8).
+at::Tensor perfetto_track_packet(const std::string& which, const std::vector<int64_t>& ints,
+                                 const std::vector<double>& doubles, const at::Tensor& text,
+                                 const std::vector<int64_t>& text_ends) {
+  namespace pp = perfetto_packets;
+  TORCH_CHECK(text.dtype() == at::kByte && text.dim() == 1, "text: one-dimensional uint8");
+  const at::Tensor text_c = text.contiguous();
+  const char* blob = reinterpret_cast<const char*>(text_c.data_ptr<uint8_t>());
+  std::vector<std::string> texts;
+  int64_t start = 0;
+  for (int64_t end : text_ends) {
+    TORCH_CHECK(start <= end && end <= text.numel(), "text_ends must rise within text");
+    texts.emplace_back(blob + start, static_cast<size_t>(end - start));
+    start = end;
+  }
+  const auto need = [&](size_t n_ints, size_t n_texts) {
+    TORCH_CHECK(ints.size() >= n_ints && texts.size() >= n_texts, which, ": ", n_ints, " ints and ", n_texts,
+                " texts expected");
+  };
+  const auto u = [&](size_t i) { return static_cast<uint64_t>(ints[i]); };
+  const auto seq = [&] { return static_cast<uint32_t>(ints[0]); };
+  std::string out;
+  if (which == "frame") {
+    need(0, 1);
+    pp::frame(out, texts[0]);
+  } else if (which == "utf8_text") {
+    need(0, 1);
+    out = utf8_text(texts[0]);
+  } else if (which == "clock_snapshot") {
+    need(4, 0);
+    pp::clock_snapshot(out, seq(), u(1), u(2), u(3));
+  } else if (which == "clock_now") {
+    need(1, 0);
+    pp::clock_snapshot(out, seq());
+  } else if (which == "sequence_start") {
+    need(2, static_cast<size_t>(ints[1]) + 1);
+    const auto phases_end = texts.begin() + ints[1];
+    pp::sequence_start(out, seq(), {texts.begin(), phases_end}, *phases_end, {phases_end + 1, texts.end()});
+  } else if (which == "track") {
+    need(7, 1);
+    pp::track_descriptor(out, seq(), u(1), texts[0], u(2), static_cast<int32_t>(ints[3]), ints[4] != 0,
+                         ints[5] != 0 ? std::optional<uint64_t>(u(6)) : std::nullopt);
+  } else if (which == "process") {
+    need(3, 1);
+    pp::process_descriptor(out, seq(), u(1), static_cast<int32_t>(ints[2]), texts[0]);
+  } else if (which == "layer_names") {
+    need(3, 0);
+    std::vector<uint32_t> ids;
+    for (size_t i = 3; i < ints.size(); ++i) ids.push_back(static_cast<uint32_t>(ints[i]));
+    pp::layer_names(out, seq(), ids, texts, u(1), u(2));
+  } else if (which == "metadata") {
+    need(5, 0);
+    size_t at = 4;
+    const pp::Value dict = value_of(ints, &at, doubles, texts);
+    TORCH_CHECK(dict.kind == pp::Value::Kind::kDict && at == ints.size(), "metadata: one dict program expected");
+    pp::metadata_instant(out, seq(), u(1), u(2), u(3), pp::debug_annotations(dict.entries));
+  } else if (which == "metadata_bytes") {
+    need(4, 1);
+    pp::metadata_instant(out, seq(), u(1), u(2), u(3), texts[0]);
+  } else if (which == "split_end") {
+    need(6, 1);
+    pp::metadata_instant(out, seq(), u(1), u(2), u(3), pp::split_end_annotations(texts[0], ints[4], u(5)));
+  } else {
+    TORCH_CHECK(false, "perfetto_track_packet: unknown encoder ", which);
+  }
+  at::Tensor result = at::empty({static_cast<int64_t>(out.size())}, at::kByte);
+  if (!out.empty()) std::memcpy(result.data_ptr<uint8_t>(), out.data(), out.size());
+  return result;
+}
+
 }  // namespace
 }  // namespace trt_trace
 
@@ -116,4 +241,7 @@ TORCH_LIBRARY_FRAGMENT(trt_trace, m) {
   // Per-layer timing: the folder the runtime writes its profile files into now ("" when none), the parser.
   m.def("_layer_private_folder() -> str", [] { return layers::private_folder(); });
   m.def("_parse_layer_trace(str text) -> (str[], int[])", &parse_layer_trace);
+  // Perfetto's non-slice packets as the native writer encodes them (format/perfetto_track_packets.h).
+  m.def("_perfetto_track_packet(str which, int[] ints, float[] doubles, Tensor text, int[] text_ends) -> Tensor",
+        &perfetto_track_packet);
 }

@@ -191,6 +191,13 @@ def _track_packet(uuid: int, name: str, parent: int, rank: int, has_children: bo
     return frame(packet)
 
 
+def _fill_metadata(event: Any, metadata: dict[str, Any]) -> None:
+    """A TrackEvent's debug annotations: the kept entries of `metadata`, named by their keys."""
+    for key, value in metadata.items():
+        if _kept(value):
+            fill_annotation(event.debug_annotations.add(name=_text(str(key))), value)
+
+
 def _metadata_packet(ts: int, metadata: dict[str, Any]) -> bytes:
     pb = protos()
     packet = pb.TracePacket(timestamp=ts, trusted_packet_sequence_id=SEQUENCE_ID)
@@ -198,10 +205,25 @@ def _metadata_packet(ts: int, metadata: dict[str, Any]) -> bytes:
     event.type = pb.TrackEvent.TYPE_INSTANT
     event.track_uuid = METADATA_UUID
     event.name_iid = METADATA_NAME_IID
-    for key, value in metadata.items():
-        if _kept(value):
-            fill_annotation(event.debug_annotations.add(name=str(key)), value)
+    _fill_metadata(event, metadata)
     return frame(packet)
+
+
+def metadata_annotations(metadata: dict[str, Any]) -> bytes:
+    """The encoded `TrackEvent.debug_annotations` fields of a metadata instant, for a native writer's
+    metadata_instant() (csrc/format/perfetto_track_packets.h): with them it writes _metadata_packet()."""
+    event = protos().TrackEvent()
+    _fill_metadata(event, metadata)
+    return event.SerializeToString()
+
+
+def _process_packet(pid: int, process_name: str) -> bytes:
+    """The process's track (pid, name), its children (the groups) ordered by their ranks."""
+    pb = protos()
+    process = pb.TrackDescriptor(uuid=PROCESS_UUID, child_ordering=pb.TrackDescriptor.EXPLICIT)
+    process.process.pid = pid
+    process.process.process_name = _text(process_name)
+    return frame(pb.TracePacket(trusted_packet_sequence_id=SEQUENCE_ID, track_descriptor=process))
 
 
 class PerfettoTraceWriter(StreamedTrace):
@@ -253,17 +275,13 @@ class PerfettoTraceWriter(StreamedTrace):
 
     def begin(self, process_name: str, metadata: dict[str, Any]) -> None:
         """Keeps what every file starts with; it is written with a file's first records (_start_file)."""
-        pb = protos()
-        process = pb.TrackDescriptor(uuid=PROCESS_UUID, child_ordering=pb.TrackDescriptor.EXPLICIT)
-        process.process.pid = self._pid
-        process.process.process_name = _text(process_name)
         metadata = dict(metadata, format="perfetto TrackEvent protobuf")
         if "clock_domain" in metadata:
             metadata["clock_domain"] = "CLOCK_MONOTONIC ns (timestamp_clock_id 3; see the ClockSnapshot)"
         self._start_metadata = metadata
         self._start_tracks = b"".join([
             _sequence_start_packet(),
-            frame(pb.TracePacket(trusted_packet_sequence_id=SEQUENCE_ID, track_descriptor=process)),
+            _process_packet(self._pid, process_name),
             _track_packet(ENGINES_UUID, ENGINES_TRACK, PROCESS_UUID, 0, has_children=True),
             _track_packet(METADATA_UUID, METADATA_TRACK, PROCESS_UUID, 1),
         ])
