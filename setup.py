@@ -1,6 +1,6 @@
 """Builds the two C++ libraries against the installed torch.
 
-* trt_trace/_trt_trace*.so  the tracer: csrc/{buffer,stats,engines,integrations,hook,drainer,ops}
+* trt_trace/_trt_trace*.so  the tracer: csrc/{buffer,stats,engines,integrations,hook,drainer,metrics,ops}
 * trt_trace/standin/_runtime*.so  the stand-in Torch-TensorRT runtime (csrc/standin)
 * trt_trace/_trt_trace_read.so  the trace readers' native code (csrc/readers, csrc/format and the
   table formatter stats/timing_table.cpp): no torch, a C interface loaded with ctypes, so that the
@@ -78,7 +78,8 @@ setup(
     ext_modules=[
         Extension(
             name="trt_trace._trt_trace",
-            sources=sources("buffer", "stats", "engines", "integrations", "layers", "hook", "drainer", "ops"),
+            sources=sources("buffer", "stats", "engines", "integrations", "layers", "hook", "drainer", "metrics",
+                            "ops"),
             define_macros=tracer_macros,
             libraries=["dl"],
             **common,

@@ -27,6 +27,7 @@ CSRC_LAYERS: list[tuple[str, ...]] = [
     ("layers",),  # per-layer timing: each engine's window, the runtime's profiling methods, layer names, the folder
     ("hook",),  # the calling thread's hot path: the hook, the call scope, the op observer, GPU events
     ("drainer",),  # the drainer thread's side: the GPU resolver and its clock fit
+    ("metrics",),  # the metrics endpoint's own thread: its HTTP server and the exposition text
     ("ops", "readers", "standin"),  # torch.ops.trt_trace.*; the torch-free readers; the stand-in runtime
 ]
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
