@@ -1,16 +1,19 @@
 """How fast /metrics answers while the process serves flat out (issue 37): scrape latency, idle and under a
 busy serving loop, of the native endpoint and of the prometheus_client one it replaced, side by side.
 
-    python tools/bench/bench_metrics.py [--scrapes 200] [--interval 0.02] [--timeout 1] [--before-scrapes 10]
+    python tools/bench/bench_metrics.py [--scrapes 200] [--interval 0.02] [--timeout 1] [--before-scrapes 10] [--trace]
 
 The served process loads the demo's 6-engine AOTInductor package (stand-in engines, built once and cached)
 and either makes one call and then blocks on stdin ("idle": the GIL free), or calls the package in a plain
-loop on one thread ("busy": the GIL always held but for the interpreter's switches). The bench scrapes
+loop on one thread ("busy": Python switches threads every 5 ms of bytecode, and where a C++ call lets the
+GIL go), or calls the package and then runs sum(range(3,000,000)) in turn ("gil-held": ~0.1-0.2 s of one C
+call that keeps the GIL throughout, as a GIL-holding extension does). The bench scrapes
 http://127.0.0.1:PORT/metrics --scrapes times, one at a time --interval apart, each with --timeout, and
 times each from connect to the last byte. `native` is this tree's endpoint (csrc/metrics, its own thread);
 `prometheus_client` is the Python collector and server of 6db770f (trt_trace/metrics.py read from git),
 run on this build's ops: the same counters behind both. The busy loop's engine calls/s come from the
 counters themselves: while scraped (first to last scrape) and over a second before that, unscraped.
+--trace: the served process also traces into a file (TRT_TRACE_OUT), its drainer thread beside the loop.
 Prints a table and one JSON line.
 """
 
@@ -53,6 +56,10 @@ runner(x)
 print("calling", flush=True)
 if load == "idle":
     sys.stdin.readline()
+elif load == "gil-held":
+    while not os.path.exists(stop):
+        runner(x)
+        sum(range(3_000_000))  # one C call: the GIL is not given up until it returns
 else:
     n = 0
     while True:
@@ -85,11 +92,13 @@ def total_calls(text: str) -> float:
                if line.startswith("trt_trace_engine_calls_total{"))
 
 
-def run(package: str, endpoint: str, load: str, scrapes: int, interval: float, timeout: float) -> dict:
+def run(package: str, endpoint: str, load: str, scrapes: int, interval: float, timeout: float, trace: bool) -> dict:
     port = free_port()
     with tempfile.TemporaryDirectory() as tmp:
         stop = Path(tmp) / "stop"
         env = {k: v for k, v in os.environ.items() if not k.startswith("TRT_TRACE_") or k == "TRT_TRACE_CACHE_DIR"}
+        if trace:
+            env["TRT_TRACE_OUT"] = str(Path(tmp) / "trace.json")
         proc = subprocess.Popen([sys.executable, "-c", CHILD, package, str(stop), endpoint, str(port), load,
                                  str(REPO), BEFORE_COMMIT], env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                 stderr=subprocess.DEVNULL, text=True, cwd=tmp)
@@ -120,8 +129,8 @@ def run(package: str, endpoint: str, load: str, scrapes: int, interval: float, t
         scraped_rate = (total_calls(got[-1][1]) - total_calls(got[0][1])) / (got[-1][0] - got[0][0])
     ms = [1e3 * s for s in answered]
     return {
-        "endpoint": endpoint, "load": load, "scrapes": scrapes, "answered": len(answered),
-        "timeouts": scrapes - len(answered), "timeout_s": timeout,
+        "endpoint": endpoint, "load": load + (", traced" if trace else ""), "scrapes": scrapes,
+        "answered": len(answered), "timeouts": scrapes - len(answered), "timeout_s": timeout,
         "median_ms": statistics.median(ms) if ms else None,
         "p90_ms": ms[min(len(ms) - 1, int(0.9 * len(ms)))] if ms else None,
         "max_ms": max(ms) if ms else None,
@@ -136,6 +145,7 @@ def main() -> None:
                         help="scrapes of the prometheus_client endpoint per load (each may wait --timeout)")
     parser.add_argument("--interval", type=float, default=0.02, help="seconds between scrapes")
     parser.add_argument("--timeout", type=float, default=1.0, help="seconds a scrape may take")
+    parser.add_argument("--trace", action="store_true", help="the served process also writes a trace (TRT_TRACE_OUT)")
     args = parser.parse_args()
 
     import torch
@@ -145,8 +155,8 @@ def main() -> None:
     package = model.package_model(model.demo_specs(6), torch.randn(8, 64))
     rows = []
     for endpoint, scrapes in (("native", args.scrapes), ("prometheus_client", args.before_scrapes)):
-        for load in ("idle", "busy"):
-            rows.append(run(package, endpoint, load, scrapes, args.interval, args.timeout))
+        for load in ("idle", "busy", "gil-held"):
+            rows.append(run(package, endpoint, load, scrapes, args.interval, args.timeout, args.trace))
 
     def fmt(v: float | None, spec: str = ".2f") -> str:
         return "-" if v is None else format(v, spec)
