@@ -1,7 +1,7 @@
 """Builds the two C++ libraries against the installed torch.
 
 * trt_trace/_trt_trace*.so  the tracer: csrc/{buffer,stats,format,engines,integrations,layers,hook,drainer,session,
-  ops}
+  metrics,ops}
 * trt_trace/standin/_runtime*.so  the stand-in Torch-TensorRT runtime (csrc/standin)
 * trt_trace/_trt_trace_read.so  the trace readers' native code (csrc/readers, csrc/format and the
   table formatter stats/timing_table.cpp): no torch, a C interface loaded with ctypes, so that the
@@ -80,7 +80,7 @@ setup(
         Extension(
             name="trt_trace._trt_trace",
             sources=sources("buffer", "stats", "format", "engines", "integrations", "layers", "hook", "drainer",
-                            "session", "ops"),
+                            "session", "metrics", "ops"),
             define_macros=tracer_macros,
             libraries=["dl"],
             **common,

@@ -90,14 +90,13 @@ def test_serving_counts_and_a_stopped_session_keeps_counting(served, tmp_path):
 
 
 SERVE = r"""
-import sys, torch, trt_trace
-from trt_trace import standin
+import sys, time, torch, trt_trace
+from trt_trace import metrics, standin
 e = standin.make_engine("env_metrics_engine", host_us=100)
 for _ in range(7):
     torch.ops.tensorrt.execute_engine([torch.ones(8)], e)
-from trt_trace import metrics
-if metrics._waiter is not None:
-    metrics._waiter.join()  # it serves from the first engine call on: served (or refused) now
+while metrics.serving() and metrics.address() is None:
+    time.sleep(0.01)  # the native thread binds at the first engine call: served (or refused) now
 print("ready", flush=True)
 sys.stdin.readline()
 """
@@ -159,25 +158,24 @@ def test_a_bad_port_is_one_warning(value):
 
 def test_a_process_that_runs_no_engine_does_not_take_the_port():
     port = _free_port()
-    # Its waiter waits for an engine call that never comes: nothing served, asked directly, not by sleeping.
-    proc = run_python("import torch\nfrom trt_trace import metrics\n"
-                      "print(metrics._waiter.is_alive(), metrics.serving())", {"TRT_TRACE_METRICS_PORT": str(port)})
-    assert proc.returncode == 0 and proc.stdout == "True False\n" and proc.stderr == ""
+    # Waiting for an engine call that never comes: nothing served, asked directly, not by sleeping.
+    proc = run_python("import torch\nfrom trt_trace import metrics, ops\n"
+                      "print(ops.metrics_status()[0], metrics.serving(), metrics.address())",
+                      {"TRT_TRACE_METRICS_PORT": str(port)})
+    assert proc.returncode == 0 and proc.stdout == "1 True None\n" and proc.stderr == ""
     with socket.socket() as s:
         s.bind(("127.0.0.1", port))  # still free: a torchrun launcher leaves it to its workers
 
 
-def test_a_process_that_exits_while_its_waiter_polls_exits_cleanly():
-    # The waiter polls a torch op from a daemon thread. Caught inside it when the interpreter
-    # finalized, it aborted the process ("terminate called without an active exception") in about
-    # 1 exit in 6: the exit hook ends it first. Eight exits at once, each right after start-up.
+def test_processes_that_exit_while_waiting_for_their_first_engine_exit_cleanly():
+    # The Python waiter thread this replaced polled a torch op; caught inside it at finalization it
+    # aborted the process ("terminate called without an active exception") in about 1 exit in 6. The
+    # native thread waits on an eventfd and is joined at exit. Eight exits at once, right after start-up.
     env = {"TRT_TRACE_METRICS_PORT": str(_free_port())}
-    code = "import torch\nfrom trt_trace import metrics\nprint(metrics._waiter.is_alive())"
+    code = "import torch\nfrom trt_trace import ops\nprint(ops.metrics_status()[0])"
     with concurrent.futures.ThreadPoolExecutor(8) as pool:
         procs = list(pool.map(lambda _: run_python(code, env), range(8)))
-    assert [(p.returncode, p.stdout, p.stderr) for p in procs] == [(0, "True\n", "")] * 8
-    ended = run_python(code + "\nmetrics._end_waiting()\nprint(metrics._waiter.is_alive())", env)
-    assert (ended.returncode, ended.stdout, ended.stderr) == (0, "True\nFalse\n", "")
+    assert [(p.returncode, p.stdout, p.stderr) for p in procs] == [(0, "1\n", "")] * 8
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="GPU spans need CUDA (run by tools/device/device_check.sh)")

@@ -28,6 +28,7 @@ CSRC_LAYERS: list[tuple[str, ...]] = [
     ("hook",),  # the calling thread's hot path: the hook, the call scope, the op observer, GPU events
     ("drainer",),  # the drainer thread's side: one drain step, the GPU resolver and its clock fit
     ("session",),  # the native writer thread: drains, places tracks, formats and writes the session's file
+    ("metrics",),  # the metrics endpoint's own thread: its HTTP server and the exposition text
     ("ops", "readers", "standin"),  # torch.ops.trt_trace.*; the torch-free readers; the stand-in runtime
 ]
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)

@@ -218,6 +218,44 @@ def reset_thread_counts() -> None:
     _op("_reset_thread_counts")()
 
 
+def serve_metrics(addr: str, port: int) -> tuple[int, str, int, int, str]:
+    """Binds the metrics endpoint now (csrc/metrics): (state, host, port, errno, message); state 2: serving."""
+    state, host, bound, error, message = _op("_serve_metrics")(str(addr), int(port))
+    return int(state), str(host), int(bound), int(error), str(message)
+
+
+def serve_metrics_from_first_engine(addr: str, port: int, quiet: bool) -> None:
+    """The endpoint from the first engine call on; its thread writes the "metrics at" line (unless quiet)."""
+    _op("_serve_metrics_from_first_engine")(str(addr), int(port), bool(quiet))
+
+
+def metrics_status() -> tuple[int, str, int, int, str]:
+    """(state, host, port, 0, ""): state 0 off, 1 waiting for the first engine call, 2 serving."""
+    state, host, port, error, message = _op("_metrics_status")()
+    return int(state), str(host), int(port), int(error), str(message)
+
+
+def stop_metrics() -> None:
+    _op("_stop_metrics")()
+
+
+def metrics_text() -> str:
+    """The exposition text a scrape gets now."""
+    return str(_op("_metrics_text")())
+
+
+def metrics_text_of(name_bytes: torch.Tensor, name_ends: torch.Tensor, stats: torch.Tensor, hist_total: torch.Tensor,
+                    hist_gpu: torch.Tensor, dropped: int) -> bytes:
+    """Test op: the exposition text of the counters given (names as UTF-8 bytes and end offsets)."""
+    out = _op("_metrics_text_of")(name_bytes, name_ends, stats, hist_total, hist_gpu, int(dropped))
+    return out.numpy().tobytes()
+
+
+def metrics_sample_values(values: list[float]) -> list[str]:
+    """Test op: each value as the metrics text writes a sample's number."""
+    return str(_op("_metrics_sample_values")([float(v) for v in values])).splitlines()
+
+
 def engine_names() -> list[str]:
     return list(_op("_engine_names")())
 

@@ -12,6 +12,8 @@ namespace trt_trace {
 
 namespace {
 
+std::atomic<EngineRegistry::FirstEngineListener> g_first_engine_listener{nullptr};
+
 std::string engine_str(const c10::IValue& engine) {
   try {
     const auto& obj = engine.toObjectRef();
@@ -72,22 +74,33 @@ uint32_t EngineRegistry::register_engine(c10::ivalue::Object* obj, const c10::IV
   }
   // Outside the lock: __str__ runs the engine's own code.
   const std::string name = parse_engine_name(engine_str(engine));
-  std::lock_guard<std::mutex> lock(mutex_);
-  auto it = live_.find(obj);
-  if (it != live_.end()) return it->second.id;  // another thread won the race
-  sweep_locked();  // engines that died since the last sweep free their memory now
   uint32_t id = 0;
-  auto d = dormant_.find(obj);
-  if (d != dormant_.end()) {
-    if (names_[d->second] == name) id = d->second;
-    dormant_.erase(d);
+  bool first_engine = false;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto it = live_.find(obj);
+    if (it != live_.end()) return it->second.id;  // another thread won the race
+    sweep_locked();  // engines that died since the last sweep free their memory now
+    auto d = dormant_.find(obj);
+    if (d != dormant_.end()) {
+      if (names_[d->second] == name) id = d->second;
+      dormant_.erase(d);
+    }
+    if (id == 0) {
+      id = static_cast<uint32_t>(names_.size());
+      names_.push_back(name);
+      first_engine = id == 1;
+    }
+    live_.emplace(obj, Entry{c10::weak_intrusive_ptr<c10::ivalue::Object>(engine.toObject()), id});
   }
-  if (id == 0) {
-    id = static_cast<uint32_t>(names_.size());
-    names_.push_back(name);
+  if (first_engine) {
+    if (FirstEngineListener listener = g_first_engine_listener.load()) listener();
   }
-  live_.emplace(obj, Entry{c10::weak_intrusive_ptr<c10::ivalue::Object>(engine.toObject()), id});
   return id;
+}
+
+void EngineRegistry::set_first_engine_listener(FirstEngineListener listener) noexcept {
+  g_first_engine_listener.store(listener);
 }
 
 void EngineRegistry::sweep() {

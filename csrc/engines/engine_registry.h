@@ -71,6 +71,12 @@ class EngineRegistry {
 
   size_t live_count() const;
 
+  // A function called once, on the thread of the call that registers the first engine, after the
+  // registry's lock is released: the metrics endpoint starts then (metrics/metrics_server.h). It
+  // must not block (it runs inside that engine call) and must not throw.
+  using FirstEngineListener = void (*)() noexcept;
+  static void set_first_engine_listener(FirstEngineListener listener) noexcept;
+
  private:
   static EngineRegistry* create();
   static size_t cache_slot(const void* p) {

@@ -25,6 +25,9 @@
 #include "integrations/profiler_scopes.h"
 #include "layers/private_folder.h"
 #include "layers/runtime_profiling.h"
+#include "metrics/exposition_text.h"
+#include "metrics/sample_values.h"
+#include "stats/duration_histogram.h"
 
 namespace trt_trace {
 namespace {
@@ -217,6 +220,51 @@ at::Tensor perfetto_track_packet(const std::string& which, const std::vector<int
   at::Tensor result = at::empty({static_cast<int64_t>(out.size())}, at::kByte);
   if (!out.empty()) std::memcpy(result.data_ptr<uint8_t>(), out.data(), out.size());
   return result;
+// The metrics text of counters given as arguments (tests/test_metrics_text.py: the native text of recorded
+// counters against prometheus_client's): names as UTF-8 bytes and their end offsets (any bytes, valid
+// UTF-8 or not), stats [ids, columns], histograms [ids, buckets] each; the text as bytes.
+at::Tensor metrics_text_of(const at::Tensor& name_bytes, const at::Tensor& name_ends, const at::Tensor& stats,
+                           const at::Tensor& hist_total, const at::Tensor& hist_gpu, int64_t dropped) {
+  metrics::EngineCounters c;
+  const at::Tensor bytes = name_bytes.to(at::kByte).contiguous();
+  const at::Tensor ends = name_ends.to(at::kLong).contiguous();
+  int64_t begin = 0;
+  for (int64_t i = 0; i < ends.numel(); ++i) {
+    const int64_t end = ends.data_ptr<int64_t>()[i];
+    TORCH_CHECK(begin <= end && end <= bytes.numel(), "trt_trace::_metrics_text_of: name_ends out of order");
+    c.names.emplace_back(reinterpret_cast<const char*>(bytes.data_ptr<uint8_t>()) + begin, end - begin);
+    begin = end;
+  }
+  TORCH_CHECK(stats.dim() == 2 && stats.size(1) == kNumStatColumns, "trt_trace::_metrics_text_of: stats must be "
+              "[ids, ", kNumStatColumns, "]");
+  const at::Tensor s = stats.to(at::kLong).contiguous();
+  c.stats.resize(s.size(0));
+  for (int64_t i = 0; i < s.size(0); ++i) {
+    for (int k = 0; k < kNumStatColumns; ++k) c.stats[i][k] = s.data_ptr<int64_t>()[i * kNumStatColumns + k];
+  }
+  const at::Tensor* hists[] = {&hist_total, &hist_gpu};
+  for (int series = 0; series < kNumHistSeries; ++series) {
+    const at::Tensor h = hists[series]->to(at::kLong).contiguous();
+    TORCH_CHECK(h.dim() == 2 && h.size(1) == histogram::kBuckets, "trt_trace::_metrics_text_of: a histogram must be "
+                "[ids, ", histogram::kBuckets, "]");
+    c.histograms[series].assign(h.data_ptr<int64_t>(), h.data_ptr<int64_t>() + h.numel());
+  }
+  c.dropped_events = static_cast<uint64_t>(dropped);
+  std::string text;
+  metrics::append_exposition_text(text, c);
+  at::Tensor out = at::empty({static_cast<int64_t>(text.size())}, at::kByte);
+  std::memcpy(out.data_ptr<uint8_t>(), text.data(), text.size());
+  return out;
+}
+
+// Each value as a sample's number in the metrics text, one a line (against prometheus_client's floatToGoString).
+std::string metrics_sample_values(const std::vector<double>& values) {
+  std::string out;
+  for (double v : values) {
+    metrics::append_sample_value(out, v);
+    out += '\n';
+  }
+  return out;
 }
 
 }  // namespace
@@ -244,4 +292,8 @@ TORCH_LIBRARY_FRAGMENT(trt_trace, m) {
   // Perfetto's non-slice packets as the native writer encodes them (format/perfetto_track_packets.h).
   m.def("_perfetto_track_packet(str which, int[] ints, float[] doubles, Tensor text, int[] text_ends) -> Tensor",
         &perfetto_track_packet);
+  // The metrics text of given counters, and its numbers.
+  m.def("_metrics_text_of(Tensor name_bytes, Tensor name_ends, Tensor stats, Tensor hist_total, Tensor hist_gpu, "
+        "int dropped) -> Tensor", &metrics_text_of);
+  m.def("_metrics_sample_values(float[] values) -> str", &metrics_sample_values);
 }
