@@ -1,6 +1,7 @@
 #include "session/native_writer.h"
 
 #include <pthread.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -144,7 +145,18 @@ void start_writer(const WriterSettings& settings) {
     w.held = false;
     w.wakes = 0;
   }
-  w.thread = new std::thread(run, &w);
+  // The thread is made with every signal blocked (it inherits the mask): a SIGINT or SIGTERM sent to the
+  // process then goes to one of the program's threads, whose handlers expect it, never to this one.
+  sigset_t all, before;
+  sigfillset(&all);
+  pthread_sigmask(SIG_SETMASK, &all, &before);
+  try {
+    w.thread = new std::thread(run, &w);
+  } catch (...) {
+    pthread_sigmask(SIG_SETMASK, &before, nullptr);
+    throw;
+  }
+  pthread_sigmask(SIG_SETMASK, &before, nullptr);
   pthread_setname_np(w.thread->native_handle(), "trt_trace-write");
 }
 
