@@ -16,12 +16,13 @@ up to its last 50 ms, is on disk, with no end record.
 from __future__ import annotations
 
 import atexit
+import contextlib
 import os
 import posix
 import signal
 import sys
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 _stop: Callable[[], Any] = lambda: None  # noqa: E731 (the session's stop(), set by install_exit_paths)
@@ -33,20 +34,59 @@ def at_exit(finish: Callable[[], None]) -> None:
     """`finish` runs at exit (atexit) and before os._exit once install_exit_paths has run."""
     global _finish_at_exit
     _finish_at_exit = finish
-    atexit.register(lambda: _finish_at_exit())
+    atexit.register(_finish_at_interpreter_exit)
+
+
+def _finish_at_interpreter_exit() -> None:
+    with finishing():
+        _finish_at_exit()
 
 
 def at_fork(before: Callable[[], Any], after_in_parent: Callable[[], Any], after_in_child: Callable[[], Any]) -> None:
     os.register_at_fork(before=before, after_in_parent=after_in_parent, after_in_child=after_in_child)
 
 
+# A SIGTERM that arrives while the trace is being finished (an exit path, or stop() called by the program)
+# must not kill the process in the middle of it: a multiprocessing Pool's terminate() sends SIGTERM to
+# workers that are already leaving through os._exit after their last task, and dying there left their
+# files without an end, or with no file at all. The signal waits for the finish, then the process dies
+# of it as it would have.
+_finishing = 0  # finishes in progress on this process's threads (the handler runs in the main thread)
+_deferred_signal: int | None = None
+
+
+@contextlib.contextmanager
+def finishing() -> Iterator[None]:
+    """Around the end of a trace: SIGTERM (trt_trace's handler) waits for the block's end, then kills."""
+    global _finishing
+    _finishing += 1
+    try:
+        yield
+    finally:
+        _finishing -= 1
+        if _finishing == 0 and _deferred_signal is not None and not _exiting:
+            _die_of(_deferred_signal)
+
+
+_exiting = False  # inside os._exit's wrapper: the deferred signal is delivered there, after the finish
+
+
+def _die_of(signum: int) -> None:
+    signal.signal(signum, signal.SIG_DFL)
+    os.kill(os.getpid(), signum)
+
+
 def _finish_on_signal(signum, frame) -> None:  # noqa: ANN001
     """SIGTERM: finish the trace, then die of the signal as the program would have."""
+    global _deferred_signal
+    if _finishing:
+        _deferred_signal = signum  # the finish it interrupted runs on; the process dies after it
+        return
     try:
-        _stop()
+        with finishing():
+            _stop()
     finally:
-        signal.signal(signum, signal.SIG_DFL)
-        os.kill(os.getpid(), signum)
+        _die_of(signum)
 
 
 def install_exit_paths(stop: Callable[[], Any]) -> None:
@@ -114,10 +154,15 @@ _exit_before: Callable[[int], Any] | None = None  # os._exit as it was (another 
 
 
 def _exit_finishing_the_trace(status: int) -> None:
+    global _exiting
+    _exiting = True
     try:
-        _finish_at_exit()
+        with finishing():
+            _finish_at_exit()
     except BaseException:  # noqa: BLE001 (the process is leaving: nothing may stop it)
         pass
+    if _deferred_signal is not None:  # a SIGTERM came while the trace was finished: die of it now
+        _die_of(_deferred_signal)
     (_exit_before or _posix_exit)(status)
 
 

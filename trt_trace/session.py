@@ -391,10 +391,11 @@ def dump() -> str:
 
 def stop() -> str | None:
     """Stops tracing and finishes the file; returns its path (None when not tracing)."""
-    session = _take_active()
-    if session is None:
-        return None
-    session.stop()
+    with process_hooks.finishing():  # a SIGTERM meanwhile waits for the file's end
+        session = _take_active()
+        if session is None:
+            return None
+        session.stop()
     return session.path
 
 

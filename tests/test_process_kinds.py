@@ -1,0 +1,191 @@
+"""Accounting in every process kind: calls executed = calls in the files + calls reported dropped.
+
+Each cell runs a real program with `TRT_TRACE_OUT='t_{pid}.json'` (so every process that runs an engine has
+a file of its own) in one way a process is started or ends: a normal exit, an exception, Ctrl-C, SIGTERM
+(trt_trace's handler and the program's own), SIGKILL, `os._exit`, fork / spawn / forkserver `Process`
+and `Pool` (the pool's own terminate at `with` exit and close + join), `ProcessPoolExecutor`, and
+torchrun workers. Every process counts the engine calls it executed into a file of its own, with
+SIGINT and SIGTERM blocked around the call and the count, so that the count is exact whatever signal
+arrives. The test then reads every trace back and checks, per process:
+
+* the calls in its file plus the calls its end record says were dropped equal the calls it executed;
+* the file says how it ended (an end record `ended: closed`), except after SIGKILL, where it has no end
+  record and holds every call but those of the last moments (the drain runs every 50 ms);
+* the exit line "trace written to X (N events)", where printed, is true of X;
+* no process that ran no engine left a file, and no file belongs to no process.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from trt_trace.readers.in_memory import load_events
+
+COUNTER = r"""
+import os, signal, sys, time
+import torch
+from trt_trace import standin
+
+COUNTS = os.environ["COUNTS_DIR"]
+_BLOCK = {signal.SIGINT, signal.SIGTERM}
+_done = {"pid": None, "n": 0, "fd": None}
+
+
+def _count_one() -> None:
+    if _done["pid"] != os.getpid():  # a forked child starts its own count
+        _done.update(pid=os.getpid(), n=0, fd=os.open(f"{COUNTS}/{os.getpid()}", os.O_WRONLY | os.O_CREAT, 0o644))
+    _done["n"] += 1
+    os.pwrite(_done["fd"], b"%20d\n" % _done["n"], 0)
+
+
+def calls(n, name="engine"):
+    e = standin.make_engine(name)
+    for _ in range(n):
+        signal.pthread_sigmask(signal.SIG_BLOCK, _BLOCK)  # the call and its count, or neither
+        try:
+            torch.ops.tensorrt.execute_engine([torch.ones(4)], e)
+            _count_one()
+        finally:
+            signal.pthread_sigmask(signal.SIG_UNBLOCK, _BLOCK)
+    return os.getpid(), n
+
+
+def until_stopped(name="engine"):
+    calls(50, name)
+    print("ready", flush=True)
+    while True:
+        calls(10, name)
+"""
+
+PROGRAMS = {
+    "exit": "calls(300)\n",
+    "exception": "calls(300)\nraise RuntimeError('the program fails')\n",
+    "os._exit": "calls(300)\nos._exit(3)\n",
+    "sigint": "until_stopped()\n",
+    "sigterm": "until_stopped()\n",
+    "sigterm, own handler": ("signal.signal(signal.SIGTERM, lambda *a: sys.exit(0))\nuntil_stopped()\n"),
+    "sigkill": "until_stopped()\n",
+}
+for _method in ("fork", "spawn", "forkserver"):
+    PROGRAMS[f"Process {_method}"] = f"""
+import multiprocessing as mp
+if __name__ == "__main__":
+    ps = [mp.get_context("{_method}").Process(target=calls, args=(120,)) for _ in range(2)]
+    for p in ps: p.start()
+    for p in ps: p.join()
+    assert all(p.exitcode == 0 for p in ps), [p.exitcode for p in ps]
+    calls(30, "parent")
+"""
+    PROGRAMS[f"Pool {_method}, terminated at with-exit"] = f"""
+import multiprocessing as mp
+if __name__ == "__main__":
+    with mp.get_context("{_method}").Pool(2) as pool:
+        pool.map(calls, [40] * 6)
+    calls(30, "parent")
+"""
+    PROGRAMS[f"Pool {_method}, close and join"] = f"""
+import multiprocessing as mp
+if __name__ == "__main__":
+    pool = mp.get_context("{_method}").Pool(2)
+    pool.map(calls, [40] * 6)
+    pool.close()
+    pool.join()
+"""
+for _method in ("fork", "spawn"):
+    PROGRAMS[f"ProcessPoolExecutor {_method}"] = f"""
+import concurrent.futures as cf, multiprocessing as mp
+if __name__ == "__main__":
+    with cf.ProcessPoolExecutor(2, mp_context=mp.get_context("{_method}")) as ex:
+        list(ex.map(calls, [40] * 6))
+"""
+
+SIGNALLED = {"sigint": signal.SIGINT, "sigterm": signal.SIGTERM, "sigterm, own handler": signal.SIGTERM,
+             "sigkill": signal.SIGKILL}
+
+
+def _env(tmp_path: Path) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith("TRT_TRACE_") or k in ("TRT_TRACE_CACHE_DIR", "TRT_TRACE_STANDIN_RUNTIME")}
+    (tmp_path / "counts").mkdir()
+    env.update(TRT_TRACE_OUT="t_{pid}.json", COUNTS_DIR=str(tmp_path / "counts"), OMP_NUM_THREADS="1")
+    return env
+
+
+def _default_signals() -> None:
+    """The child starts with the dispositions a terminal gives (the suite may run as a background job,
+    which inherits SIGINT ignored: Python would then never raise KeyboardInterrupt)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+
+def run_cell(tmp_path: Path, kind: str) -> subprocess.CompletedProcess:
+    (tmp_path / "program.py").write_text(COUNTER + PROGRAMS[kind])
+    env = _env(tmp_path)
+    cmd = [sys.executable, "program.py"]
+    if kind not in SIGNALLED:
+        return subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=240,
+                              preexec_fn=_default_signals)
+    proc = subprocess.Popen(cmd, cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, preexec_fn=_default_signals)
+    try:
+        assert proc.stdout.readline().strip() == "ready"
+        time.sleep(1.0)  # a second of busy calls: the drain must keep up while they run
+        proc.send_signal(SIGNALLED[kind])
+        out, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    return subprocess.CompletedProcess(cmd, proc.returncode, out, err)
+
+
+def executed_calls(tmp_path: Path) -> dict[int, int]:
+    return {int(p.name): int(p.read_text()) for p in (tmp_path / "counts").iterdir()}
+
+
+def end_record(events: list[dict]) -> dict | None:
+    ends = [e["args"] for e in events if e.get("ph") == "M" and e.get("name") == "trt_trace_metadata"
+            and "ended" in e.get("args", {})]
+    return ends[-1] if ends else None
+
+
+def dropped_calls(end: dict | None) -> int:
+    if end is None:
+        return 0
+    return int(end.get("dropped_calls", 0))
+
+
+CELLS = list(PROGRAMS)
+
+
+@pytest.mark.parametrize("kind", CELLS)
+def test_calls_executed_equal_calls_in_the_files_plus_calls_dropped(tmp_path, kind):
+    proc = run_cell(tmp_path, kind)
+    executed = executed_calls(tmp_path)
+    assert executed, proc.stderr
+    files = {int(m.group(1)): p for p in tmp_path.glob("t_*.json") if (m := re.fullmatch(r"t_(\d+)\.json", p.name))}
+    # Only processes that ran an engine have a file, and every file is one of theirs.
+    assert sorted(files) == sorted(executed), (files, executed, proc.stderr)
+    for pid, n in executed.items():
+        events = load_events(str(files[pid]))
+        in_file = sum(1 for e in events if e.get("ph") == "X" and e.get("name") == "execute_engine")
+        end = end_record(events)
+        if kind == "sigkill":
+            assert end is None, end
+            # All but the last moments: the drain writes every 50 ms; at most 0.25 s of calls may be lost.
+            rate = n / 1.5
+            assert n - rate * 0.25 <= in_file <= n, (in_file, n)
+            continue
+        assert end is not None and end["ended"] == "closed", (kind, pid, end, proc.stderr)
+        assert in_file + dropped_calls(end) == n, (kind, pid, in_file, dropped_calls(end), n, proc.stderr)
+        assert end["records_written"] == sum(1 for e in events if e.get("ph") == "X")
+        line = re.search(rf"trace written to t_{pid}\.json \((\d+) events\)", proc.stderr)
+        if line:  # the exit line, where the process could print one, is true of the file
+            assert int(line.group(1)) == end["records_written"], proc.stderr
