@@ -20,6 +20,7 @@ from __future__ import annotations
 import os
 import re
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -30,7 +31,7 @@ import pytest
 from trt_trace.readers.in_memory import load_events
 
 COUNTER = r"""
-import os, signal, sys, time
+import os, signal, sys, threading, time
 import torch
 from trt_trace import standin
 
@@ -39,11 +40,15 @@ _BLOCK = {signal.SIGINT, signal.SIGTERM}
 _done = {"pid": None, "n": 0, "fd": None}
 
 
+_lock = threading.Lock()
+
+
 def _count_one() -> None:
-    if _done["pid"] != os.getpid():  # a forked child starts its own count
-        _done.update(pid=os.getpid(), n=0, fd=os.open(f"{COUNTS}/{os.getpid()}", os.O_WRONLY | os.O_CREAT, 0o644))
-    _done["n"] += 1
-    os.pwrite(_done["fd"], b"%20d\n" % _done["n"], 0)
+    with _lock:
+        if _done["pid"] != os.getpid():  # a forked child starts its own count
+            _done.update(pid=os.getpid(), n=0, fd=os.open(f"{COUNTS}/{os.getpid()}", os.O_WRONLY | os.O_CREAT, 0o644))
+        _done["n"] += 1
+        os.pwrite(_done["fd"], b"%20d\n" % _done["n"], 0)
 
 
 def calls(n, name="engine"):
@@ -107,6 +112,18 @@ if __name__ == "__main__":
         list(ex.map(calls, [40] * 6))
 """
 
+# torchrun's workers (its agent imports torch too, and runs no engine: no file).
+PROGRAMS["torchrun workers"] = "calls(300)\n"
+
+# Threads that outrun a tiny buffer: drops, which the end record must count in calls.
+PROGRAMS["threads past a tiny buffer"] = """
+import threading
+ts = [threading.Thread(target=calls, args=(2000,)) for _ in range(3)]
+for t in ts: t.start()
+for t in ts: t.join()
+"""
+ENV = {"threads past a tiny buffer": {"TRT_TRACE_BUFFER": "64"}}
+
 SIGNALLED = {"sigint": signal.SIGINT, "sigterm": signal.SIGTERM, "sigterm, own handler": signal.SIGTERM,
              "sigkill": signal.SIGKILL}
 
@@ -128,8 +145,14 @@ def _default_signals() -> None:
 
 def run_cell(tmp_path: Path, kind: str) -> subprocess.CompletedProcess:
     (tmp_path / "program.py").write_text(COUNTER + PROGRAMS[kind])
-    env = _env(tmp_path)
+    env = {**_env(tmp_path), **ENV.get(kind, {})}
     cmd = [sys.executable, "program.py"]
+    if kind == "torchrun workers":
+        with socket.socket() as free:
+            free.bind(("127.0.0.1", 0))
+            port = free.getsockname()[1]
+        cmd = [str(Path(sys.executable).parent / "torchrun"), "--nproc-per-node", "2", "--master-addr", "127.0.0.1",
+               "--master-port", str(port), "program.py"]
     if kind not in SIGNALLED:
         return subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=240,
                               preexec_fn=_default_signals)
@@ -156,10 +179,8 @@ def end_record(events: list[dict]) -> dict | None:
     return ends[-1] if ends else None
 
 
-def dropped_calls(end: dict | None) -> int:
-    if end is None:
-        return 0
-    return int(end.get("dropped_calls", 0))
+def dropped_calls(end: dict) -> int:
+    return int(end["dropped_calls"])
 
 
 CELLS = list(PROGRAMS)
@@ -185,6 +206,7 @@ def test_calls_executed_equal_calls_in_the_files_plus_calls_dropped(tmp_path, ki
             continue
         assert end is not None and end["ended"] == "closed", (kind, pid, end, proc.stderr)
         assert in_file + dropped_calls(end) == n, (kind, pid, in_file, dropped_calls(end), n, proc.stderr)
+        assert (dropped_calls(end) > 0) == (kind in ENV), end  # drops where the buffer is too small, only there
         assert end["records_written"] == sum(1 for e in events if e.get("ph") == "X")
         line = re.search(rf"trace written to t_{pid}\.json \((\d+) events\)", proc.stderr)
         if line:  # the exit line, where the process could print one, is true of the file

@@ -52,9 +52,13 @@ def test_overflow_never_blocks_and_counts_every_lost_event(tmp_path):
     # Every event that is not in the file is counted, exactly: events, not threads.
     lost = 2 * 3000 * 5 - sum(written_per_thread.values())
     assert lost > 0 and end["dropped_events"] == lost
+    # And in calls: the 6,000 calls executed are the calls in the file and the calls dropped.
+    in_file = sum(1 for e in events if e["ph"] == "X" and e["name"] == "execute_engine")
+    assert in_file + end["dropped_calls"] == 2 * 3000 and lost == 5 * end["dropped_calls"]
+    assert sum(t["dropped_calls"] for t in end["threads"]) == end["dropped_calls"]
     warnings = [ln for ln in proc.stderr.splitlines() if "dropped" in ln]
-    assert warnings == [f"trt_trace: {lost} event(s) dropped in 2 thread(s): the trace buffer was full; "
-                        "raise TRT_TRACE_BUFFER (now 64 events per thread)"]
+    assert warnings == [f"trt_trace: {end['dropped_calls']} call(s) ({lost} event(s)) dropped in 2 thread(s): the "
+                        "trace buffer was full; raise TRT_TRACE_BUFFER (now 64 events per thread)"]
 
 
 def test_dump_engine_timing_reports_drops():

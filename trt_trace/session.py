@@ -236,7 +236,8 @@ class Session:
     def drop_counts(self) -> list[dict[str, int]]:
         rows = ops.thread_counts().tolist()
         return [
-            {"thread": r[0], "produced": r[1], "dropped": r[2], "capacity": r[3]} for r in rows if r[1] > 0
+            {"thread": r[0], "produced": r[1], "dropped": r[2], "dropped_calls": r[5], "capacity": r[3]}
+            for r in rows if r[1] > 0
         ]
 
     def _end_metadata(self) -> dict[str, Any]:
@@ -249,6 +250,9 @@ class Session:
             "wall_ns": time.time_ns(),
             "records_drained": self.records_written,
             "dropped_events": sum(t["dropped"] for t in threads),
+            # The calls behind them (a call's records are dropped whole): calls executed while the session
+            # recorded = calls in its files + dropped_calls.
+            "dropped_calls": sum(t["dropped_calls"] for t in threads),
             "threads": threads,
             "write_failed": self.drainer.failed,
             "gpu_clock": ops.gpu_clock_stats(),
@@ -284,7 +288,8 @@ class Session:
         if dropped:
             n = sum(1 for t in threads if t["dropped"])
             warn(
-                f"{dropped} event(s) dropped in {n} thread(s): the trace buffer was full; "
+                f"{end['dropped_calls']} call(s) ({dropped} event(s)) dropped in {n} thread(s): the trace buffer was "
+                "full; "
                 f"raise TRT_TRACE_BUFFER (now {self.settings.buffer_events} events per thread)"
             )
 

@@ -7,7 +7,8 @@
 // 64-bit counters (never wrap in practice); slot = counter & mask.
 //
 // Counts are in events, the records the drainer hands out (a call's slots expand
-// into more records, see buffer/call_layout.h). Invariant, exact at every
+// into more records, see buffer/call_layout.h), and dropped calls are counted too,
+// so that a trace can say how many calls it lacks. Invariant, exact at every
 // quiescent point:
 //   produced() == events of the slots stored + dropped()
 #pragma once
@@ -31,16 +32,18 @@ class RecordRing {
   RecordRing& operator=(const RecordRing&) = delete;
 
   // Producer, writing in place: claim room for n slots that stand for `events`
-  // events (all or none: false counts the events as dropped), write slot i at
-  // slot(start + i), then publish(start + n) makes them visible to the consumer.
-  // A call is never split.
-  bool claim(size_t n, uint64_t events, uint64_t* start) noexcept {
+  // events of `calls` engine calls (1 for a call's records, 0 for records that
+  // belong to a call written before, such as its layers; all or none: false
+  // counts the events and calls as dropped), write slot i at slot(start + i),
+  // then publish(start + n) makes them visible to the consumer. A call is never split.
+  bool claim(size_t n, uint64_t events, uint64_t calls, uint64_t* start) noexcept {
     produced_.store(produced_.load(std::memory_order_relaxed) + events, std::memory_order_relaxed);
     const uint64_t head = head_.load(std::memory_order_relaxed);
     if (head + n - tail_cache_ > capacity_) {
       tail_cache_ = tail_.load(std::memory_order_acquire);
       if (head + n - tail_cache_ > capacity_) {
         dropped_.store(dropped_.load(std::memory_order_relaxed) + events, std::memory_order_relaxed);
+        dropped_calls_.store(dropped_calls_.load(std::memory_order_relaxed) + calls, std::memory_order_relaxed);
         return false;
       }
     }
@@ -77,6 +80,7 @@ class RecordRing {
   size_t capacity() const noexcept { return capacity_; }
   uint64_t produced() const noexcept { return produced_.load(std::memory_order_relaxed); }
   uint64_t dropped() const noexcept { return dropped_.load(std::memory_order_relaxed); }
+  uint64_t dropped_calls() const noexcept { return dropped_calls_.load(std::memory_order_relaxed); }
   uint64_t pending() const noexcept {
     return head_.load(std::memory_order_acquire) - tail_.load(std::memory_order_acquire);
   }
@@ -90,6 +94,7 @@ class RecordRing {
   uint64_t tail_cache_ = 0;
   std::atomic<uint64_t> produced_{0};
   std::atomic<uint64_t> dropped_{0};
+  std::atomic<uint64_t> dropped_calls_{0};
   // Consumer-owned line.
   alignas(64) std::atomic<uint64_t> tail_{0};
 };

@@ -75,6 +75,7 @@ void ThreadRings::after_fork_child() noexcept {
     s.owned = t_this.ring != nullptr && t_local.index == i;  // only the forking thread lives on
     s.base_produced = s.ring->produced();
     s.base_dropped = s.ring->dropped();
+    s.base_dropped_calls = s.ring->dropped_calls();
   }
   mutex_.unlock();
   drain_mutex_.unlock();
@@ -89,6 +90,7 @@ std::pair<size_t, RecordRing*> ThreadRings::acquire(uint32_t thread_id) {
       s.owner_tid = thread_id;
       s.base_produced = s.ring->produced();
       s.base_dropped = s.ring->dropped();
+    s.base_dropped_calls = s.ring->dropped_calls();
       return {i, s.ring.get()};
     }
   }
@@ -106,7 +108,10 @@ void ThreadRings::release(size_t ring_index, uint32_t thread_id) noexcept {
   Slot& s = *slots_[ring_index];
   const uint64_t produced = s.ring->produced() - s.base_produced;
   const uint64_t dropped = s.ring->dropped() - s.base_dropped;
-  if (produced > 0) retired_.push_back({thread_id, produced, dropped, s.ring->capacity(), false});
+  if (produced > 0) {
+    retired_.push_back({thread_id, produced, dropped, s.ring->capacity(), false,
+                        s.ring->dropped_calls() - s.base_dropped_calls});
+  }
   s.owned = false;
 }
 
@@ -125,7 +130,9 @@ ThreadRings::Writer ThreadRings::first_writer(ThisThread& me) noexcept {
 bool ThreadRings::push(const Record* records, size_t n) noexcept {
   const Writer w = writer();
   uint64_t start;
-  if (w.ring == nullptr || !w.ring->claim(n, n, &start)) return false;
+  uint64_t calls = 0;  // (tests and benchmarks push whole records: their call records are the calls)
+  for (size_t i = 0; i < n; ++i) calls += records[i].phase == static_cast<uint8_t>(Phase::kCall) ? 1 : 0;
+  if (w.ring == nullptr || !w.ring->claim(n, n, calls, &start)) return false;
   for (size_t i = 0; i < n; ++i) {
     Record& r = w.ring->slot(start + i);
     r = records[i];
@@ -180,6 +187,7 @@ void ThreadRings::reset_counts() {
   for (auto& s : slots_) {
     s->base_produced = s->ring->produced();
     s->base_dropped = s->ring->dropped();
+    s->base_dropped_calls = s->ring->dropped_calls();
   }
 }
 
@@ -190,7 +198,8 @@ std::vector<ThreadCounts> ThreadRings::thread_counts() const {
     if (!s->owned) continue;
     const uint64_t produced = s->ring->produced() - s->base_produced;
     const uint64_t dropped = s->ring->dropped() - s->base_dropped;
-    out.push_back({s->owner_tid, produced, dropped, s->ring->capacity(), true});
+    out.push_back({s->owner_tid, produced, dropped, s->ring->capacity(), true,
+                   s->ring->dropped_calls() - s->base_dropped_calls});
   }
   return out;
 }

@@ -38,6 +38,7 @@ struct ThreadCounts {
   uint64_t dropped;
   uint64_t capacity;
   bool alive;
+  uint64_t dropped_calls;  // the engine calls behind `dropped` (a call's records are dropped whole)
 };
 
 class ThreadRings {
@@ -100,6 +101,7 @@ class ThreadRings {
     bool owned = false;
     uint64_t base_produced = 0;  // ring counters when the current owner took it
     uint64_t base_dropped = 0;
+    uint64_t base_dropped_calls = 0;
   };
   static ThreadRings* create();
   // A thread's first writer(): takes a ring for it.

@@ -68,7 +68,7 @@ void CallScope::finish(bool error) noexcept {
     ring = C10_LIKELY(rt->ring != nullptr) ? rt->ring : ThreadRings::instance().writer().ring;
   }
   uint64_t at;
-  if (ring != nullptr && ring->claim(slots, 1 + phases + gpu_spans, &at)) {
+  if (ring != nullptr && ring->claim(slots, 1 + phases + gpu_spans, 1, &at)) {
     const uint32_t tid = rt->tid;
     ring->slot(at) = Record{begin_, end, call_id_, engine_id_, tid, static_cast<uint8_t>(Phase::kCall), flags,
                             device_, 0};

@@ -308,7 +308,7 @@ void record_layers(LayerEngine& e, uint32_t engine_id, const ProfiledCall& call)
   }
   const ThreadRings::Writer w = ThreadRings::instance().writer();
   uint64_t at = 0;
-  if (w.ring == nullptr || !w.ring->claim(traced.size(), traced.size(), &at)) {
+  if (w.ring == nullptr || !w.ring->claim(traced.size(), traced.size(), 0, &at)) {
     ++e.not_recorded;  // (the ring counted the drop)
     return;
   }

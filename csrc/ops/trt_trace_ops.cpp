@@ -180,10 +180,10 @@ c10::Dict<std::string, double> gpu_clock_stats() {
   return out;
 }
 
-// Rows: thread id, produced, dropped, capacity, alive.
+// Rows: thread id, produced, dropped (events), capacity, alive, dropped calls.
 at::Tensor thread_counts() {
   const auto counts = ThreadRings::instance().thread_counts();
-  at::Tensor out = at::zeros({static_cast<int64_t>(counts.size()), 5}, at::kLong);
+  at::Tensor out = at::zeros({static_cast<int64_t>(counts.size()), 6}, at::kLong);
   auto a = out.accessor<int64_t, 2>();
   for (size_t i = 0; i < counts.size(); ++i) {
     a[i][0] = counts[i].thread_id;
@@ -191,6 +191,7 @@ at::Tensor thread_counts() {
     a[i][2] = static_cast<int64_t>(counts[i].dropped);
     a[i][3] = static_cast<int64_t>(counts[i].capacity);
     a[i][4] = counts[i].alive ? 1 : 0;
+    a[i][5] = static_cast<int64_t>(counts[i].dropped_calls);
   }
   return out;
 }
