@@ -18,8 +18,17 @@ import sys
 
 
 def _start_from_env() -> None:
+    library = sys.modules.get("trt_trace._library")
+    if library is not None and library.loading_here():
+        # `import trt_trace` came first and its load of the tracer imports torch: starting now would need the
+        # library that load is loading (and wait on it for ever). Start right after it instead.
+        library.after_load(_start_from_env)
+        return
     try:
+        import dataclasses
+
         from trt_trace import config, session  # torch is imported by now
+        from trt_trace.errors import BufferUnavailable
 
         metrics = config.metrics_from_env()
         if metrics is not None:
@@ -33,7 +42,12 @@ def _start_from_env() -> None:
         if settings.out is None or session.active() is not None:
             return
         try:
-            session.start_session(settings)
+            try:
+                session.start_session(settings)
+            except BufferUnavailable as exc:  # a bad setting never leaves the run untraced: the default
+                config.warn(f"TRT_TRACE_BUFFER: {exc}; using the default, "
+                            f"{config.events_text(config.DEFAULT_BUFFER_EVENTS)}")
+                session.start_session(dataclasses.replace(settings, buffer_events=config.DEFAULT_BUFFER_EVENTS))
         except session.TraceError as exc:
             config.warn(f"TRT_TRACE_OUT: {exc}; running untraced")
     except Exception as exc:  # never take the user's process down

@@ -16,11 +16,18 @@ CASES = [
     ("TRT_TRACE_BUFFER", " 64k ", 64 * 1024, False),
     ("TRT_TRACE_BUFFER", "1M", 1 << 20, False),
     ("TRT_TRACE_BUFFER", "1m", 1 << 20, False),
-    ("TRT_TRACE_BUFFER", "1", 1, False),
+    ("TRT_TRACE_BUFFER", "1", 64, False),  # what the ring holds: a power of two, at least 64
+    ("TRT_TRACE_BUFFER", "100000", 1 << 17, False),
     ("TRT_TRACE_BUFFER", "0", config.DEFAULT_BUFFER_EVENTS, True),
     ("TRT_TRACE_BUFFER", "k", config.DEFAULT_BUFFER_EVENTS, True),
+    ("TRT_TRACE_BUFFER", "+5", config.DEFAULT_BUFFER_EVENTS, True),
+    ("TRT_TRACE_BUFFER", "1_000", config.DEFAULT_BUFFER_EVENTS, True),
     ("TRT_TRACE_BUFFER", "1025M", 1 << 30, True),
     ("TRT_TRACE_BUFFER", "1024M", 1 << 30, False),
+    ("TRT_TRACE_BUFFER", "1G", 1 << 30, False),
+    ("TRT_TRACE_BUFFER", "1g", 1 << 30, False),
+    ("TRT_TRACE_BUFFER", "2G", 1 << 30, True),
+    ("TRT_TRACE_BUFFER", "99999999999", 1 << 30, True),
     ("TRT_TRACE_BUFFER", "", config.DEFAULT_BUFFER_EVENTS, False),
     ("TRT_TRACE_GPU", "0", False, False),
     ("TRT_TRACE_GPU", "off", False, False),
@@ -70,8 +77,10 @@ CASES = [
 
 # The whole line for a value each parser refuses: the variable, what it got, the fix, the default used.
 LINES = [
-    ("TRT_TRACE_BUFFER", "lots", "TRT_TRACE_BUFFER='lots' is not a positive event count; use e.g. 65536, 256k or 1M "
-                                 "(using 65536)"),
+    ("TRT_TRACE_BUFFER", "lots", "TRT_TRACE_BUFFER='lots' is not a positive event count; use e.g. 65536, 256k, 1M or "
+                                 "1G (using 65536)"),
+    ("TRT_TRACE_BUFFER", "99999999999", "TRT_TRACE_BUFFER='99999999999' is over the most a thread's ring can hold; "
+                                        "using 1G events (40960 MiB per thread)"),
     ("TRT_TRACE_MAX_MB", "big", "TRT_TRACE_MAX_MB='big' is not a size in MiB; use e.g. 512, or 0 for no limit "
                                 "(using 1024)"),
     ("TRT_TRACE_FLIGHT", "soon", "TRT_TRACE_FLIGHT='soon' is not a number of seconds; use e.g. 30 (0: off) (using 0)"),
@@ -258,3 +267,75 @@ def test_keywords_and_the_environment_meet_in_one_settings_object(monkeypatch):
                                 caller_wait_every=2)
     with pytest.raises(TypeError, match="unexpected keyword argument 'bufer'"):
         config.from_keywords("t.json", {"bufer": 1})
+
+
+def test_the_buffers_units_are_binary_and_every_example_the_refusal_gives_is_taken():
+    assert [config.parse_count(t) for t in ("64k", "1M", "1G", "3K", "2m")] == [1 << 16, 1 << 20, 1 << 30, 3 << 10,
+                                                                               2 << 20]
+    for example in config.COUNT_EXAMPLES.replace(" or ", ", ").split(", "):
+        assert config.parse_count(example) > 0, example
+    assert config.events_text(1 << 16) == "64k events (2.5 MiB per thread)"
+
+
+# A ring of 1G events is 40 GiB: under a 24 GiB address-space limit it can never be allocated.
+LIMITED = "import resource\nresource.setrlimit(resource.RLIMIT_AS, (24 << 30, 24 << 30))\n"
+CALLS_PROGRAM = LIMITED + """
+import torch
+from trt_trace import standin
+engine = standin.make_engine("ring_engine")
+for _ in range(7):
+    torch.ops.tensorrt.execute_engine([torch.ones(4)], engine)
+"""
+
+
+def _calls_in(path: Path) -> int:
+    from trt_trace.readers import read_calls
+
+    return read_calls(str(path), lambda calls, info: None).calls
+
+
+def test_a_buffer_that_cannot_be_allocated_is_one_line_and_the_default_never_an_untraced_run(tmp_path):
+    from conftest import run_python
+
+    out = tmp_path / "t.json"
+    proc = run_python(CALLS_PROGRAM, {"TRT_TRACE_OUT": str(out), "TRT_TRACE_BUFFER": "1G"}, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    lines = [ln for ln in proc.stderr.splitlines() if "TRT_TRACE_BUFFER" in ln]
+    assert lines == ["trt_trace: TRT_TRACE_BUFFER: a trace buffer of 1G events (40960 MiB per thread) cannot be "
+                     "allocated in this process; give a smaller TRT_TRACE_BUFFER / buffer_events / --buffer; using "
+                     "the default, 64k events (2.5 MiB per thread)"], proc.stderr
+    assert _calls_in(out) == 7 and "trace written to" in proc.stderr
+
+
+def test_start_with_a_buffer_that_cannot_be_allocated_raises_one_line(tmp_path):
+    from conftest import run_python
+
+    path = str(tmp_path / "t.json")
+    code = LIMITED + (
+        f"import trt_trace\ntry:\n    trt_trace.start({path!r}, buffer_events='1G')\n"
+        "except trt_trace.TraceError as e:\n    print('refused:', e)\nprint('active', trt_trace.active())\n")
+    proc = run_python(code, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert "refused: a trace buffer of 1G events (40960 MiB per thread) cannot be allocated" in proc.stdout
+    assert "active None" in proc.stdout
+
+
+def test_trt_trace_run_buffer_takes_units_refuses_past_the_cap_and_never_runs_untraced(tmp_path):
+    import subprocess
+    import sys
+
+    from conftest import trt_trace_cli
+
+    out = tmp_path / "t.json"
+    script = tmp_path / "calls.py"
+    script.write_text(CALLS_PROGRAM)
+    proc = subprocess.run(trt_trace_cli() + ["run", "-o", str(out), "--buffer", "1G", "--", sys.executable,
+                                             str(script)], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert "cannot be allocated" in proc.stderr and _calls_in(out) == 7
+    proc = subprocess.run(trt_trace_cli() + ["run", "-o", str(out), "--buffer", "2G", "--", sys.executable, "-c",
+                                             "pass"], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 2 and proc.stderr.count("\n") == 1 and "over the most" in proc.stderr, proc.stderr
+    proc = subprocess.run(trt_trace_cli() + ["run", "-o", str(tmp_path / "u.json"), "--buffer", "256k", "--",
+                                             sys.executable, str(script)], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0 and _calls_in(tmp_path / "u.json") == 7, proc.stderr

@@ -105,7 +105,10 @@ def test_phase_scopes_nest_and_no_scope_has_a_negative_self_time(runtime_version
     # total less its children's) goes negative.
     engine = standin.make_engine(f"nest_engine_{outputs}", host_us=50, num_inputs=2, num_outputs=outputs)
     x = [torch.randn(16, 16), torch.randn(16, 16)]
-    torch.ops.tensorrt.execute_engine(x, engine)
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]):
+        # The engine's first profiled call learns whether its runtime converts each output (2.11): in that
+        # call alone the last conversion lies in enqueue (docs/profilers.md).
+        torch.ops.tensorrt.execute_engine(x, engine)
     with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as prof:
         for _ in range(5):
             torch.ops.tensorrt.execute_engine(x, engine)
@@ -151,3 +154,36 @@ def test_a_profiler_that_stops_and_starts_again_leaves_no_callback_behind():
         assert prof.key_averages() and {"trt::again_engine/execute_engine", "trt::again_engine/enqueue"} <= {
             a.key for a in prof.key_averages()}
     assert not torch.ops.trt_trace._profiler_op_callbacks()
+
+
+@pytest.mark.parametrize("inputs,outputs", [(1, 1), (1, 3), (2, 2), (3, 5), (5, 1), (5, 5)])
+def test_one_scope_per_phase_per_call_as_the_trace_file_has_for_any_number_of_inputs_and_outputs(
+        runtime_version, inputs, outputs, tmp_path):
+    # Issue 37: with 3 outputs `enqueue` was reopened after each output's aten::empty: 30 scopes for 10 calls.
+    # The first profiled call of an engine learns whether its runtime converts each output (2.11): its last
+    # conversion may land in enqueue, but it too has one scope per phase.
+    engine = standin.make_engine(f"io_engine_{inputs}_{outputs}", host_us=300, num_inputs=inputs,
+                                 num_outputs=outputs)
+    x = [torch.randn(8, 8) for _ in range(inputs)]
+    trace = tmp_path / "t.json"
+    calls = 10
+    with trt_trace.tracing(str(trace)):
+        with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as prof:
+            for _ in range(calls):
+                torch.ops.tensorrt.execute_engine(x, engine)
+    counts = {a.key.rsplit("/", 1)[1]: a for a in prof.key_averages() if a.key.startswith("trt::io_engine_")}
+    file_phases = [e["name"] for e in load_events(str(trace)) if e.get("ph") == "X" and e.get("name") in PHASES]
+    assert counts["execute_engine"].count == calls
+    for phase in PHASES:
+        assert counts[phase].count == file_phases.count(phase) == calls, (phase, counts[phase].count,
+                                                                           file_phases.count(phase))
+    # enqueue holds the engine's 300 us launch whole, every call (not a third of it per output).
+    assert counts["enqueue"].cpu_time_total / calls >= 300, counts["enqueue"].cpu_time_total
+    # After the first call, each output's allocation (and 2.11's conversion) lies in the outputs scope.
+    calls_ = [e for e in prof.events() if e.name == f"trt::io_engine_{inputs}_{outputs}/execute_engine"]
+    for call in calls_[1:]:
+        by_phase = {p.name.rsplit("/", 1)[1]: [op.name for op in walk(p) if op is not p] for p in call.cpu_children}
+        assert list(by_phase) == list(PHASES)
+        assert by_phase["outputs"].count("aten::empty") == outputs
+        if runtime_version == "2.11":
+            assert by_phase["outputs"].count("aten::to") == outputs

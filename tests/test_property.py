@@ -79,6 +79,33 @@ def test_the_whole_environment_at_once_builds_settings(env, monkeypatch, capsys)
     assert isinstance(settings_, config.Settings)
 
 
+@QUICK
+@given(n=st.integers(1, 4096), unit=st.sampled_from(["", "k", "K", "m", "M", "g", "G"]), pad=st.sampled_from(["", " "]))
+def test_the_buffer_is_what_its_text_says_rounded_to_the_ring_and_capped_in_one_line(n, unit, pad, monkeypatch,
+                                                                                  capsys):
+    raw = f"{pad}{n}{unit}{pad}"
+    asked = n * {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30}[unit.lower()]
+    monkeypatch.setenv("TRT_TRACE_BUFFER", raw)
+    value = config.buffer_events()
+    lines = warnings_in(capsys.readouterr().err)
+    used = min(asked, config.MAX_BUFFER_EVENTS)
+    assert value == config.ring_events(used) and value & (value - 1) == 0 and 64 <= value <= config.MAX_BUFFER_EVENTS
+    assert value >= used and (value == 64 or value < 2 * used)
+    if asked > config.MAX_BUFFER_EVENTS:  # the cap, said in the words and the number it uses
+        assert lines == [f"trt_trace: TRT_TRACE_BUFFER={raw!r} is over the most a thread's ring can hold; using 1G "
+                         "events (40960 MiB per thread)"], lines
+    else:
+        assert lines == []
+    # The keyword and the flag take the same text, to the same value or the same refusal.
+    if asked <= config.MAX_BUFFER_EVENTS:
+        assert config.from_keywords("t.json", {"buffer_events": raw}).buffer_events == value
+        assert config.setting("buffer_events").flag_check(raw) is None
+    else:
+        with pytest.raises(trt_trace.TraceError):
+            config.from_keywords("t.json", {"buffer_events": raw})
+        assert "over the most" in config.setting("buffer_events").flag_check(raw)
+
+
 KEYWORD_VALUES = st.one_of(st.none(), st.booleans(), st.integers(-(2**70), 2**70), st.floats(allow_nan=True),
                            ENV_TEXT, NEAR_MISSES, st.lists(st.integers(), max_size=2), st.just(b"bytes"))
 

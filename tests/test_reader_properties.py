@@ -295,3 +295,53 @@ def test_the_json_fast_path_equals_the_general_path_on_made_up_records(tmp_path,
     ChromeJsonReader(str(path)).read(a)
     ChromeJsonReader(str(general)).read(b)
     assert sorted(a.rows) == sorted(b.rows) and len(a.rows) >= len(records)
+
+
+# -- JSON that is no trace, and names with invalid UTF-8 (issue 37) ----------------------------------------------
+
+_json_values = st.recursive(st.one_of(st.none(), st.booleans(), st.integers(-10, 10), st.text(max_size=4)),
+                            lambda inner: st.one_of(st.lists(inner, max_size=3),
+                                                    st.dictionaries(st.text(max_size=3).filter(lambda k: k != "ph"),
+                                                                    inner, max_size=3)),
+                            max_leaves=8)
+
+
+@FAST
+@given(doc=st.one_of(_json_values, st.fixed_dictionaries({"traceEvents": st.lists(
+    st.dictionaries(st.text(max_size=3).filter(lambda k: k != "ph"), _json_values, max_size=2), max_size=3)})))
+def test_json_without_a_single_event_is_refused_as_no_trace_never_read_as_an_empty_one(tmp_path, doc):
+    from trt_trace.readers import NotATrace
+
+    path = tmp_path / "doc.json"
+    path.write_bytes(orjson.dumps(doc))
+    with pytest.raises(TraceFileError) as exc:
+        read_calls(str(path), lambda calls, info: None)
+    assert "\n" not in str(exc.value)
+    if isinstance(doc, dict) and "traceEvents" in doc:  # a torch.profiler capture's shape: refused as one
+        assert "capture" in str(exc.value) or "is not a trace" in str(exc.value), exc.value
+    elif not isinstance(doc, list | dict):  # not even a JSON array or object: no trace file (the opening's word)
+        assert "is not a trace" in str(exc.value), exc.value
+    else:
+        assert isinstance(exc.value, NotATrace) and "is not a trace" in str(exc.value), exc.value
+
+
+@FAST
+@given(data=st.data())
+@pytest.mark.parametrize("layout", ["lines", "one line"])
+def test_invalid_utf8_in_an_engine_name_keeps_every_call_and_counts_what_it_replaced(sources, tmp_path, layout, data):
+    raw = sources[".json"]
+    # Engine "b"'s name, in every event that carries it, becomes "b" + 1..3 bytes that are no UTF-8.
+    # Bytes never valid where they stand: continuation bytes with no lead, and bytes UTF-8 never uses.
+    bad = bytes(data.draw(st.lists(st.sampled_from([0x80, 0xbf, 0xfe, 0xff]), min_size=1, max_size=3)))
+    text = raw.replace(b'"b"', b'"b' + bad + b'"')
+    assert text != raw
+    if layout == "one line":
+        text = text.replace(b"\n", b"")
+    path = tmp_path / "bad.json"
+    path.write_bytes(text)
+    s = aggregate_file(str(path))
+    assert int(s.stats[:, 0].sum()) == 12 and s.ended == "closed"
+    fixed = ("b" + bad.decode("utf-8", "replace"))
+    assert fixed in s.names and "\ufffd" in fixed
+    notes = [n for n in s.notes if "invalid UTF-8" in n]
+    assert len(notes) == 1 and "replaced by U+FFFD" in notes[0], s.notes

@@ -55,12 +55,54 @@ def once(fn: Callable[[], None]) -> Callable[[], None]:
     return run
 
 
-@once
-def load() -> None:
-    """Loads the library once; registers the execute_engine hook and the ops."""
-    import torch
+_load_lock = threading.Lock()
+_loaded = False
+_loading_thread: int | None = None  # the thread inside load() now (it imports torch there)
+_after_load: list[Callable[[], None]] = []  # what that import's start-up hook left for after the load
 
-    torch.ops.load_library(str(library_path()))
+
+def load() -> None:
+    """Loads the library once, also when threads call at once (one that raised runs again); registers
+    the execute_engine hook and the ops.
+
+    `import torch` inside it runs the TRT_TRACE_OUT start-up hook (trt_trace_autostart.py) when trt_trace
+    is imported before torch; that hook needs the library, so it asks `after_load` and runs once the
+    load has finished, outside the lock, instead of waiting on a load that waits on it."""
+    global _loaded, _loading_thread
+    if _loaded:
+        return
+    if _loading_thread == threading.get_ident():
+        raise RuntimeError("trt_trace: the tracer library's load was re-entered from inside itself "
+                           "(a start-up hook run by `import torch`); that hook must use _library.after_load")
+    with _load_lock:
+        if _loaded:
+            return
+        _loading_thread = threading.get_ident()
+        try:
+            import torch
+
+            torch.ops.load_library(str(library_path()))
+            _loaded = True
+        finally:
+            _loading_thread = None
+            deferred = list(_after_load)
+            _after_load.clear()
+    for fn in deferred:  # also after a failed load: the hook then reports the failure in its own line
+        fn()
+
+
+def loading_here() -> bool:
+    """Whether this thread is inside load() now (inside the `import torch` it does)."""
+    return _loading_thread == threading.get_ident()
+
+
+def after_load(fn: Callable[[], None]) -> None:
+    """Runs `fn` now, or, when this thread is inside load() (a hook run by its `import torch`), right
+    after the load has finished."""
+    if loading_here():
+        _after_load.append(fn)
+    else:
+        fn()
 
 
 def load_at_import() -> None:

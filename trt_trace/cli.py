@@ -102,6 +102,7 @@ def _notes(verb: str, notes: list[str]) -> None:
 
 def _cmd_summary(args: argparse.Namespace) -> int:
     from .readers import TraceFileError
+    from .readers.trace_info import bad_input_rc
     from .trace_summary import summary_parts
 
     window = _window(args, "summary")
@@ -112,7 +113,7 @@ def _cmd_summary(args: argparse.Namespace) -> int:
                                       window=window)
     except TraceFileError as exc:
         print(f"trt-trace summary: {exc}", file=sys.stderr)
-        return 1
+        return bad_input_rc(exc)
     if args.kernels is not None and args.json:
         text = _with_top_kernels_json(text, summary, args.kernels)
     print(text, end="")
@@ -154,6 +155,7 @@ def _cmd_summary(args: argparse.Namespace) -> int:
 def _cmd_layers(args: argparse.Namespace) -> int:
     from .layers_report import layers_report
     from .readers import TraceFileError
+    from .readers.trace_info import bad_input_rc
 
     window = _window(args, "layers")
     if window is None:
@@ -165,7 +167,7 @@ def _cmd_layers(args: argparse.Namespace) -> int:
         text, notes = layers_report(args.trace, json=args.json, window=window)
     except TraceFileError as exc:
         print(f"trt-trace layers: {shown(str(exc))}", file=sys.stderr)
-        return 1
+        return bad_input_rc(exc)
     print(text, end="")
     _notes("layers", [shown(n) for n in notes])
     if window.active and not args.json:
@@ -250,7 +252,7 @@ def _cmd_merge(args: argparse.Namespace) -> int:
         merged = merge(args.traces, args.output, window=window)
     except MergeError as exc:
         print(f"trt-trace merge: {exc}", file=sys.stderr)
-        return 1
+        return exc.rc
     inputs = merged["inputs"]
     print(f"merged {len(args.traces)} file(s), {len(inputs)} process(es), "
           f"{sum(i['calls'] for i in inputs)} engine calls into {args.output}"
@@ -293,7 +295,7 @@ def _cmd_slice(args: argparse.Namespace) -> int:
         sliced, notes = slice_trace(args.trace, args.output, window)
     except SliceError as exc:
         print(f"trt-trace slice: {exc}", file=sys.stderr)
-        return 1
+        return exc.rc
     print(f"{sliced['calls']} of {sliced['calls_in_source']} engine calls ({sliced['window']}) into {args.output} "
           f"({os.path.getsize(args.output) / 1e6:.1f} MB)")
     _notes("slice", notes)
@@ -311,7 +313,7 @@ def _cmd_export(args: argparse.Namespace) -> int:
         rows, read = export_calls(args.trace, args.output, window)
     except ExportError as exc:
         print(f"trt-trace export: {exc}", file=sys.stderr)
-        return 1
+        return exc.rc
     print(f"{rows} calls into {args.output}")
     _notes("export", end_notes(read))
     return 0
@@ -334,6 +336,8 @@ def _cmd_view(args: argparse.Namespace) -> int:
         return 2
     server = None
     try:  # Ctrl-C at any point, also before serving, ends it with one line
+        from .readers import TraceFileError
+        from .readers.trace_info import bad_input_rc
         from .readers.view_checks import end_state_notes, too_large
 
         if os.path.isfile(args.trace):
@@ -341,7 +345,11 @@ def _cmd_view(args: argparse.Namespace) -> int:
             if large:
                 print(f"trt-trace view: {large}", file=sys.stderr)
                 return 1
-            _notes("view", end_state_notes(args.trace))
+            try:  # what is no trace (an empty file, text, `{"a":1}`) is refused, not served
+                _notes("view", end_state_notes(args.trace))
+            except TraceFileError as exc:
+                print(f"trt-trace view: {exc}", file=sys.stderr)
+                return bad_input_rc(exc)
         try:
             server = ViewerServer(port)
             url = server.add(args.trace)
@@ -364,12 +372,13 @@ def _cmd_view(args: argparse.Namespace) -> int:
 
 def _cmd_demo(args: argparse.Namespace) -> int:
     from . import _library
-    from .demo import run
+    from .demo import INTERRUPTED, run
 
-    _library.load_at_import()  # the CLI imports the package without its tracer (trt_trace_cli.py)
     try:
+        _library.load_at_import()  # the CLI imports the package without its tracer (trt_trace_cli.py)
         return run(args.out, args.engines, args.calls, args.layers)
     except KeyboardInterrupt:
+        print(INTERRUPTED, file=sys.stderr)
         return 130
 
 

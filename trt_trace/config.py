@@ -24,7 +24,12 @@ from typing import Any
 from .errors import TraceError
 
 DEFAULT_BUFFER_EVENTS = 1 << 16  # per thread; 40 bytes each -> 2.5 MiB
+MIN_BUFFER_EVENTS = 64  # a ring's least capacity (csrc/buffer/thread_rings.cpp round_up_pow2)
 MAX_BUFFER_EVENTS = 1 << 30  # per thread: 40 GiB
+RECORD_BYTES = 40  # one ring slot (csrc/common/record.h)
+# TRT_TRACE_BUFFER's units: binary, as the ring's sizes are powers of two (64k = 65536 events).
+COUNT_UNITS = {"k": 1 << 10, "m": 1 << 20, "g": 1 << 30}
+COUNT_EXAMPLES = "65536, 256k, 1M or 1G"
 DEFAULT_MAX_MB = 1024.0  # the Perfetto UI struggles with JSON traces of ~1 GB
 DEFAULT_FLIGHT_MAX_MB = 256  # 6.7 M records (40 bytes each): about 1.3 M calls of 5 records
 FLIGHT_DEFAULT_OUT = "trt_trace_flight_{pid}.json"  # dumps' name when TRT_TRACE_OUT is not set
@@ -76,28 +81,51 @@ def parse_bool(name: str, default: bool) -> bool:
 
 
 def parse_count(text: str) -> int:
-    """'65536', '64k', '1M' -> int. Raises ValueError."""
+    """'65536', '64k', '1M', '1G' -> int; the units are binary (k = 1024, M = 1024**2, G = 1024**3), either
+    case. Raises ValueError."""
     t = text.strip().lower()
     scale = 1
-    if t and t[-1] in "km":
-        scale = 1024 if t[-1] == "k" else 1024 * 1024
+    if t and t[-1] in COUNT_UNITS:
+        scale = COUNT_UNITS[t[-1]]
         t = t[:-1]
+    if not t.isascii() or not t.isdigit():  # int() would take '+5', '1_000' and other scripts' digits
+        raise ValueError("not a whole number")
     value = int(t) * scale
     if value <= 0:
         raise ValueError("must be positive")
     return value
 
 
+def ring_events(n: int) -> int:
+    """The capacity a ring of `n` events gets: rounded up to a power of two, at least MIN_BUFFER_EVENTS
+    (csrc/buffer/thread_rings.cpp), so that what a line says is what the rings hold."""
+    used = MIN_BUFFER_EVENTS
+    while used < n:
+        used <<= 1
+    return used
+
+
+def events_text(n: int) -> str:
+    """A ring capacity as a line says it: `1G events (40 GiB per thread)`."""
+    for unit, size in (("G", 1 << 30), ("M", 1 << 20), ("k", 1 << 10)):
+        if n >= size and n % size == 0:
+            shown_n = f"{n // size}{unit}"
+            break
+    else:
+        shown_n = str(n)
+    return f"{shown_n} events ({mib(n * RECORD_BYTES)} MiB per thread)"
+
+
 def _events(name: str, raw: str, default: int) -> int:
     try:
         value = parse_count(raw)
     except ValueError:
-        warn(f"{name}={raw!r} is not a positive event count; use e.g. 65536, 256k or 1M (using {default})")
+        warn(f"{name}={raw!r} is not a positive event count; use e.g. {COUNT_EXAMPLES} (using {default})")
         return default
     if value > MAX_BUFFER_EVENTS:
-        warn(f"{name}={raw!r} is over 1G events per thread; using {MAX_BUFFER_EVENTS}")
+        warn(f"{name}={raw!r} is over the most a thread's ring can hold; using {events_text(MAX_BUFFER_EVENTS)}")
         value = MAX_BUFFER_EVENTS
-    return value
+    return ring_events(value)
 
 
 def _number(hint: str, allow_zero: bool = True) -> Callable[[str, str, float], float]:
@@ -220,14 +248,14 @@ def _buffer_keyword(name: str, value: object) -> int:
     """buffer_events=: events per thread as a number or as TRT_TRACE_BUFFER writes them ('256k', '1M')."""
     if value is None:
         return DEFAULT_BUFFER_EVENTS
-    hint = "give e.g. 65536, '256k' or '1M' (None: the default, 64k)"
+    hint = "give e.g. 65536, '256k', '1M' or '1G' (None: the default, 64k)"
     if isinstance(value, str):
         try:
             value = parse_count(value)
         except ValueError:
             raise TraceError(f"{name} must be a positive number of events per thread, not {value!r}; "
                              f"{hint}") from None
-    return check_count(name, value, "events per thread", hint, maximum=MAX_BUFFER_EVENTS)
+    return ring_events(check_count(name, value, "events per thread", hint, maximum=MAX_BUFFER_EVENTS))
 
 
 def check_gpu_every(n: object) -> int:
@@ -262,9 +290,11 @@ def _format_keyword(name: str, value: object) -> str | None:
 
 def _buffer_flag(value: str) -> str | None:
     try:
-        parse_count(value)
+        n = parse_count(value)
     except ValueError:
-        return f"--buffer {value!r} is not a positive event count; give e.g. 65536, 256k or 1M"
+        return f"--buffer {value!r} is not a positive event count; give e.g. {COUNT_EXAMPLES}"
+    if n > MAX_BUFFER_EVENTS:
+        return f"--buffer {value!r} is over the most a thread's ring can hold, 1G events; give at most 1G"
     return None
 
 
@@ -325,8 +355,10 @@ class Settings:
         flag=("-o", "--output"), flag_options={"default": "trace.json"}, default_doc="unset: no tracing")
     buffer_events: int = _row(
         DEFAULT_BUFFER_EVENTS, env="TRT_TRACE_BUFFER", read=_events, keyword=_buffer_keyword, native="buffer_capacity",
-        help="ring capacity **per thread** in 40-byte records (`65536`, `256k`, `1M`); a call takes 2 (3 with a GPU "
-             "span, 4 with a caller-stream wait too), expanded into its events by the drainer",
+        help="ring capacity **per thread** in 40-byte records (`65536`, `256k`, `1M`, `1G`: k, M, G are 1024, 1024², "
+             "1024³), rounded up to a power of two (at least 64), at most `1G`; a call takes 2 (3 with a GPU span, 4 "
+             "with a caller-stream wait too), expanded into its events by the drainer. A ring that cannot be "
+             "allocated at the start: one line and the default (start(): TraceError)",
         flag=("--buffer",), flag_check=_buffer_flag, default_doc="`64k` (2.5 MiB per thread)")
     gpu: bool = _row(
         True, env="TRT_TRACE_GPU", read=_bool, keyword=check_flag, native="gpu_timing",

@@ -21,17 +21,22 @@ import time
 
 SERVE_SCRIPT = textwrap.dedent(
     """
-    import sys, torch
-    from trt_trace.standin import model   # the stand-in runtime (in real life: import torch_tensorrt)
-    runner = model.load_package(sys.argv[1])
-    x = torch.randn(8, 64)
-    for _ in range(int(sys.argv[2])):
-        y = runner(x)
-    print(f"served {sys.argv[2]} calls of the package, output sum {float(y.sum()):.4f}")
+    import sys
+    try:  # Ctrl-C reaches this process too: the demo's one line says it, not a traceback of this one
+        import torch
+        from trt_trace.standin import model   # the stand-in runtime (in real life: import torch_tensorrt)
+        runner = model.load_package(sys.argv[1])
+        x = torch.randn(8, 64)
+        for _ in range(int(sys.argv[2])):
+            y = runner(x)
+        print(f"served {sys.argv[2]} calls of the package, output sum {float(y.sum()):.4f}")
+    except KeyboardInterrupt:
+        sys.exit(130)
     """
 )
 
 
+INTERRUPTED = "trt-trace demo: interrupted (Ctrl-C); a trace the serving process began is finished as far as it got"
 MAX_ENGINES = 64  # each engine is compiled into the package: more only makes the demo slow
 DEFAULT_ENGINES = 6
 DEFAULT_CALLS = 25
@@ -98,6 +103,8 @@ def build_and_serve(out: str, engines: int, calls: int, layers: int = 0) -> int:
     # checkout that would import its source folder (no compiled library) instead of the installed package.
     rc = subprocess.call([sys.executable, "-c", SERVE_SCRIPT, path, str(calls)], env=env,
                          cwd=tempfile.gettempdir())
+    if rc == 130:  # Ctrl-C in the serving process alone
+        raise KeyboardInterrupt
     if rc != 0:
         print(f"trt-trace demo: the serving process failed with exit code {rc}", file=sys.stderr)
         return rc
@@ -123,6 +130,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return run(args.out, args.engines, args.calls, args.layers)
     except KeyboardInterrupt:
+        print(INTERRUPTED, file=sys.stderr)
         return 130
 
 

@@ -10,6 +10,7 @@ faster, grey: within noise or the threshold; hatched: an engine found in one tra
 from __future__ import annotations
 
 from .diff import FASTER, SLOWER, TraceDiff
+from .output_files import save_figure
 
 COLORS = {SLOWER: "#D55E00", FASTER: "#009E73", "same": "#999999"}
 MAX_ENGINES = 40
@@ -55,6 +56,8 @@ def plot_diff(diff: TraceDiff, path: str, title: str) -> int:
                                                  for d in e.durations))
     fig.suptitle(f"{title}: {slower} engine(s) slower, of {len(diff.engines)}")
     fig.tight_layout()
-    fig.savefig(path)
-    plt.close(fig)
+    try:
+        save_figure(fig, path)
+    finally:
+        plt.close(fig)
     return n

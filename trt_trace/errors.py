@@ -4,3 +4,8 @@ settings table, the session and the CLI can all raise it without importing each 
 
 class TraceError(RuntimeError):
     """A tracing session could not be started (its message is one line and names the fix)."""
+
+
+class BufferUnavailable(TraceError):
+    """The session's ring of buffer_events per thread cannot be allocated (the start-up hook then falls
+    back to the default buffer, in one line)."""

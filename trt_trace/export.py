@@ -10,17 +10,24 @@ has none), device (null on the CPU), and the flags error, nested, captured. Plai
 from __future__ import annotations
 
 import os
+import tempfile
 from typing import Any
 
 import numpy as np
 
+from .output_files import is_plain_or_new, output_problem, put_in_place
 from .readers import TraceFileError, TraceInfo, Window, read_calls
 from .readers.columns import CALL_CAPTURED, CALL_ERROR, CALL_NESTED, NO_SPAN
+from .readers.trace_info import bad_input_rc
 from .trace_format import DURATIONS
 
 
 class ExportError(ValueError):
-    pass
+    """One line; rc: the exit code it means (2: bad input, such as a file that is not a trace)."""
+
+    def __init__(self, message: str, rc: int = 1) -> None:
+        super().__init__(message)
+        self.rc = rc
 
 
 def _schema() -> Any:
@@ -47,7 +54,12 @@ class _Writer:
         import pyarrow.parquet as pq
 
         self.schema = _schema()
-        self.tmp = output + ".part"
+        # Beside a plain target (renamed over it at the end); a device's or a pipe's in the temporary folder.
+        if is_plain_or_new(output):
+            self.tmp = output + ".part"
+        else:
+            fd, self.tmp = tempfile.mkstemp(prefix=".trt-trace-export-", suffix=".parquet")
+            os.close(fd)
         self.writer = pq.ParquetWriter(self.tmp, self.schema, compression="zstd")
         self.rows = 0
         self.procs: dict[int, tuple[str, int | None, str, int | None]] = {}
@@ -107,6 +119,9 @@ def export_calls(path: str, output: str, window: Window | None = None) -> tuple[
     except ImportError:
         raise ExportError("pyarrow is not installed; pip install pyarrow") from None
     directory = os.path.dirname(os.path.abspath(output))
+    problem = output_problem(output, [path], (".parquet", ".pq"), "Parquet")
+    if problem:
+        raise ExportError(problem)
     if os.path.isdir(output):
         raise ExportError(f"{output} is a directory; give a file name such as {os.path.join(output, 'calls.parquet')}")
     if not os.path.isdir(directory):
@@ -118,7 +133,7 @@ def export_calls(path: str, output: str, window: Window | None = None) -> tuple[
     try:
         read = read_calls(path, writer.add, window=window)
         writer.writer.close()
-        os.replace(writer.tmp, output)
+        put_in_place(writer.tmp, output)
     except (TraceFileError, OSError) as exc:
         writer.writer.close()
         try:
@@ -126,7 +141,7 @@ def export_calls(path: str, output: str, window: Window | None = None) -> tuple[
         except OSError:
             pass
         if isinstance(exc, TraceFileError):
-            raise ExportError(str(exc)) from None
+            raise ExportError(str(exc), rc=bad_input_rc(exc)) from None
         raise ExportError(f"cannot write {output}: {exc.strerror or exc}") from None
     except BaseException:
         writer.writer.close()

@@ -45,10 +45,11 @@ from typing import Any, BinaryIO
 import numpy as np
 import orjson
 
+from .output_files import is_plain_or_new, output_problem, put_in_place
 from .readers import CallsRead, TraceFileError, Visitor, Window, native, read, read_calls
 from .readers.columns import NATIVE, keys_of
 from .readers.end_notes import end_line
-from .readers.trace_info import CLOSED, CUT_SHORT, SPLIT, ended_of, is_end_metadata
+from .readers.trace_info import CLOSED, CUT_SHORT, SPLIT, bad_input_rc, ended_of, is_end_metadata
 from .trace_format import METADATA_EVENT, PERFETTO_SUFFIXES
 from .version import __version__
 
@@ -65,7 +66,12 @@ def json_output_problem(output: str, verb: str) -> str | None:
 
 
 class MergeError(ValueError):
-    """An input or output the merge cannot use (the message is one line and names the file)."""
+    """An input or output the merge cannot use (the message is one line and names the file); rc: the exit
+    code it means (2: bad input, such as a file that is not a trace or an input given as the output)."""
+
+    def __init__(self, message: str, rc: int = 1) -> None:
+        super().__init__(message)
+        self.rc = rc
 
 
 def _int(value: Any, default: int = 0) -> int:
@@ -146,13 +152,13 @@ def read_trace(path: str, window: Window | None = None) -> ProcessTrace:
     try:
         calls = read_calls(path, lambda calls, info: None)
     except TraceFileError as exc:
-        raise MergeError(str(exc)) from None
+        raise MergeError(str(exc), rc=bad_input_rc(exc)) from None
     metas = [m for p in calls.info.processes.values() for m in p.metas]
     if any("merged" in m for m in metas):
         raise MergeError(f"{path} is already a merged trace; merge the per-process traces instead")
     starts = [m for m in metas if m.get("tool") == "trt_trace"]
     if not starts:
-        raise MergeError(f"{path} is not a trt_trace trace (no trt_trace_metadata start event)")
+        raise MergeError(f"{path} is not a trt_trace trace (no trt_trace_metadata start event)", rc=2)
     ends = [m for m in metas if is_end_metadata(m)]
     return ProcessTrace([path], [calls], starts[0], ends[-1] if ends else None)
 
@@ -170,7 +176,20 @@ def _join_parts(traces: list[ProcessTrace]) -> list[ProcessTrace]:
         first.files += t.files
         first.reads += t.reads
         first.end = _process_end(first.end, t.end)
+    for t in by_key.values():  # parts in the order they were written, whatever order they were given in
+        order = sorted(range(len(t.files)), key=lambda k: _part_order(t.reads[k]))
+        t.files = [t.files[k] for k in order]
+        t.reads = [t.reads[k] for k in order]
     return list(by_key.values())
+
+
+def _part_order(read: CallsRead) -> tuple[int, int]:
+    """A part's place in its split trace: the parts that ended "split" first, by their first slice (the
+    shell's `big*.json` gives big.1.json before big.json), the last part (its own end) last."""
+    end = read.info.last_metadata or {}
+    last = 0 if is_end_metadata(end) and ended_of(end) == SPLIT else 1
+    origin = read.info.origin_ns
+    return last, origin if origin is not None else 1 << 62
 
 
 def _process_end(a: dict[str, Any] | None, b: dict[str, Any] | None) -> dict[str, Any] | None:
@@ -240,8 +259,9 @@ class _Output:
             raise MergeError(f"{output} is a directory; give a file name such as {os.path.join(output, 'all.json')}")
         if not os.path.isdir(directory):
             raise MergeError(f"cannot write {output}: directory {directory} does not exist")
-        try:
-            fd, self.tmp = tempfile.mkstemp(dir=directory, prefix=".merge-", suffix=".json")
+        try:  # beside a plain target (renamed over it at the end); a device's: in the temporary folder
+            fd, self.tmp = tempfile.mkstemp(dir=directory if is_plain_or_new(output) else None, prefix=".merge-",
+                                            suffix=".json")
         except OSError as exc:
             raise MergeError(f"cannot write into {directory}: {exc.strerror or exc}") from None
         self.output = output
@@ -254,10 +274,14 @@ class _Output:
     def piece(self, data: bytes | memoryview, events: int) -> None:
         if not len(data):
             return
-        if not self.first:
-            self.f.write(b",\n")
-        self.first = False
-        self.f.write(data)
+        try:
+            if not self.first:
+                self.f.write(b",\n")
+            self.first = False
+            self.f.write(data)
+        except OSError as exc:  # the disk filled: one line, the partial file removed
+            self.abandon()
+            raise MergeError(f"cannot write {self.output}: {exc.strerror or exc}") from None
         self.events += events
 
     def event(self, ev: dict[str, Any]) -> None:
@@ -279,7 +303,7 @@ class _Output:
                 os.unlink(self.tmp)
                 return
             os.chmod(self.tmp, 0o644)  # mkstemp's 0600 would keep the trace from its readers
-            os.replace(self.tmp, self.output)
+            put_in_place(self.tmp, self.output)
         except OSError as exc:
             self.abandon()
             raise MergeError(f"cannot write {self.output}: {exc.strerror or exc}") from None
@@ -406,6 +430,9 @@ def merge(paths: list[str], output: str, window: Window | None = None) -> dict[s
     first slice); returns the merge's metadata (what it did)."""
     if not paths:
         raise MergeError("no input traces given")
+    problem = output_problem(output, paths, (".json", *PERFETTO_SUFFIXES), "a trace (JSON, or Perfetto for *.pftrace)")
+    if problem:
+        raise MergeError(problem)
     from .captures import merge_capture
 
     captures = [p for p in paths if merge_capture.is_capture(p)]  # another profiler's: onto the traces' timeline

@@ -389,6 +389,11 @@ def restore_session_switches(saved: dict[str, int | bool]) -> None:
     apply_settings(saved)
 
 
+def reserve_ring(records: int) -> bool:
+    """Whether a ring of `records` events can be allocated; when True one waits for the first thread that writes."""
+    return bool(_op("_reserve_ring")(int(records)))
+
+
 def set_buffer_capacity(records: int) -> None:
     _op("_set_buffer_capacity")(int(records))
 

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .output_files import save_figure
 from .phases import HOST_PHASES, PHASE_COLORS
 from .records import STATS_COLUMNS
 from .trace_summary import TraceSummary
@@ -138,7 +139,7 @@ def plot_engines(summary: TraceSummary, output: str, title: str) -> EnginePlot:
 
     fig, drawn = engine_figure(summary, title)
     try:
-        fig.savefig(output)
+        save_figure(fig, output)
     finally:
         plt.close(fig)
     return drawn

@@ -28,7 +28,7 @@ from .config import (
     warn,
 )
 from .drainer import Drainer
-from .errors import TraceError
+from .errors import BufferUnavailable, TraceError
 from .flight import FlightWindow
 from .native_trace import NativeTrace
 from .perfetto_protos import protos
@@ -93,6 +93,10 @@ class Session:
         if not formats.suffix_matches(self.path, self.format):
             warn(f"{self.path}: writing {fmt.description} (name the file *{fmt.suffixes[0]} to say so)")
         check_gpu_every(settings.gpu_every)  # a Settings made by hand gets the keyword's line too
+        if not ops.reserve_ring(settings.buffer_events):  # now, not silently at a thread's first call
+            raise BufferUnavailable(
+                f"a trace buffer of {config.events_text(settings.buffer_events)} cannot be allocated in this "
+                "process; give a smaller TRT_TRACE_BUFFER / buffer_events / --buffer")
         self.layers_used = check_layers(settings.layers) > 0  # per-layer timing was on at some point
         self.pid = os.getpid()
         writer_class = fmt.writer_class()

@@ -15,15 +15,21 @@ from typing import Any
 import numpy as np
 
 from .merge import MergeError, _Output, engine_literals, json_output_problem
+from .output_files import output_problem
 from .readers import TraceFileError, Visitor, Window, native, read, read_calls
 from .readers.columns import NATIVE, keys_of
 from .readers.end_notes import end_notes
+from .readers.trace_info import bad_input_rc
 from .trace_format import METADATA_EVENT
 from .version import __version__
 
 
 class SliceError(ValueError):
-    pass
+    """One line; rc: the exit code it means (2: bad input, such as a file that is not a trace)."""
+
+    def __init__(self, message: str, rc: int = 1) -> None:
+        super().__init__(message)
+        self.rc = rc
 
 
 class _Keep(Visitor):
@@ -81,7 +87,7 @@ class _Keep(Visitor):
 def slice_trace(path: str, output: str, window: Window) -> tuple[dict[str, Any], list[str]]:
     """Writes the calls of `path` in `window` to `output`; returns what it did and the source's end
     notes (cut short, size limit, ...)."""
-    problem = json_output_problem(output, "slice")
+    problem = json_output_problem(output, "slice") or output_problem(output, [path], (".json",), "Chrome JSON")
     if problem:
         raise SliceError(problem)
     if os.path.exists(output) and os.path.exists(path) and os.path.samefile(path, output):
@@ -91,7 +97,7 @@ def slice_trace(path: str, output: str, window: Window) -> tuple[dict[str, Any],
         read_ = read_calls(path, lambda calls, info: keys.append(keys_of(calls["pid"], calls["call_id"])),
                            window=window)
     except TraceFileError as exc:
-        raise SliceError(str(exc)) from None
+        raise SliceError(str(exc), rc=bad_input_rc(exc)) from None
     keep = np.sort(np.concatenate(keys).view(np.dtype("V16"))) if keys else np.zeros(0, dtype="V16")
     info = read_.info
     lo = hi = None
@@ -101,7 +107,7 @@ def slice_trace(path: str, output: str, window: Window) -> tuple[dict[str, Any],
     try:
         out = _Output(output)
     except MergeError as exc:
-        raise SliceError(str(exc)) from None
+        raise SliceError(str(exc), rc=exc.rc) from None
     try:
         read(path, _Keep(out, keep, {p.pid: p.engines for p in info.processes.values()}, lo, hi))
         sliced = {"tool": "trt_trace slice", "trt_trace_version": __version__, "source": os.path.basename(path),
@@ -115,7 +121,7 @@ def slice_trace(path: str, output: str, window: Window) -> tuple[dict[str, Any],
         out.abandon()
         raise SliceError(str(exc)) from None
     except MergeError as exc:
-        raise SliceError(str(exc)) from None
+        raise SliceError(str(exc), rc=exc.rc) from None
     except BaseException:
         out.abandon()
         raise

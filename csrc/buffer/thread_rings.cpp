@@ -176,6 +176,22 @@ void ThreadRings::set_capacity(size_t records) {
   capacity_ = round_up_pow2(records);
 }
 
+bool ThreadRings::reserve(size_t records) noexcept {
+  const size_t capacity = round_up_pow2(records);
+  std::lock_guard<std::mutex> lock(mutex_);
+  for (const auto& s : slots_) {
+    if (!s->owned && s->ring->capacity() == capacity) return true;
+  }
+  try {
+    auto slot = std::make_unique<Slot>();
+    slot->ring = std::make_unique<RecordRing>(capacity);
+    slots_.push_back(std::move(slot));  // unowned: the first thread to write takes it (acquire)
+  } catch (...) {
+    return false;
+  }
+  return true;
+}
+
 size_t ThreadRings::capacity() const {
   std::lock_guard<std::mutex> lock(mutex_);
   return capacity_;

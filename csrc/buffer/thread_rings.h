@@ -79,6 +79,10 @@ class ThreadRings {
   // of two, at least 64).
   void set_capacity(size_t records);
   size_t capacity() const;
+  // Makes sure a free ring of `records` (rounded as set_capacity does) waits in the pool, so that a
+  // session learns at its start, not at a thread's first call, whether such a ring can be allocated
+  // at all (a failed allocation there leaves that thread untraced). False: it cannot.
+  bool reserve(size_t records) noexcept;
 
   std::vector<ThreadCounts> thread_counts() const;
   // Starts the counts afresh (a new tracing session reports its own drops).

@@ -43,6 +43,24 @@ std::string parse_engine_name(const std::string& text) {
   return "unnamed_engine";
 }
 
+uint16_t parse_engine_outputs(const std::string& text) {
+  std::istringstream lines(text);
+  std::string line;
+  bool in_outputs = false;
+  unsigned n = 0;
+  while (std::getline(lines, line)) {
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    if (!in_outputs) {
+      in_outputs = line == "  Outputs: [";
+    } else if (line == "  ]") {
+      break;
+    } else if (line.compare(0, 8, "    id: ") == 0) {
+      ++n;
+    }
+  }
+  return static_cast<uint16_t>(n > 0xffff ? 0 : n);
+}
+
 EngineRegistry* EngineRegistry::create() {
   auto* r = new EngineRegistry();  // outlives worker threads at exit
   // A forked child must not inherit the lock held by a parent thread.
@@ -73,7 +91,9 @@ uint32_t EngineRegistry::register_engine(c10::ivalue::Object* obj, const c10::IV
     if (it != live_.end()) return it->second.id;
   }
   // Outside the lock: __str__ runs the engine's own code.
-  const std::string name = parse_engine_name(engine_str(engine));
+  const std::string text = engine_str(engine);
+  const std::string name = parse_engine_name(text);
+  const uint16_t outputs = parse_engine_outputs(text);
   uint32_t id = 0;
   bool first_engine = false;
   {
@@ -89,6 +109,7 @@ uint32_t EngineRegistry::register_engine(c10::ivalue::Object* obj, const c10::IV
     if (id == 0) {
       id = static_cast<uint32_t>(names_.size());
       names_.push_back(name);
+      shapes_.push_back(OutputShape{outputs, Conversions::kUnknown});
       first_engine = id == 1;
     }
     live_.emplace(obj, Entry{c10::weak_intrusive_ptr<c10::ivalue::Object>(engine.toObject()), id});
@@ -144,6 +165,16 @@ std::vector<std::string> EngineRegistry::names() const {
 std::string EngineRegistry::name(uint32_t id) const {
   std::lock_guard<std::mutex> lock(mutex_);
   return id < names_.size() ? names_[id] : std::string();
+}
+
+EngineRegistry::OutputShape EngineRegistry::output_shape(uint32_t id) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return id < shapes_.size() ? shapes_[id] : OutputShape{};
+}
+
+void EngineRegistry::learn_conversions(uint32_t id, Conversions seen) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (id < shapes_.size()) shapes_[id].conversions = seen;
 }
 
 size_t EngineRegistry::live_count() const {

@@ -77,6 +77,18 @@ class EngineRegistry {
   using FirstEngineListener = void (*)() noexcept;
   static void set_first_engine_listener(FirstEngineListener listener) noexcept;
 
+  // What the live phase ranges (NVTX, torch.profiler scopes: hook/call_scope.h) need to open `enqueue` once
+  // per call: how many outputs the engine allocates (from its __str__'s Outputs list; 0: unknown) and whether
+  // a conversion follows each allocation (2.11's .to(dtype); kUnknown until a call showed it). Locked: asked
+  // only by calls that open live ranges.
+  enum class Conversions : uint8_t { kUnknown, kNone, kAfterEach };
+  struct OutputShape {
+    uint16_t outputs = 0;
+    Conversions conversions = Conversions::kUnknown;
+  };
+  OutputShape output_shape(uint32_t id) const;
+  void learn_conversions(uint32_t id, Conversions seen);
+
  private:
   static EngineRegistry* create();
   static size_t cache_slot(const void* p) {
@@ -97,11 +109,14 @@ class EngineRegistry {
   std::unordered_map<const void*, Entry> live_;        // by object address
   std::unordered_map<const void*, uint32_t> dormant_;  // address -> id after release_all()
   std::vector<std::string> names_{""};
+  std::vector<OutputShape> shapes_{OutputShape{}};  // by id, as names_
   std::atomic<uint64_t> epoch_{1};
 };
 
 // "  Name: foo" -> "foo"; falls back to "unnamed_engine" when the text has no
 // such line. Exposed for tests.
 std::string parse_engine_name(const std::string& str_text);
+// The number of entries ("    id: N") in the text's "  Outputs: [" list; 0 when it has none.
+uint16_t parse_engine_outputs(const std::string& str_text);
 
 }  // namespace trt_trace

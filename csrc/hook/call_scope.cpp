@@ -25,12 +25,69 @@ void CallScope::switch_live_ranges(Phase phase) noexcept {
   live_phase_ = static_cast<uint8_t>(phase);
 }
 
+void CallScope::load_output_shape() noexcept {
+  const EngineRegistry::OutputShape shape = EngineRegistry::instance().output_shape(engine_id_);
+  live_outputs_ = shape.outputs;
+  live_conversions_ = shape.conversions;
+}
+
+void CallScope::live_output_op_start(OpKind kind) noexcept {
+  using Conversions = EngineRegistry::Conversions;
+  if (kind == OpKind::kAllocation) {
+    ++live_allocations_;
+    live_last_was_allocation_ = true;
+    live_switch(Phase::kOutputs);
+  } else if (kind == OpKind::kConversion) {
+    live_conversion_begins();
+    // The last output's conversion, after enqueue opened (not known to come yet): it stays in enqueue.
+    if (live_phase_ != static_cast<uint8_t>(Phase::kEnqueue)) live_switch(Phase::kOutputs);
+  } else {  // outputs ended: enqueue from here, if it has not begun yet
+    if (live_last_was_allocation_ && live_conversions_ == Conversions::kUnknown && live_outputs_ != 0 &&
+        live_allocations_ >= live_outputs_) {
+      live_conversions_ = Conversions::kNone;
+      EngineRegistry::instance().learn_conversions(engine_id_, live_conversions_);
+    }
+    live_switch(Phase::kEnqueue);
+  }
+}
+
+void CallScope::live_conversion_begins() noexcept {
+  if (live_last_was_allocation_ && live_conversions_ == EngineRegistry::Conversions::kUnknown) {
+    live_conversions_ = EngineRegistry::Conversions::kAfterEach;  // the runtime converts each output: learnt
+    EngineRegistry::instance().learn_conversions(engine_id_, live_conversions_);
+  }
+  live_last_was_allocation_ = false;
+}
+
+void CallScope::live_output_op_end() noexcept {
+  if (live_outputs_ == 0) {  // the output count is unknown: each op's end may be the last
+    live_switch(Phase::kEnqueue);
+    return;
+  }
+  if (live_allocations_ < live_outputs_) return;  // more outputs to come
+  // The last output's allocation: where the engine's runtime converts each output, its conversion follows.
+  if (live_last_was_allocation_ && live_conversions_ == EngineRegistry::Conversions::kAfterEach) return;
+  live_switch(Phase::kEnqueue);
+}
+
+void CallScope::live_outputs_at_finish() noexcept {
+  // The call ended right after its last output op, which the ranges waited past: its enqueue range opens
+  // (and closes) here, so that the call still has one; and no conversion came after the last allocation.
+  if (live_last_was_allocation_ && live_conversions_ == EngineRegistry::Conversions::kUnknown &&
+      live_outputs_ != 0 && live_allocations_ >= live_outputs_) {
+    live_conversions_ = EngineRegistry::Conversions::kNone;
+    EngineRegistry::instance().learn_conversions(engine_id_, live_conversions_);
+  }
+  live_switch(Phase::kEnqueue);
+}
+
 void CallScope::finish(bool error) noexcept {
   if (finished_) return;
   finished_ = true;
   const int64_t end = now_ns();
   end_ = end;
   thread_->current_call = outer_;
+  if (C10_UNLIKELY(live_) && stage_ == kOutputs && !error) live_outputs_at_finish();
   observe_.reset();
   if (nvtx_) {
     if (live_phase_ != 0) nvtx::pop();

@@ -100,21 +100,45 @@ class CallScope {
 
   // Called around every op of this call while a profiler records it, outside the profiler's own
   // event of the op (profiler_scopes.h): the profiler's phase scopes switch only there.
+  // An output's conversion the observer may not see (2.11's `.to(dtype)` to the same dtype dispatches no
+  // _to_copy) still belongs to outputs: its start is learnt here, and its end, after the profiler's, may
+  // open enqueue (live_output_op_end).
   void profiled_op_start(OpKind kind) noexcept {
+    if (C10_UNLIKELY(kind == OpKind::kConversion) && stage_ == kOutputs && profiler_.depth() == 0) {
+      live_conversion_begins();
+      profiled_conversion_ = true;
+    }
     profiler_.on_op_start(static_cast<uint8_t>(live_phase_at_op_start(kind)));
   }
-  void profiled_op_end() noexcept { profiler_.on_op_end(); }
+  void profiled_op_end() noexcept {
+    profiler_.on_op_end();
+    if (C10_UNLIKELY(profiled_conversion_) && profiler_.depth() == 0) {
+      profiled_conversion_ = false;
+      if (stage_ == kOutputs) live_output_op_end();
+    }
+  }
 
  private:
   // Live ranges (NVTX, profiler scopes): the phase now open (0 = none). Phases
-  // switch in real time, so between two output allocations a short `enqueue`
-  // range may appear, and with pre-allocated outputs the `inputs` range runs to
-  // the end of the call.
+  // switch in real time, and a call has one range per phase as its trace has:
+  // `outputs` stays open until the engine's last output is allocated (and
+  // converted, where its runtime converts each: EngineRegistry::output_shape,
+  // learnt from the engine's first call with live ranges, whose last conversion
+  // then lands in `enqueue`). With pre-allocated outputs the `inputs` range runs
+  // to the end of the call; an engine whose output count is unknown (no Outputs
+  // list in its __str__) switches at each allocation's end, as before.
   C10_ALWAYS_INLINE void live_switch(Phase phase) noexcept {
     if (C10_LIKELY(!live_)) return;  // neither NVTX nor a profiler: nothing to switch
     switch_live_ranges(phase);
   }
   void switch_live_ranges(Phase phase) noexcept;
+  // The output phase's live bookkeeping (only while live_): an output op of `kind` starts (or another op,
+  // which ends outputs), an output op ended, the call ends.
+  void live_output_op_start(OpKind kind) noexcept;
+  void live_conversion_begins() noexcept;
+  void live_output_op_end() noexcept;
+  void live_outputs_at_finish() noexcept;
+  void load_output_shape() noexcept;
   // A phase boundary now: the clock read once, into the two marks it sets.
   C10_ALWAYS_INLINE void enter(uint8_t stage, Phase phase, int64_t* mark, int64_t* also) noexcept {
     const int64_t t = now_ns();
@@ -148,8 +172,11 @@ class CallScope {
         return kind == OpKind::kInputView ? Phase::kInputs : Phase::kCall;
       case kInputs:
         return kind == OpKind::kAllocation ? Phase::kOutputs : Phase::kCall;
-      case kOutputs:
-        return kind == OpKind::kAllocation || kind == OpKind::kConversion ? Phase::kOutputs : Phase::kCall;
+      case kOutputs:  // any other op ends outputs: enqueue, if the live ranges are not in it yet
+        if (kind == OpKind::kConversion) {  // after the last output: never back to outputs (see live_switch)
+          return live_phase_ == static_cast<uint8_t>(Phase::kEnqueue) ? Phase::kCall : Phase::kOutputs;
+        }
+        return kind == OpKind::kAllocation ? Phase::kOutputs : Phase::kEnqueue;
       default:
         return Phase::kCall;
     }
@@ -182,6 +209,11 @@ class CallScope {
   gpu::CallEvents gpu_{};
   std::optional<ObserveOps> observe_;  // this thread's ops seen while the call runs
   uint8_t live_phase_ = 0;
+  uint16_t live_outputs_ = 0;      // the engine's outputs (0: unknown), read once the live ranges open
+  uint16_t live_allocations_ = 0;  // output allocations begun in this call
+  bool live_last_was_allocation_ = false;  // the last output op was an allocation, not a conversion
+  bool profiled_conversion_ = false;       // a top-level conversion is under way, as the profiler saw it
+  EngineRegistry::Conversions live_conversions_ = EngineRegistry::Conversions::kUnknown;
   ProfilerScopes profiler_;
   Stage stage_ = kBeforeInputs;
   uint32_t epoch_ = 0;          // the recording epoch at the call's start (0: not recorded in the rings)
@@ -217,6 +249,7 @@ inline CallScope::CallScope(detail::HookThread& me, uint32_t engine_id, uint16_t
   if (C10_UNLIKELY(nvtx_)) nvtx::push_call(engine_id_, call_id_);
   profiler_.begin(engine_id_);
   live_ = nvtx_ || profiler_.active();
+  if (C10_UNLIKELY(live_)) load_output_shape();
   live_switch(Phase::kWorkspace);
   if (record_) epoch_ = recording_epoch();
   // The start event is tracer overhead, recorded before the call's host time starts. A call sampled
@@ -239,16 +272,16 @@ C10_ALWAYS_INLINE bool CallScope::on_op_start(OpKind kind) noexcept {
       if (kind == OpKind::kInputView) enter(kInputs, Phase::kInputs, &inputs_begin_, &last_input_op_end_);
       break;
     case kInputs:  // the first output allocation starts outputs
-      if (kind == OpKind::kAllocation) enter(kOutputs, Phase::kOutputs, &outputs_begin_, &enqueue_begin_);
+      if (kind == OpKind::kAllocation) {
+        enter(kOutputs, Phase::kOutputs, &outputs_begin_, &enqueue_begin_);
+        if (C10_UNLIKELY(live_)) live_output_op_start(kind);
+      }
       break;
     case kOutputs:
       // An output's allocation, or its conversion right after it (2.11: empty, then .to(dtype)),
       // keeps output setup open; any other op ends it.
-      if (kind == OpKind::kAllocation || kind == OpKind::kConversion) {
-        live_switch(Phase::kOutputs);
-      } else {
-        stage_ = kAfterOutputs;
-      }
+      if (kind != OpKind::kAllocation && kind != OpKind::kConversion) stage_ = kAfterOutputs;
+      if (C10_UNLIKELY(live_)) live_output_op_start(kind);
       break;
     case kAfterOutputs:
       break;
@@ -262,7 +295,7 @@ C10_ALWAYS_INLINE void CallScope::on_op_end() noexcept {
     last_input_op_end_ = now_ns();
   } else if (stage_ == kOutputs) {
     enqueue_begin_ = now_ns();
-    live_switch(Phase::kEnqueue);
+    if (C10_UNLIKELY(live_)) live_output_op_end();
   }
 }
 

@@ -79,6 +79,8 @@ class ProfilerScopes {
     open_call(engine_id);
   }
   bool active() const noexcept { return call_.has_value(); }
+  // Ops of the call under way as the profiler sees them (0: between top-level ops).
+  uint32_t depth() const noexcept { return depth_; }
   // The phase the call is in now, as the op observer says: switched at once between top-level ops,
   // else when the top-level op it is in has ended (above).
   void switch_phase(Phase phase) noexcept {

@@ -159,6 +159,12 @@ std::tuple<bool, bool> apply_settings(int64_t buffer_capacity, bool gpu_timing, 
   return {gpu_available, nvtx_available};
 }
 
+// Whether a ring of `records` can be allocated: one waits in the pool when true (ThreadRings::reserve).
+bool reserve_ring(int64_t records) {
+  TORCH_CHECK(records > 0, "trt_trace::_reserve_ring: records must be positive");
+  return ThreadRings::instance().reserve(static_cast<size_t>(records));
+}
+
 // The same settings as they are now (the GPU timing switch itself, also in a CPU-only build).
 std::vector<int64_t> native_settings() {
   return {static_cast<int64_t>(ThreadRings::instance().capacity()), gpu::enabled() ? 1 : 0, gpu::sample_every(),
@@ -292,6 +298,7 @@ int64_t clock_now_ns() { return now_ns(); }
 TORCH_LIBRARY(trt_trace, m) {
   using namespace trt_trace;
   m.def("set_profile_execution(bool enable) -> ()", &set_profile_execution);
+  m.def("_reserve_ring(int records) -> bool", &reserve_ring);
   m.def("_apply_settings(int buffer_capacity, bool gpu_timing, int gpu_every, bool engine_stream_spans, "
         "int caller_wait_every, bool nvtx, int layers) -> (bool, bool)", &apply_settings);
   m.def("_native_settings() -> int[]", &native_settings);

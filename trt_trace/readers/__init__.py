@@ -14,7 +14,7 @@ from .calls import CallsRead, Window, read_calls, trace_origin
 from .chrome_json import Visitor
 from .in_memory import EventsReader, load_events
 from .opening import open_reader, read
-from .trace_info import CUT_SHORT, ProcessInfo, TraceFileError, TraceInfo
+from .trace_info import CUT_SHORT, NotATrace, ProcessInfo, TraceFileError, TraceInfo
 
-__all__ = ["CUT_SHORT", "CallsRead", "EventsReader", "ProcessInfo", "TraceFileError", "TraceInfo", "Visitor", "Window",
-           "load_events", "open_reader", "read", "read_calls", "trace_origin"]
+__all__ = ["CUT_SHORT", "CallsRead", "EventsReader", "NotATrace", "ProcessInfo", "TraceFileError", "TraceInfo",
+           "Visitor", "Window", "load_events", "open_reader", "read", "read_calls", "trace_origin"]

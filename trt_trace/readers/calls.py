@@ -65,6 +65,8 @@ class CallsRead:
     calls: int = 0  # whole calls read (before the window)
     kept: int = 0  # calls the window kept
     skipped: dict[tuple[int, int], int] = field(default_factory=dict)
+    windowed: bool = False  # a window (--from/--to, --skip-first, --engines) chose the calls kept
+    calls_span_ns: tuple[int, int] | None = None  # the earliest call's begin, the latest call's end (all calls)
 
     def partial_by_pid(self) -> dict[int, int]:
         pids, counts = np.unique(self.partial["pid"], return_counts=True)
@@ -120,9 +122,16 @@ class _Handout:
         self.filt = filt
         self.calls = 0
         self.kept = 0
+        self.first_ns: int | None = None  # the earliest call's begin and the latest call's end
+        self.last_ns: int | None = None
 
     def __call__(self, part: np.ndarray, info: TraceInfo) -> None:
         self.calls += len(part)
+        if len(part):  # the span of every call, window or not (an empty window names it)
+            begin = int(part["begin_ns"].min())
+            end = int((part["begin_ns"] + part["ns"][:, 0]).max())
+            self.first_ns = begin if self.first_ns is None else min(self.first_ns, begin)
+            self.last_ns = end if self.last_ns is None else max(self.last_ns, end)
         if self.filt is not None:
             part = self.filt(part)
         self.kept += len(part)
@@ -171,7 +180,8 @@ def read_calls(path: str | Any, on_calls: Callable[[np.ndarray, TraceInfo], None
     partial = np.zeros(len(pids), dtype=KEY_DTYPE)
     partial["pid"], partial["call_id"] = pids, ids
     partial.sort()
-    return CallsRead(info, partial, joiner.orphan_spans(), handout.calls, handout.kept)
+    return CallsRead(info, partial, joiner.orphan_spans(), handout.calls, handout.kept,
+                     windowed=window.active, calls_span_ns=_span(handout))
 
 
 def _read_whole_calls(reader: Any, on_calls: Callable[[np.ndarray, TraceInfo], None], window: Window | None,
@@ -186,7 +196,12 @@ def _read_whole_calls(reader: Any, on_calls: Callable[[np.ndarray, TraceInfo], N
         handout(part, info)
 
     reader.read_calls(deliver, info)
-    return CallsRead(info, np.zeros(0, dtype=KEY_DTYPE), 0, handout.calls, handout.kept)
+    return CallsRead(info, np.zeros(0, dtype=KEY_DTYPE), 0, handout.calls, handout.kept,
+                     windowed=window.active, calls_span_ns=_span(handout))
+
+
+def _span(handout: _Handout) -> tuple[int, int] | None:
+    return None if handout.first_ns is None or handout.last_ns is None else (handout.first_ns, handout.last_ns)
 
 
 def trace_origin(path: str | Any) -> int | None:

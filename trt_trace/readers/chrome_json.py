@@ -23,7 +23,7 @@ from ..trace_format import CATEGORY
 from . import native, pipeline
 from .columns import SLICE_DTYPE, SLICE_X
 from .events import U32, Malformed, integer, slice_fields, to_slices
-from .trace_info import TraceFileError, TraceInfo
+from .trace_info import NotATrace, TraceFileError, TraceInfo
 
 BLOCK = 8 << 20  # bytes read at a time
 SLICES = 1 << 16
@@ -41,7 +41,31 @@ class Visitor:
     def event(self, ev: dict[str, Any]) -> None: ...
 
 
-def _events_of_line(line: bytes) -> list[Any]:
+REPLACEMENT = "\ufffd".encode()
+
+
+def repaired_utf8(data: bytes) -> tuple[bytes, int]:
+    """`data` with each invalid UTF-8 sequence replaced by U+FFFD, and how many were replaced (JSON is
+    UTF-8: an engine name cut mid-character must not lose the file; the readers count what they replace)."""
+    fixed = data.decode("utf-8", "replace").encode()
+    return fixed, fixed.count(REPLACEMENT) - data.count(REPLACEMENT)
+
+
+def loads_repairing(data: bytes, info: TraceInfo | None = None) -> Any:
+    """orjson.loads, and where the text is not valid UTF-8, of it repaired (counted in info.bad_utf8)."""
+    try:
+        return orjson.loads(data)
+    except orjson.JSONDecodeError:
+        fixed, n = repaired_utf8(data)
+        if n == 0:
+            raise
+        doc = orjson.loads(fixed)
+        if info is not None:
+            info.bad_utf8 += n
+        return doc
+
+
+def _events_of_line(line: bytes, info: TraceInfo | None = None) -> list[Any]:
     """The events of one line of a streamed array: `{...}`, `{...},{...},`, `[{...}`, `{...}]`."""
     text = line.strip()
     if text.startswith(b"["):
@@ -51,16 +75,16 @@ def _events_of_line(line: bytes) -> list[Any]:
     text = text.strip().rstrip(b",").strip()
     if not text:
         return []
-    return orjson.loads(b"[" + text + b"]")
+    return loads_repairing(b"[" + text + b"]", info)
 
 
-def _salvage(text: bytes) -> list[Any]:
+def _salvage(text: bytes, info: TraceInfo | None = None) -> list[Any]:
     """The complete events at the start of a cut line (as today's reader: up to the last '},')."""
     for end in (text.rfind(b"},"), text.rfind(b"}")):
         if end < 0:
             continue
         try:
-            return _events_of_line(text[: end + 1])
+            return _events_of_line(text[: end + 1], info)
         except orjson.JSONDecodeError:
             continue
     return []
@@ -80,6 +104,8 @@ class ChromeJsonReader:
                 info.malformed += 1
                 continue
             ph = ev.get("ph")
+            if isinstance(ph, str):
+                info.trace_events += 1
             try:
                 pid = integer(ev.get("pid", 0), U32)
             except Malformed:
@@ -126,7 +152,7 @@ class ChromeJsonReader:
             if eid not in p.engines:
                 off, n = int(arr["name_off"][i]), int(arr["name_len"][i])
                 try:
-                    p.engines[eid] = str(orjson.loads(bytes(buf[off: off + n])))
+                    p.engines[eid] = str(loads_repairing(bytes(buf[off: off + n]), info))
                 except orjson.JSONDecodeError:
                     p.engines[eid] = f"engine_{eid}"
 
@@ -149,6 +175,11 @@ class ChromeJsonReader:
             self._read_lines(info, visitor, progress)
         else:
             self._read_document(info, visitor)
+        if info.array_closed and not info.processes and info.slices == 0 and not info.trace_events:
+            # Whole, and not one trace event in it (`[]`, `[{"a": 1}]`, `{"traceEvents": []}`): not an empty
+            # table and "cut short", but what it is. (A file cut before its first event is not closed.)
+            raise NotATrace(f"{self.path} is not a trace: JSON without a single trace event (an object with "
+                            "a \"ph\" phase)")
         return info
 
     @staticmethod
@@ -274,12 +305,12 @@ class ChromeJsonReader:
                     deliver(before)
                     line = bytes(buf[off: off + length])
                     try:
-                        events = _events_of_line(line)
+                        events = _events_of_line(line, info)
                     except orjson.JSONDecodeError:
                         if not (eof and off + length >= filled):
                             raise TraceFileError(f"{path}: an event is not JSON ({line[:60]!r}...): not a trace JSON "
                                                  "file?") from None
-                        events = _salvage(line)  # the line a kill cut
+                        events = _salvage(line, info)  # the line a kill cut
                     self._handle(info, events, visitor, converted)
                     self._flush_converted(info, converted, visitor)
                 deliver(n)
@@ -301,6 +332,11 @@ class ChromeJsonReader:
         try:
             doc = orjson.loads(data)
         except orjson.JSONDecodeError:
+            data, info.bad_utf8 = repaired_utf8(data)
+            doc = None
+        try:
+            doc = orjson.loads(data) if doc is None else doc
+        except orjson.JSONDecodeError:
             doc = None
             cut = data.rstrip()
             for end in (cut.rfind(b"},"), cut.rfind(b"}")):
@@ -315,9 +351,10 @@ class ChromeJsonReader:
                 raise TraceFileError(f"{self.path} is not a trace JSON file") from None
             info.array_closed = False
         if isinstance(doc, dict):
-            doc = doc.get("traceEvents", [])
+            doc = doc.get("traceEvents")
         if not isinstance(doc, list):
-            raise TraceFileError(f"{self.path} is not a trace JSON file")
+            raise NotATrace(f"{self.path} is not a trace: JSON, but neither an array of events nor an object with "
+                            "traceEvents")
         converted: list[tuple] = []
         for start in range(0, len(doc), SLICES):
             self._handle(info, doc[start: start + SLICES], visitor, converted)

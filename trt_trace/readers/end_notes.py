@@ -64,7 +64,28 @@ def end_notes(read: Any) -> list[str]:
     if info.malformed:
         notes.append(f"{info.path}: {_plural(info.malformed, 'malformed event')} left out "
                      "(a field of the wrong type or out of range)")
+    notes.extend(utf8_notes(info))
+    notes.extend(empty_window_notes(read))
     return notes
+
+
+def empty_window_notes(read: Any) -> list[str]:
+    """Where a window kept no call of a trace that has some: the trace's span, in the window's seconds."""
+    span = getattr(read, "calls_span_ns", None)
+    if not getattr(read, "windowed", False) or read.kept or not read.calls or span is None:
+        return []
+    origin = read.info.origin_ns if read.info.origin_ns is not None else span[0]
+    first, last = (span[0] - origin) / 1e9, (span[1] - origin) / 1e9
+    return [f"{read.info.path}: no call in the window; the trace's {_plural(read.calls, 'call')} begin at "
+            f"{first:.3f} s and end by {last:.3f} s (--from/--to count from its first event)"]
+
+
+def utf8_notes(info: TraceInfo) -> list[str]:
+    """The line for invalid UTF-8 replaced while reading (none when there was none)."""
+    if not info.bad_utf8:
+        return []
+    return [f"{info.path}: {_plural(info.bad_utf8, 'invalid UTF-8 sequence')} in event text (an engine name?) "
+            "replaced by U+FFFD; the events are kept"]
 
 
 def state_fields(s: Any) -> dict[str, Any]:

@@ -17,6 +17,15 @@ class TraceFileError(ValueError):
     """A trace that cannot be read (the message is one line and names the file)."""
 
 
+class NotATrace(TraceFileError):
+    """A file that is no trace at all (`{"a":1}`, `[]`): every verb refuses it in one line, exit code 2."""
+
+
+def bad_input_rc(exc: BaseException) -> int:
+    """The exit code of a verb that could not read its input: 2 for a file that is not a trace, else 1."""
+    return 2 if isinstance(exc, NotATrace) or getattr(exc, "rc", 1) == 2 else 1
+
+
 def is_end_metadata(args: dict[str, Any]) -> bool:
     """The end metadata event: it says why the trace ended; older ones count the records written,
     and every writer's finish() adds the events it did not write."""
@@ -51,7 +60,10 @@ class ProcessInfo:
     def end_metadata(self) -> dict[str, Any] | None:
         """The process's own end metadata (a merge's or a slice's metadata is the file's, not its)."""
         ends = [m for m in self.metas if is_end_metadata(m) and "merged" not in m]
-        return ends[-1] if ends else None
+        # A merge of a split trace holds every part's end: the process ended where its last part did (the one
+        # end that is not "split"), in whatever order the parts were merged.
+        whole = [m for m in ends if ended_of(m) != SPLIT]
+        return whole[-1] if whole else ends[-1] if ends else None
 
     @property
     def ended(self) -> str:
@@ -66,6 +78,8 @@ class TraceInfo:
     format: str
     processes: dict[int, ProcessInfo] = field(default_factory=dict)
     malformed: int = 0  # events with fields of the wrong type or out of range: left out
+    trace_events: int = 0  # events with a phase ("ph") read through orjson: another tool's count too
+    bad_utf8: int = 0  # invalid UTF-8 sequences in event text (an engine name): replaced by U+FFFD, the events kept
     slices: int = 0  # events read (slices and flows)
     origin_ns: int | None = None  # the earliest slice begin
     last_metadata: dict[str, Any] | None = None  # the file's last trt_trace_metadata event

@@ -9,7 +9,8 @@ import os
 from .. import formats
 from .calls import read_calls
 from .end_notes import end_notes
-from .trace_info import TraceFileError
+from .opening import open_reader
+from .trace_info import NotATrace, TraceFileError
 
 # The largest file `view` hands to the UI, by format: about 5 M events either way.
 UI_LIMIT_BYTES = {"json": 1 << 30, "perfetto": 320 << 20}
@@ -34,8 +35,13 @@ def too_large(path: str) -> str | None:
 
 
 def end_state_notes(path: str) -> list[str]:
-    """The trace's end notes (cut short, size limit, split, ...), [] where it cannot be read here."""
+    """The trace's end notes (cut short, size limit, split, ...), [] where a trace cannot be read here (the UI
+    may still show it). NotATrace, and the opening's errors (empty, not JSON nor Perfetto), go through: no
+    trace to serve."""
+    open_reader(path)
     try:
         return end_notes(read_calls(path, lambda calls, info: None))
+    except NotATrace:
+        raise
     except TraceFileError:
         return []
