@@ -151,6 +151,18 @@ def _read_record(folder: Path) -> tuple[dict[int, set[str]], dict[str, float]]:
     return ran, seconds
 
 
+def _failed_test(log: Path) -> str | None:
+    """The first test pytest's summary names as failed (or in error), as pytest wrote its id."""
+    try:
+        text = log.read_text(errors="replace")
+    except OSError:
+        return None
+    for row in text.splitlines():
+        if row.startswith(("FAILED ", "ERROR ")):
+            return row.split(" ", 1)[1].split(" - ", 1)[0]
+    return None
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("module", help="the source file, e.g. trt_trace/mann_whitney.py (relative to the repo root)")
@@ -163,6 +175,9 @@ def main() -> int:
                          "every mutant runs every test")
     ap.add_argument("--timeout", type=int, default=0,
                     help="seconds per mutant (default: 60 + 3 times what its tests took in the first run)")
+    ap.add_argument("--new", nargs="+", default=[], metavar="TEST",
+                    help="test files run after the others for each mutant: a mutant only they kill is marked "
+                         "'killed NEW' (a survivor of the other tests, killed by the new ones)")
     ap.add_argument("--list", action="store_true", help="list the mutants and stop")
     args = ap.parse_args()
 
@@ -201,7 +216,12 @@ def main() -> int:
         shutil.copy(here / helper, site / helper)
     (site / "sitecustomize.py").write_text("import line_recorder\n\nline_recorder.install()\n")
     target = site / installed.relative_to(package.parent)
-    tests = [os.path.abspath(t) if os.path.exists(t.partition("::")[0]) else t for t in args.tests]
+    tests = [os.path.abspath(t) if os.path.exists(t.partition("::")[0]) else t for t in args.tests + args.new]
+    new_files = {os.path.abspath(t) for t in args.new}
+
+    def order(test: str) -> tuple:  # the other tests first, then the new ones; the fastest first
+        return test.partition("::")[0] in new_files, seconds.get(test, 0.0), test
+
     cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "mutants_plugin"]
     # No bytecode cache in the copy: a mutant of the same size written in the same second as the last
     # one would pass a cached .pyc's check and run the old code.
@@ -212,6 +232,7 @@ def main() -> int:
     places = _Places(tree)
     survivors = []
     not_run = 0
+    killed_new = 0
     server: subprocess.Popen | None = None
     t0 = time.monotonic()
     try:
@@ -240,14 +261,15 @@ def main() -> int:
         for k, what in targets:
             line, text = where(k)
             node = nodes[k]
+            everyone = sorted(seconds, key=order) if seconds else tests
             if args.select == "all" or not places.in_function_body(node):
-                chosen, budget = tests, first_s
+                chosen, budget = everyone, first_s
             else:
                 who = set().union(*(ran.get(n, set()) for n in places.lines(node)))
                 if "" in who:  # run outside any test (at collection): it may matter to every test
-                    chosen, budget = tests, first_s
+                    chosen, budget = everyone, first_s
                 else:
-                    chosen = sorted(who, key=lambda t: (seconds.get(t, 0.0), t))
+                    chosen = sorted(who, key=order)
                     budget = sum(seconds.get(t, 0.0) for t in chosen)
             if not chosen:
                 status, detail = "NOT RUN", "no test runs this line"
@@ -271,11 +293,18 @@ def main() -> int:
                 # A mutant that hangs the tests past the timeout is caught by them.
                 killed = result["rc"] != 0
                 status = "killed" if killed else "SURVIVED"
-                detail = f"{len(chosen)} test{'s' if len(chosen) != 1 else ''}" if chosen is not tests else \
+                detail = f"{len(chosen)} test{'s' if len(chosen) != 1 else ''}" if chosen is not everyone else \
                     "all tests"
+                if killed:
+                    by = _failed_test(work / "last_run.log") if not result["timed_out"] else None
+                    if by and Path(by.partition("::")[0]).name in {Path(f).name for f in new_files}:
+                        status = "killed NEW"
+                        killed_new += 1
+                    if by:
+                        detail += f", by {by}"
                 detail += f", {time.monotonic() - m0:.0f} s" + (", timed out" if result["timed_out"] else "")
             print(f"{status:8}  line {line:4}  {what:16}  {text}  [{detail}]", flush=True)
-            if status != "killed":
+            if not status.startswith("killed"):
                 survivors.append((line, what, text))
     finally:
         if server is not None:
@@ -284,7 +313,8 @@ def main() -> int:
         shutil.rmtree(work, ignore_errors=True)
     n = len(targets)
     print(f"{n - len(survivors)} of {n} mutants killed in {time.monotonic() - t0:.0f} s; {len(survivors)} survived"
-          + (f" ({not_run} on lines no test runs)" if not_run else ""))
+          + (f" ({not_run} on lines no test runs)" if not_run else "")
+          + (f"; {killed_new} of the killed only by the new tests ({', '.join(args.new)})" if args.new else ""))
     return 1 if survivors else 0
 
 
