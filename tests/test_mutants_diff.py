@@ -11,6 +11,7 @@ import numpy as np
 from synthetic_traces import GAP_NS, engine_calls, engines_trace, write_trace
 
 from trt_trace.diff import ALPHA, FASTER, MIN_CHANGE_NS, SAME, SLOWER, diff_files, format_diff, to_json
+from trt_trace.readers import TraceFileError, Window
 
 CALLS = 40
 
@@ -116,3 +117,35 @@ def test_the_table_lines_up_names_left_figures_right_and_verdicts_left(tmp_path)
     assert all(r[:calls_end].endswith(f"{CALLS}/{CALLS}") for r in rows)
     e_row = next(r for r in rows if r.startswith("e "))
     assert e_row[phase_at:].startswith("call")
+
+
+def test_engines_in_one_trace_only_count_from_zero(tmp_path):
+    """An engine gone from the new trace changes by minus its base total, one added by its new total;
+    its calls read 40/0 or 0/40; the footer says the rules the verdicts used."""
+    base = engines_trace(tmp_path / "base.json", {"kept": _flat(10_000), "gone": _flat(30_000)})
+    new = engines_trace(tmp_path / "new.json", {"kept": _flat(10_000), "added": _flat(20_000)})
+    diff = diff_files(str(base), str(new))
+    doc = {e["engine"]: e for e in to_json(diff)["engines"]}
+    assert (doc["gone"]["only_in"], doc["gone"]["total_change_ns"]) == ("base", -CALLS * 30_000)
+    assert (doc["added"]["only_in"], doc["added"]["total_change_ns"]) == ("new", CALLS * 20_000)
+    lines = format_diff(diff).splitlines()
+    gone = next(ln for ln in lines if ln.startswith("gone "))
+    added = next(ln for ln in lines if ln.startswith("added "))
+    assert f"{CALLS}/0" in gone.split() and f"0/{CALLS}" in added.split()
+    assert f"{-CALLS * 30_000 / 1e6:+.3f}" in gone.split()
+    assert lines[-2] == (f"base/new: {base} / {new}; times in ms; a change is SLOWER or faster when the p50 moved by "
+                         f"more than 5% (and 1 µs) and Mann-Whitney p < {ALPHA / 5:.2g}")
+
+
+def test_a_trace_without_calls_says_so_and_names_the_window_only_where_one_was_given(tmp_path):
+    good = str(engines_trace(tmp_path / "good.json", {"w": _flat(10_000, 3)}))
+    empty = tmp_path / "empty.json"
+    empty.write_text("[]")
+    for window, said in ((None, False), (Window(), False), (Window(skip_first=5), True)):
+        source = str(empty) if not said else good
+        try:
+            diff_files(source, good, window=window)
+        except TraceFileError as exc:
+            assert str(exc) == f"{source} has no engine calls to compare" + (" in the window" if said else "")
+        else:
+            raise AssertionError("no error")
