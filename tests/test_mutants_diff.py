@@ -8,6 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
+import pytest
 from synthetic_traces import GAP_NS, engine_calls, engines_trace, write_trace
 
 from trt_trace.diff import ALPHA, FASTER, MIN_CHANGE_NS, SAME, SLOWER, diff_files, format_diff, to_json
@@ -149,3 +150,11 @@ def test_a_trace_without_calls_says_so_and_names_the_window_only_where_one_was_g
             assert str(exc) == f"{source} has no engine calls to compare" + (" in the window" if said else "")
         else:
             raise AssertionError("no error")
+
+
+def test_traces_sharing_no_engine_name_each_ones_engines(tmp_path):
+    base = str(engines_trace(tmp_path / "a.json", {"a_one": _flat(10_000, 3), "a_two": _flat(10_000, 3)}))
+    new = str(engines_trace(tmp_path / "b.json", {"b_one": _flat(10_000, 3)}))
+    with pytest.raises(TraceFileError) as err:
+        diff_files(base, new)
+    assert str(err.value) == f"{base} and {new} share no engine: nothing to compare (a_one, a_two / b_one)"
