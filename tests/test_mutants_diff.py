@@ -9,7 +9,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from synthetic_traces import GAP_NS, engine_calls, engines_trace, write_trace
+from synthetic_traces import GAP_NS, call_rows, engine_calls, engines_trace, write_trace
 
 from trt_trace.diff import ALPHA, FASTER, MIN_CHANGE_NS, SAME, SLOWER, diff_files, format_diff, to_json
 from trt_trace.readers import TraceFileError, Window
@@ -158,3 +158,22 @@ def test_traces_sharing_no_engine_name_each_ones_engines(tmp_path):
     with pytest.raises(TraceFileError) as err:
         diff_files(base, new)
     assert str(err.value) == f"{base} and {new} share no engine: nothing to compare (a_one, a_two / b_one)"
+
+
+def test_a_phase_of_zero_ns_in_the_base_has_no_relative_change(tmp_path):
+    """A phase written with no length (0 ns, its begin its end) in every base call: its p50 is 0, so its
+    change has no percentage and no verdict; the diff goes on for the rest."""
+    def trace(path: Path, outputs_ns: int) -> str:
+        rows = []
+        for k in range(CALLS):
+            begin = 10**9 + k * GAP_NS
+            rows += call_rows(k + 1, 1, begin, [1_000, 2_000, outputs_ns, 20_000])
+            if not outputs_ns:  # call_rows leaves a phase of 0 ns out: here it is written
+                rows.append((begin + 3_000, begin + 3_000, k + 1, 1, 42, 3, 0, 0xFFFF, 0))
+        return str(write_trace(path, rows, ["", "z"], end={}))
+
+    diff = diff_files(trace(tmp_path / "base.json", 0), trace(tmp_path / "new.json", 2_000))
+    outputs = next(d for d in diff.engines[0].durations if d.duration == "outputs")
+    assert (outputs.base.p50_ns, outputs.new.p50_ns) == (0, 2_000)
+    assert outputs.p50_change_pct is None and outputs.verdict == SAME and outputs.p_value is not None
+    assert diff.engines[0].durations[0].p50_change_pct == 100.0 * 2_000 / 23_000  # the call's own
