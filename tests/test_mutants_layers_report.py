@@ -154,3 +154,26 @@ def test_no_layer_slices_is_one_error_line(tmp_path):
     path.write_bytes(b"[\n" + b",\n".join(orjson.dumps(e) for e in call(1, 45.0) + call(2, 46.0)) + b"\n]\n")
     with pytest.raises(TraceFileError, match="has no per-layer timing"):
         layers_report(str(path))
+
+
+def test_the_notes_count_the_calls_cut_inside():
+    """A call without its enqueue phase (cut inside) is left out and counted in the end note, with the
+    profiled calls' tables beside it; a trace with no layer slices keeps its end in --json too."""
+    cut = [e for e in call(4, None) if e["name"] != "enqueue"]
+    c = LayerCalls.from_events(call(1, None) + call(2, None, {"a": 30.0}) + call(3, None, {"a": 31.0}) + cut)
+    (t,) = layer_tables(c)
+    assert t.profiled_calls == 2
+    assert notes_of(c) == ["<events> was cut short: no end record (process killed?); 1 partial call left out"]
+    plain = LayerCalls.from_events(call(1, None) + call(2, None))
+    assert tables_json(layer_tables(plain), plain) == {"engines": [], "ended": "cut short"}
+    assert notes_of(plain) == ["<events> was cut short: no end record (process killed?)"]
+
+
+def test_two_processes_name_their_process_in_the_text():
+    events = call(1, None, pid=7) + call(2, None, {"a": 30.0}, pid=7)
+    events += call(11, None, pid=8) + call(12, None, {"a": 20.0}, pid=8)
+    text = format_tables(tables(events)).splitlines()
+    heads = [ln for ln in text if ln and not ln.startswith("  ")]
+    assert heads == ["pid 7: e: 1 profiled call, 1 layer", "pid 8: e: 1 profiled call, 1 layer"]
+    (one,) = tables(events[: len(call(1, None)) * 2 + 1])
+    assert format_tables([one]).splitlines()[0] == "e: 1 profiled call, 1 layer"
