@@ -8,7 +8,7 @@ import sys
 
 import pytest
 import torch
-from conftest import run_python, trt_trace_cli
+from conftest import TERMINAL_SIGNALS, run_python, trt_trace_cli
 from pftrace_checks import check_pftrace, parse
 from trace_checks import check_trace, load_strict
 
@@ -104,7 +104,7 @@ def test_dump_without_a_flight_recorder_is_one_clear_error(tmp_path):
         trt_trace.flight(0, str(tmp_path / "f.json"))
 
 
-PROGRAM = """
+PROGRAM = TERMINAL_SIGNALS + """
 import os, signal, sys, torch
 from trt_trace import standin
 e = standin.make_engine("served")
