@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import os
 import subprocess
 import sys
@@ -18,6 +19,22 @@ import trt_trace
 from trt_trace import ops, standin
 from trt_trace.records import from_bytes
 from trt_trace.standin import model
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "xdist_group(name): run these tests on one pytest-xdist worker, in order")
+
+
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist's own hook reads the marks (--dist loadgroup)
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """tools/test.sh runs the suite on several workers (pytest-xdist, --dist loadgroup). The tests of a
+    module that share a fixture of module scope run on one worker, in file order: the fixture is made
+    once (an nsys capture, a torchrun job, the README's directory that each command builds on); the
+    module's other tests, and every other test, go to whichever worker is free."""
+    for item in items:
+        info = getattr(item, "_fixtureinfo", None)
+        if info is not None and any(d.scope == "module" for defs in info.name2fixturedefs.values() for d in defs):
+            item.add_marker(pytest.mark.xdist_group(item.module.__name__))
 
 
 @pytest.fixture(autouse=True)
@@ -96,7 +113,11 @@ def demo_package_now() -> tuple[str, list]:
     version = standin.runtime_version()
     if version not in _demo_packages:
         specs = model.demo_specs(6)
-        _demo_packages[version] = model.package_model(specs, torch.randn(8, 64)), specs
+        # The suite's workers (pytest-xdist) and other checkouts share the cache: the first builds the
+        # package (30-60 s), the others wait for it and reuse it instead of building it again beside it.
+        with open(model.cache_dir() / f"demo_package_{version}.lock", "w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            _demo_packages[version] = model.package_model(specs, torch.randn(8, 64)), specs
     return _demo_packages[version]
 
 
@@ -110,6 +131,22 @@ def trt_trace_cli() -> list[str]:
     exe = Path(sys.executable).parent / "trt-trace"
     assert exe.exists(), "the trt-trace script must be installed beside the interpreter"
     return [str(exe)]
+
+
+# What a terminal gives a program it starts, for a child whose test relies on it: Ctrl-C (SIGINT) raises
+# KeyboardInterrupt, SIGTERM and SIGUSR1 take their default course. A child inherits ignored signals from
+# however the suite was launched (a shell's background job ignores SIGINT; nohup, CI runners and process
+# managers may ignore more), so a test that signals a child sets this first thing in the child: before
+# `import torch`, which starts tracing under TRT_TRACE_OUT (trt_trace keeps an ignored signal ignored).
+TERMINAL_SIGNALS = ("import signal; signal.signal(signal.SIGINT, signal.default_int_handler); "
+                    "signal.signal(signal.SIGTERM, signal.SIG_DFL); signal.signal(signal.SIGUSR1, signal.SIG_DFL)\n")
+
+
+def with_signals_ignored(command: list[str], signals: tuple[str, ...] = ("SIGINT", "SIGTERM")) -> list[str]:
+    """`command` started as a shell starts a background job: `signals` ignored from the start (an ignored
+    signal stays ignored across exec, as it does for a program the shell starts)."""
+    ignore = "; ".join(f"signal.signal(signal.{name}, signal.SIG_IGN)" for name in signals)
+    return [sys.executable, "-c", f"import os, signal, sys; {ignore}; os.execvp(sys.argv[1], sys.argv[1:])", *command]
 
 
 def run_python(code: str, env_extra: dict[str, str] | None = None, cwd: Path | None = None,

@@ -8,7 +8,7 @@ import sys
 
 import pytest
 import torch
-from conftest import run_python, trt_trace_cli
+from conftest import TERMINAL_SIGNALS, run_python, trt_trace_cli
 from pftrace_checks import check_pftrace, parse
 from trace_checks import check_trace, load_strict
 
@@ -104,7 +104,7 @@ def test_dump_without_a_flight_recorder_is_one_clear_error(tmp_path):
         trt_trace.flight(0, str(tmp_path / "f.json"))
 
 
-PROGRAM = """
+PROGRAM = TERMINAL_SIGNALS + """
 import os, signal, sys, torch
 from trt_trace import standin
 e = standin.make_engine("served")
@@ -155,8 +155,10 @@ def test_exit_dump_when_asked_and_a_default_name_without_trt_trace_out(tmp_path)
 
 
 def test_the_programs_own_sigusr1_handler_is_kept(tmp_path):
-    code = ("import os, signal, time; hits = []; signal.signal(signal.SIGUSR1, lambda *a: hits.append(1))\n"
-            + PROGRAM.replace('sys.argv[1] == "signal"', "True") + "\nprint('hits', len(hits))")
+    code = (TERMINAL_SIGNALS
+            + "import os, signal, time; hits = []; signal.signal(signal.SIGUSR1, lambda *a: hits.append(1))\n"
+            + PROGRAM.removeprefix(TERMINAL_SIGNALS).replace('sys.argv[1] == "signal"', "True")
+            + "\nprint('hits', len(hits))")
     proc = run_python(code.replace("import os, signal, sys, torch", "import sys, torch"),
                       {"TRT_TRACE_FLIGHT": "30", "TRT_TRACE_OUT": str(tmp_path / "t.json")})
     assert proc.returncode == 0 and "hits 1" in proc.stdout, proc.stderr

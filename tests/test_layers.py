@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-from conftest import demo_package_now, playing_runtime, run_python, trt_trace_cli
+from conftest import TERMINAL_SIGNALS, demo_package_now, playing_runtime, run_python, trt_trace_cli
 
 import trt_trace
 from trt_trace import config, ops, standin
@@ -427,7 +427,7 @@ def test_nothing_is_left_in_the_temporary_directory(tmp_path, how):
     tmp.mkdir()
     path = tmp_path / "t.json"
     n = 1000 if how == "window open at exit" else 2
-    code = ("import os, signal, torch\nfrom trt_trace import standin, ops\n"
+    code = (TERMINAL_SIGNALS + "import os, signal, torch\nfrom trt_trace import standin, ops\n"
             "e = standin.make_engine('exit_engine', layers=(('a', 5), ('b', 5)))\n"
             "for _ in range(4): torch.ops.tensorrt.execute_engine([torch.ones(4)], e)\n"
             f"assert ops.layer_private_folder() != '' or {n} < 4\n"

