@@ -21,6 +21,7 @@ from trace_checks import check_trace, load_strict, to_ns
 
 import trt_trace
 from trt_trace import ops, standin
+from trt_trace import session as session_mod
 from trt_trace.native_trace import NativeTrace
 from trt_trace.readers.perfetto_general import annotation_value
 from trt_trace.records import RECORD_DTYPE
@@ -121,7 +122,8 @@ def test_tracks_slices_names_and_metadata_of_a_real_run(tmp_path):
     assert session.format == "perfetto" and isinstance(session.writer, PerfettoTraceWriter)
     c = check_pftrace(parse(out))
     process = next(t for t in c.tracks.values() if t.HasField("process"))
-    assert process.process.pid == os.getpid() and process.process.process_name == "pytest"  # the UI adds the pid
+    # The UI adds the pid. (The program's name: "pytest", or "python" on a pytest-xdist worker.)
+    assert process.process.pid == os.getpid() and process.process.process_name == session_mod.program_name()
     groups = c.children(process.uuid)
     assert [t.name for t in sorted(groups, key=lambda t: t.sibling_order_rank)] == ["engines", "trt_trace metadata"]
     engines = sorted(c.children(groups[0].uuid if groups[0].name == "engines" else groups[1].uuid),

@@ -33,6 +33,9 @@ from urllib.parse import unquote
 import pytest
 from conftest import demo_package_now
 
+# The README's commands build on one another in one directory: one pytest-xdist worker runs them, in order.
+pytestmark = pytest.mark.xdist_group("readme")
+
 HERE = Path(__file__).resolve().parent
 README = HERE.parent / "README.md"
 FENCE = re.compile(r"^```([^\n`]*)\n(.*?)^```[ \t]*$", re.M | re.S)

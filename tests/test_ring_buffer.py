@@ -13,8 +13,8 @@ from trt_trace import ops
 def _counts_for(tid: int) -> dict:
     rows = [r for r in ops.thread_counts().tolist() if r[0] == tid]
     assert rows, f"no counts for thread {tid}"
-    tid_, produced, dropped, capacity, _alive = rows[-1]
-    return {"produced": produced, "dropped": dropped, "capacity": capacity}
+    tid_, produced, dropped, capacity, _alive, dropped_calls = rows[-1]
+    return {"produced": produced, "dropped": dropped, "capacity": capacity, "dropped_calls": dropped_calls}
 
 
 def _push_in_new_thread(count: int, engine_id: int, first_seq: int) -> int:
@@ -95,6 +95,7 @@ def test_full_ring_counts_drops_exactly():
     assert mine["begin_ns"].tolist() == list(range(64))  # the oldest are kept, the overflow is dropped
     assert counts["produced"] == 100
     assert counts["dropped"] == 36
+    assert counts["dropped_calls"] == 36  # each synthetic record is a whole call
     assert len(mine) + counts["dropped"] == counts["produced"]
 
 

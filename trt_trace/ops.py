@@ -209,7 +209,7 @@ def pending() -> int:
 
 
 def thread_counts() -> torch.Tensor:
-    """int64 [threads, 5]: thread id, produced, dropped, capacity, alive."""
+    """int64 [threads, 6]: thread id, produced, dropped (events), capacity, alive, dropped calls."""
     return _op("_thread_counts")()
 
 
