@@ -37,6 +37,19 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(pytest.mark.xdist_group(item.module.__name__))
 
 
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """On a pytest-xdist worker of --dist loadgroup, each grouped test's id must carry its group
+    (`...@name`): the scheduler keeps a group on one worker by that suffix alone. Without it (a pytest
+    that pytest-xdist cannot rename tests in) the groups would be spread silently; stop loudly instead."""
+    if not getattr(session.config.option, "loadgroup", False):
+        return
+    lost = [item.nodeid for item in session.items
+            if item.get_closest_marker("xdist_group") is not None and "@" not in item.nodeid.rsplit("]", 1)[-1]]
+    if lost:
+        raise pytest.UsageError(f"pytest-xdist did not group {len(lost)} test(s) (e.g. {lost[0]}): pytest "
+                                f"{pytest.__version__} with this pytest-xdist cannot keep a group on one worker")
+
+
 @pytest.fixture(autouse=True)
 def _clean_tracer():
     """Every test starts with tracing off, empty rings and zeroed counters, and the rings recording
@@ -51,6 +64,25 @@ def _clean_tracer():
     trt_trace.stop()
     ops.set_profile_execution(False)
     ops.set_recording(False)
+
+
+def _inherited_signal_state() -> tuple:
+    """What a child started now inherits of this process's signals: which are ignored, which blocked."""
+    import signal
+
+    ignored = tuple(s.name for s in (signal.SIGINT, signal.SIGTERM, signal.SIGUSR1)
+                    if signal.getsignal(s) is signal.SIG_IGN)
+    return ignored, tuple(sorted(s.name for s in signal.pthread_sigmask(signal.SIG_BLOCK, [])))
+
+
+@pytest.fixture(autouse=True)
+def _signals_left_as_found():
+    """A test (or the code it runs in this process) must leave the signals as it found them: an ignored
+    or blocked SIGINT would pass to every child that later tests start, and their Ctrl-C would go unheard."""
+    before = _inherited_signal_state()
+    yield
+    after = _inherited_signal_state()
+    assert after == before, f"signals ignored / blocked were {before}, the test left {after}"
 
 
 @pytest.fixture(scope="session", autouse=True)

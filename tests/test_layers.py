@@ -295,7 +295,9 @@ def test_a_package_in_a_fresh_process_with_only_the_two_variables(tmp_path):
         ids = by_engine[spec.name]
         assert sorted(i for i in layers if i in ids) == ids[1:4]
         assert all([e["name"] for e in layers[i]] == [n for n, _ in spec.layers] for i in ids[1:4])
-    assert list(tmp.iterdir()) == []  # nothing left in the process's temporary directory
+    # Nothing of trt_trace's left in the process's temporary directory (torch's own cache of Inductor, which
+    # loading a package may create there, aside).
+    assert [p for p in tmp.iterdir() if not p.name.startswith("torchinductor_")] == []
 
 
 def test_layers_switched_on_and_off_in_a_running_process(tmp_path):

@@ -56,8 +56,10 @@ def test_phases_partition_every_call_and_enqueue_holds_the_launch_cost():
         check_partition(phases)
         enqueue = phases[ENQ][1] - phases[ENQ][0]
         assert enqueue >= 3_000_000  # the stand-in's 3 ms launch cost lands in enqueue
-        for p in (WS, IN, OUT):
-            assert phases[p][1] - phases[p][0] < 3_000_000
+    # ... and in no other phase. Medians over the calls: a loaded 2-core CI machine may deschedule one call in
+    # any phase for tens of ms (once 36 ms in a first call's outputs).
+    for p in (WS, IN, OUT):
+        assert np.median([c[p][1] - c[p][0] for c in calls.values()]) < 3_000_000, (p, calls)
 
 
 def test_dynamic_workspace_lands_in_workspace():

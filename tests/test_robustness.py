@@ -183,6 +183,12 @@ def test_exit_paths_leave_a_loadable_trace(tmp_path, how, complete):
     if complete:
         check_trace(events)
         assert any(e["ph"] == "M" and "dropped_events" in e.get("args", {}) for e in events)
+        # Whichever way it ended, the process said where its trace is, and how many events of its engines
+        # (the slices: the file's metadata aside) it holds.
+        slices = sum(1 for e in events if e["ph"] == "X")
+        said = [line for line in proc.stderr.splitlines() if line.startswith("trt_trace: trace written to ")]
+        assert said == [f"trt_trace: trace written to {out} ({slices} events); open it in ui.perfetto.dev"], \
+            proc.stderr
     if how == "SIGTERM":
         assert proc.returncode == -signal.SIGTERM  # the program still dies of the signal
 

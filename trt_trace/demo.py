@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import signal
 import subprocess
 import sys
 import tempfile
@@ -21,8 +22,9 @@ import time
 
 SERVE_SCRIPT = textwrap.dedent(
     """
-    import sys
+    import signal, sys
     try:  # Ctrl-C reaches this process too: the demo's one line says it, not a traceback of this one
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})  # blocked until here (demo.serve)
         import torch
         from trt_trace.standin import model   # the stand-in runtime (in real life: import torch_tensorrt)
         runner = model.load_package(sys.argv[1])
@@ -40,6 +42,7 @@ INTERRUPTED = "trt-trace demo: interrupted (Ctrl-C); a trace the serving process
 MAX_ENGINES = 64  # each engine is compiled into the package: more only makes the demo slow
 DEFAULT_ENGINES = 6
 DEFAULT_CALLS = 25
+FINISH_WAIT_S = 60  # for the serving process to finish its trace after Ctrl-C
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -101,8 +104,7 @@ def build_and_serve(out: str, engines: int, calls: int, layers: int = 0) -> int:
     print(f"running it {calls} times in a fresh process with only {settings} set ...")
     # Not from this directory: `python -c` puts the working directory first on sys.path, and run in a
     # checkout that would import its source folder (no compiled library) instead of the installed package.
-    rc = subprocess.call([sys.executable, "-c", SERVE_SCRIPT, path, str(calls)], env=env,
-                         cwd=tempfile.gettempdir())
+    rc = serve(path, calls, env)
     if rc == 130:  # Ctrl-C in the serving process alone
         raise KeyboardInterrupt
     if rc != 0:
@@ -121,6 +123,41 @@ def build_and_serve(out: str, engines: int, calls: int, layers: int = 0) -> int:
         return 1
     print(f"\ntrace: {os.path.abspath(out)}  (open it in https://ui.perfetto.dev)")
     return 0
+
+
+def serve(path: str, calls: int, env: dict[str, str]) -> int:
+    """Runs the package in a fresh process; its exit code. On Ctrl-C, waits for it to finish its trace
+    and re-raises.
+
+    A terminal's Ctrl-C reaches both processes (one process group). The serving process starts with SIGINT
+    blocked and unblocks it once inside its `try` (SERVE_SCRIPT), so a Ctrl-C during its start-up is taken
+    there, not printed as a traceback of Python's start-up. The demo then waits for it to finish its trace
+    (subprocess.call would kill it after a quarter of a second, cutting the trace); one that is still
+    running gets SIGTERM, which trt_trace answers by finishing the trace, and after FINISH_WAIT_S (or a
+    second Ctrl-C) SIGKILL: the demo never leaves it running."""
+    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})  # the child inherits it; this process takes
+    try:                                                       # a Ctrl-C once it holds the child
+        proc = subprocess.Popen([sys.executable, "-c", SERVE_SCRIPT, path, str(calls)], env=env,
+                                cwd=tempfile.gettempdir())
+    except BaseException:
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+        raise
+    try:
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+        return proc.wait()
+    except KeyboardInterrupt:
+        try:
+            try:
+                proc.wait(timeout=1)  # it had the Ctrl-C too, unless it was sent to the demo alone
+            except subprocess.TimeoutExpired:
+                proc.terminate()
+                proc.wait(timeout=FINISH_WAIT_S)
+        except (KeyboardInterrupt, subprocess.TimeoutExpired):  # a second Ctrl-C, or a process that hangs
+            proc.kill()
+            proc.wait()
+            print(f"trt-trace demo: the serving process (pid {proc.pid}) did not end: killed; its trace is cut "
+                  "short", file=sys.stderr)
+        raise
 
 
 def main(argv: list[str] | None = None) -> int:

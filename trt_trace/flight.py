@@ -164,7 +164,8 @@ class FlightWindow:
         # The window the dump really covers: as asked, or from its oldest call where the cap cut it.
         held_s = (now_ns - int(call_begins.min())) / 1e9 if capped and len(call_begins) else (
             0.0 if capped else self.seconds)
-        flight = {"window_s": self.seconds, "held_s": round(held_s, 6), "capped": capped, "dump": number,
+        held_s = round(held_s, 6)  # one value for the file and the line (each rounds it again to print it)
+        flight = {"window_s": self.seconds, "held_s": held_s, "capped": capped, "dump": number,
                   "trigger": trigger, "calls": len(call_begins), "records_let_go": self.records_let_go,
                   "max_records": self.max_records}
         writer.begin(self._process_name, dict(self._metadata, flight=flight))

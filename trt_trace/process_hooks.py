@@ -25,7 +25,7 @@ import threading
 from collections.abc import Callable, Iterator
 from typing import Any
 
-_stop: Callable[[], Any] = lambda: None  # noqa: E731 (the session's stop(), set by install_exit_paths)
+_stop: Callable[[], Any] = lambda: None  # noqa: E731 (the session's exit finish, set by install_exit_paths)
 _finish_at_exit: Callable[[], None] = lambda: None  # noqa: E731 (the session's exit finish)
 _dump: Callable[[str], None] = lambda trigger: None  # noqa: E731 (the flight recorder's dump on a trigger)
 
@@ -90,7 +90,8 @@ def _finish_on_signal(signum, frame) -> None:  # noqa: ANN001
 
 
 def install_exit_paths(stop: Callable[[], Any]) -> None:
-    """SIGTERM and os._exit finish the trace (`stop`; os._exit: the at_exit finish) from now on."""
+    """SIGTERM (`stop`: the session's finish at exit, with its line) and os._exit (the at_exit finish)
+    finish the trace from now on."""
     global _stop
     _stop = stop
     _install_signal_handlers()

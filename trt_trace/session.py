@@ -350,7 +350,8 @@ def start_session(settings: Settings) -> Session:
         session = Session(settings)
         session.start()
         _active = session
-        process_hooks.install_exit_paths(stop)
+        # SIGTERM ends the process: the trace is finished and said as at any exit (the line, the exit dump).
+        process_hooks.install_exit_paths(_finish_at_exit)
         if session.flight is not None:
             process_hooks.install_flight_triggers(_dump_on_trigger)
         return session
