@@ -58,6 +58,12 @@ const std::string& ChromeJsonTrace::engine_name(uint32_t engine_id) {
   return engine_fallback_;
 }
 
+void ChromeJsonTrace::grow_body(size_t bytes) {
+  // Never shrunk: resizing down and back up zero-filled the difference on every larger batch (megabytes
+  // of memset per drain under a busy loop, tools/bench/bench_serving.py); the capacity was kept anyway.
+  if (body_.size() < bytes) body_.resize(bytes);
+}
+
 void ChromeJsonTrace::refresh_engine_json(uint32_t top_engine_id) {
   if (engine_json_.size() < engine_names_.size() || top_engine_id >= engine_json_.size()) {
     engine_name(top_engine_id);  // refreshes the names
@@ -103,7 +109,7 @@ void ChromeJsonTrace::write_calls(const Record* recs, size_t n) {
   refresh_engine_json(top_engine(recs, n));
   size_t longest = 0;
   for (const auto& e : engine_json_) longest = std::max(longest, e.size());
-  body_.resize((kMaxEventBytes + longest + 2 * pid_.size()) * n);
+  grow_body((kMaxEventBytes + longest + 2 * pid_.size()) * n);
   char* const begin = body_.data();
   JsonOut out{begin};
   for (size_t i = 0; i < n; ++i) {
@@ -153,7 +159,7 @@ void ChromeJsonTrace::write_layers(const Record* recs, size_t n) {
         recs[i].engine_id < engine_json_.size() ? engine_json_[recs[i].engine_id] : engine_json_[0];
     worst += kMaxLayerEventBytes + 2 * layer_json_[recs[i].stream].size() + engine.size() + pid_.size();
   }
-  body_.resize(worst);
+  grow_body(worst);
   char* const begin = body_.data();
   JsonOut out{begin};
   for (size_t i = 0; i < n; ++i) {

@@ -46,6 +46,8 @@ class ChromeJsonTrace {
   void refresh_layer_names(const Record* recs, size_t n);
   // thread_name and thread_sort_index events of a new track (also kept for the next part's start).
   void track_events(uint64_t tid, const std::string& name, std::string* meta);
+  // body_ holds at least `bytes` (it only grows).
+  void grow_body(size_t bytes);
 
   std::string process_head_;
   std::string pid_;
