@@ -218,6 +218,23 @@ def test_an_empty_window_names_the_traces_span(real):
 
 # -- Ctrl-C ---------------------------------------------------------------------------------------------------------
 
+def group_state(pgid: int) -> str:
+    """Each thread of a process group: its state, kernel wait channel and signal masks (what a hang needs)."""
+    lines = []
+    for pid in subprocess.run(["pgrep", "-g", str(pgid)], capture_output=True, text=True).stdout.split():
+        for task in sorted(Path(f"/proc/{pid}/task").glob("*")):
+            try:
+                status = dict(line.split(":\t", 1) for line in (task / "status").read_text().splitlines()
+                              if ":\t" in line)
+                wchan = (task / "wchan").read_text()
+            except OSError:
+                continue
+            lines.append(f"{pid}/{task.name} {status.get('Name', '?')} {status.get('State', '?')} wchan={wchan} "
+                         f"SigBlk={status.get('SigBlk')} SigPnd={status.get('SigPnd')} "
+                         f"ShdPnd={status.get('ShdPnd')} SigCgt={status.get('SigCgt')}")
+    return "\n".join(lines)
+
+
 def test_ctrl_c_on_the_demo_is_one_line_and_no_traceback(tmp_path):
     proc = subprocess.Popen(CLI + ["demo", "--out", str(tmp_path / "demo.json"), "--calls", "100000000"],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
@@ -230,7 +247,10 @@ def test_ctrl_c_on_the_demo_is_one_line_and_no_traceback(tmp_path):
                 break
         time.sleep(3)  # the child is serving now
         os.killpg(proc.pid, signal.SIGINT)  # as a terminal's Ctrl-C: the whole foreground group
-        out, err = proc.communicate(timeout=120)
+        try:
+            out, err = proc.communicate(timeout=120)
+        except subprocess.TimeoutExpired:
+            pytest.fail("the demo did not end within 120 s of Ctrl-C; its processes:\n" + group_state(proc.pid))
     finally:
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)

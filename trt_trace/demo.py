@@ -144,7 +144,11 @@ def serve(path: str, calls: int, env: dict[str, str]) -> int:
         raise
     try:
         signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
-        return proc.wait()
+        while True:  # in short waits: a Ctrl-C that the kernel hands to another of this process's threads
+            try:     # (torch's) only sets Python's flag, and would not end a wait blocked in waitpid
+                return proc.wait(timeout=0.2)
+            except subprocess.TimeoutExpired:
+                continue
     except KeyboardInterrupt:
         try:
             try:
