@@ -217,6 +217,14 @@ def metadata_annotations(metadata: dict[str, Any]) -> bytes:
     return event.SerializeToString()
 
 
+def start_metadata(metadata: dict[str, Any]) -> dict[str, Any]:
+    """The session's start metadata as a Perfetto trace states it (its format, its clock's terms)."""
+    metadata = dict(metadata, format="perfetto TrackEvent protobuf")
+    if "clock_domain" in metadata:
+        metadata["clock_domain"] = "CLOCK_MONOTONIC ns (timestamp_clock_id 3; see the ClockSnapshot)"
+    return metadata
+
+
 def _process_packet(pid: int, process_name: str) -> bytes:
     """The process's track (pid, name), its children (the groups) ordered by their ranks."""
     pb = protos()
@@ -275,9 +283,7 @@ class PerfettoTraceWriter(StreamedTrace):
 
     def begin(self, process_name: str, metadata: dict[str, Any]) -> None:
         """Keeps what every file starts with; it is written with a file's first records (_start_file)."""
-        metadata = dict(metadata, format="perfetto TrackEvent protobuf")
-        if "clock_domain" in metadata:
-            metadata["clock_domain"] = "CLOCK_MONOTONIC ns (timestamp_clock_id 3; see the ClockSnapshot)"
+        metadata = start_metadata(metadata)
         self._start_metadata = metadata
         self._start_tracks = b"".join([
             _sequence_start_packet(),
