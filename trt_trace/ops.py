@@ -316,7 +316,7 @@ def chrome_json_events(records, tids, pid: int, engine_json: list[str], flows: b
 def perfetto_slice_packets(records, track_uuids, seq_id: int, annotation_iids: list[int], flows: bool,
                            buffer: FormatBuffer | None = None) -> memoryview:
     """Framed Perfetto TracePackets (SLICE_BEGIN/SLICE_END) of a record batch, ready to append to a
-    trace file; track_uuids: the track of each record; annotation_iids: see csrc/ops/perfetto_format.cpp;
+    trace file; track_uuids: the track of each record; annotation_iids: see csrc/format/perfetto_slices.h;
     buffer: as for chrome_json_events."""
     import numpy as np
     import torch
