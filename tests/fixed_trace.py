@@ -101,6 +101,26 @@ def write_native(folder: Path, batch: int = 7) -> bytes:
     return path.read_bytes()
 
 
+def write_native_perfetto(folder: Path, batch: int = 7) -> bytes:
+    """fixed.pftrace as the native writer (csrc/session) writes it from the same records, names and (pinned)
+    clock readings, its metadata encoded as NativeTrace encodes it."""
+    import torch
+
+    from trt_trace import ops
+    from trt_trace.writers.perfetto_trace import metadata_annotations, start_metadata
+
+    recs = records()
+    path = folder / "fixed.pftrace"
+    start = start_metadata({"tool": "trt_trace", "pid": PID, "clock": "CLOCK_MONOTONIC"})
+    end = {"records_drained": len(recs), "dropped_events": 0, "ended": "closed", "files": ["fixed.pftrace"],
+           "records_written": len(recs), "events_not_written": 0}
+    clocks = [CLOCK_NS + time.CLOCK_BOOTTIME, CLOCK_NS + time.CLOCK_MONOTONIC, CLOCK_NS]  # as pinned() reads them
+    ops.perfetto_trace_from_records(str(path), torch.from_numpy(recs.view(np.uint8).copy()), batch, PID, True,
+                                    "fixed.py", metadata_annotations(start), 0, NAMES, [], 0, True,
+                                    metadata_annotations(end), CLOCK_NS + time.CLOCK_MONOTONIC, clocks)
+    return path.read_bytes()
+
+
 if __name__ == "__main__":  # the digests tests/test_writer_bytes.py checks against
     import hashlib
     import sys

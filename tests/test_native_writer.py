@@ -1,7 +1,8 @@
 """The native writer thread (csrc/session): the same bytes as the Python writer for the same records,
-whatever the batching, names, layers and size limit; and, in real processes, what it was built for: a
-busy package loop drained while it runs (nothing dropped, the file growing), all but the last moments
-kept after SIGKILL, and one file per writer when processes share a TRT_TRACE_OUT."""
+whatever the batching, names, layers and size limit, in both formats (Chrome JSON and native Perfetto,
+clocks pinned); and, in real processes, what it was built for: a busy package loop drained while it runs
+(nothing dropped, the file growing), all but the last moments kept after SIGKILL, and one file per writer
+when processes share a TRT_TRACE_OUT."""
 
 from __future__ import annotations
 
@@ -23,7 +24,8 @@ from trt_trace import ops
 from trt_trace.native_trace import process_head
 from trt_trace.records import RECORD_DTYPE
 from trt_trace.trace_summary import load_events
-from trt_trace.writers import ChromeJsonWriter
+from trt_trace.writers import ChromeJsonWriter, PerfettoTraceWriter
+from trt_trace.writers.perfetto_trace import metadata_annotations
 
 ODD_NAMES = ["", "plain", 'q"uo\\te', "ctl\x00\x01\x08\t\n\x0b\x0c\r\x1f\x7f end", "naïve ✓ 引擎 \u2028\u2029 😀",
              "</script>"]
@@ -119,6 +121,85 @@ def test_the_native_writer_writes_the_python_writers_bytes(tmp_path, seed, batch
     assert any(ODD_NAMES[3] in n for n in names) or any(ODD_NAMES[4] in n for n in names)
 
 
+# The Python writer's clock readings, pinned (time.clock_gettime_ns(clock) = CLOCK_NS + clock id, time.time_ns() =
+# CLOCK_NS), and the native writer's clock snapshots pinned to the same (boottime, monotonic, realtime).
+CLOCK_NS = 1_700_000_000_123_456_789
+PINNED_CLOCKS = [CLOCK_NS + time.CLOCK_BOOTTIME, CLOCK_NS + time.CLOCK_MONOTONIC, CLOCK_NS]
+
+
+def python_perfetto(folder: Path, recs: np.ndarray, batch: int, max_bytes: int, split: bool, flows: bool,
+                    start: dict, end_metadata: dict, monkeypatch: pytest.MonkeyPatch) -> tuple[dict[str, bytes], dict]:
+    folder.mkdir()
+    with monkeypatch.context() as m:
+        m.chdir(folder)
+        m.setattr(time, "clock_gettime_ns", lambda clock: CLOCK_NS + int(clock))
+        m.setattr(time, "time_ns", lambda: CLOCK_NS)
+        writer = PerfettoTraceWriter("t.pftrace", lambda: list(ODD_NAMES), max_bytes=max_bytes, split=split)
+        writer._pid = PID
+        writer._book._layer_names = lambda: list(LAYER_NAMES)
+        writer.gpu_flows = flows
+        writer.begin("prog ✓ \udcff", start)
+        for i in range(0, len(recs), batch):
+            writer.write(recs[i:i + batch])
+        end = writer.end_record(end_metadata)
+        writer.finish(end_metadata)
+    return {p.name: p.read_bytes() for p in sorted(folder.iterdir())}, end
+
+
+def native_perfetto(folder: Path, recs: np.ndarray, batch: int, max_bytes: int, split: bool, flows: bool,
+                    start: dict, end: dict, end_ns: int) -> tuple[dict[str, bytes], tuple]:
+    from trt_trace.writers.perfetto_trace import _text, start_metadata
+
+    folder.mkdir()
+    here = os.getcwd()
+    os.chdir(folder)
+    try:  # what NativeTrace hands the writer thread (begin(), finish())
+        start = start_metadata(start)
+        counts = ops.perfetto_trace_from_records(
+            "t.pftrace", torch.from_numpy(recs.view(np.uint8).copy()), batch, PID, flows, _text("prog ✓ \udcff"),
+            metadata_annotations(start), int(start.get("monotonic_ns") or 0), ODD_NAMES, LAYER_NAMES, max_bytes,
+            split, metadata_annotations(end), end_ns, PINNED_CLOCKS)
+    finally:
+        os.chdir(here)
+    return {p.name: p.read_bytes() for p in sorted(folder.iterdir())}, counts
+
+
+@pytest.mark.parametrize(("seed", "batch", "max_bytes", "split", "flows", "stamped"), [
+    (1, 7, 0, True, True, True), (2, 1, 0, True, False, True), (3, 64, 0, True, True, False),
+    (4, 5000, 0, True, True, True), (5, 50, 8_000, True, True, True), (6, 13, 12_000, False, True, True),
+    (7, 200, 4_000, True, False, False), (8, 100, 0, True, True, True),
+])
+def test_the_native_writer_writes_the_python_perfetto_writers_bytes(tmp_path, monkeypatch, seed, batch, max_bytes,
+                                                                     split, flows, stamped):
+    # Byte for byte, clock snapshots included (pinned on both sides): the same tracks, uuids, interned names,
+    # slices, layer tracks, split parts with their end records, start and end metadata instants and stamps.
+    # stamped=False: metadata without monotonic_ns (each side then reads the pinned clock). Seed 8: no records.
+    recs = random_records(seed) if seed != 8 else random_records(1)[:0]
+    start = {"tool": "trt_trace", "pid": PID, "argv": ["a\"b", "\x01", "\udcff"], "none": None, "big": 1 << 64,
+             "clock_domain": "x", "nested": {"a": [1, 2.5, {"b": True}], "e": []}}
+    end_metadata = {"records_drained": len(recs), "dropped_events": 0, "threads": [{"thread": 7, "dropped": 0}]}
+    if stamped:
+        start["monotonic_ns"] = 900_000
+        end_metadata["monotonic_ns"] = 10**12
+    expected, end = python_perfetto(tmp_path / "py", recs, batch, max_bytes, split, flows, start, end_metadata,
+                                    monkeypatch)
+    # NativeTrace hands over the end's monotonic_ns, 0 where it has none (the thread then reads the clock): the
+    # Python writer read the pinned clock, so the native one is handed that reading.
+    end_ns = end_metadata["monotonic_ns"] if stamped else CLOCK_NS + time.CLOCK_MONOTONIC
+    written, (events, not_written, paths) = native_perfetto(tmp_path / "native", recs, batch, max_bytes, split,
+                                                            flows, start, end, end_ns)
+    assert written.keys() == expected.keys()
+    for name in expected:
+        assert written[name] == expected[name], name
+    assert (events, not_written, paths) == (end["records_written"], end["events_not_written"], end["files"])
+    if max_bytes and split:
+        assert len(paths) > 1  # the limit was reached: parts with their split end records
+    if max_bytes and not split:
+        assert not_written > 0
+    else:
+        assert events == len(recs)
+
+
 # -- real processes ------------------------------------------------------------------------------------------
 
 BUSY_LOOP = """
@@ -147,6 +228,14 @@ def _env(**extra: str) -> dict[str, str]:
     return env
 
 
+def _load(path: Path) -> list[dict]:
+    """Every event of the file: a JSON one read strictly (a whole array), a Perfetto one by the project's reader."""
+    return load_strict(path) if path.suffix == ".json" else load_events(str(path))
+
+
+SUFFIXES = pytest.mark.parametrize("suffix", [".json", ".pftrace"])
+
+
 def _engine_calls(events: list[dict]) -> int:
     return sum(1 for e in events if e.get("ph") == "X" and e.get("name") == "execute_engine")
 
@@ -156,10 +245,12 @@ def _end(events: list[dict]) -> dict | None:
     return ends[-1] if ends else None
 
 
-def test_a_busy_package_loop_is_drained_while_it_runs_and_drops_nothing(tmp_path):
+@SUFFIXES
+def test_a_busy_package_loop_is_drained_while_it_runs_and_drops_nothing(tmp_path, suffix):
+    # Both formats are written by the native thread: a loop that holds the GIL between calls starves no drain.
     script = tmp_path / "serve.py"
     script.write_text(BUSY_LOOP)
-    out = tmp_path / "busy.json"
+    out = tmp_path / f"busy{suffix}"
     proc = subprocess.Popen([sys.executable, str(script), "6", str(tmp_path / "n")], cwd=tmp_path,
                             env=_env(TRT_TRACE_OUT=str(out)), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True)
@@ -174,7 +265,7 @@ def test_a_busy_package_loop_is_drained_while_it_runs_and_drops_nothing(tmp_path
     # The file grows in every half second in which the loop ran (made calls) from its first sample on.
     running = [(a, b) for a, b in zip(samples[:-1], samples[1:], strict=True) if b[0] > a[0] and a[0] > 0]
     assert len(running) >= 6 and all(b[1] > a[1] for a, b in running), samples
-    events = load_strict(out)
+    events = _load(out)
     end = _end(events)
     assert end["dropped_events"] == 0 and "dropped" not in stderr, stderr
     assert _engine_calls(events) == 6 * calls  # every call in the file
@@ -182,10 +273,54 @@ def test_a_busy_package_loop_is_drained_while_it_runs_and_drops_nothing(tmp_path
         f"trace written to {out} ({end['records_written']} events)" in stderr, stderr
 
 
-def test_after_sigkill_the_file_holds_all_but_the_last_moments(tmp_path):
+# The main thread makes its calls and then keeps the GIL for HOLD_S: with a switch interval of 1000 s no other Python
+# thread runs until it blocks, which it does not (a pure Python loop). argv: out, calls. Prints the hold's bounds.
+GIL_HOLDER = """
+import sys, time, torch
+from trt_trace import standin
+e = standin.make_engine("gil_engine")
+x = [torch.ones(4)]
+sys.setswitchinterval(1000)
+for _ in range(int(sys.argv[1])):
+    torch.ops.tensorrt.execute_engine(x, e)
+t0 = time.monotonic_ns()
+while time.monotonic_ns() < t0 + %d:
+    pass
+print(t0, time.monotonic_ns(), flush=True)
+"""
+HOLD_S = 4
+
+
+@SUFFIXES
+def test_every_call_reaches_the_file_while_the_gil_is_held(tmp_path, suffix):
+    # The drain never waits for the GIL: while the program's thread keeps it (after its last call), the file
+    # already holds every call. A drainer that needs the GIL (the Python drainer) writes the last calls only once
+    # the hold ends.
+    from trt_trace.readers.calls import read_calls
+
+    out, calls = tmp_path / f"held{suffix}", 3000
+    script = tmp_path / "hold.py"
+    script.write_text(GIL_HOLDER % (HOLD_S * 10**9))
+    proc = subprocess.Popen([sys.executable, str(script), str(calls)], cwd=tmp_path, env=_env(TRT_TRACE_OUT=str(out)),
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    seen_ns = 0  # when the file first held every call
+    while proc.poll() is None and not seen_ns:
+        time.sleep(0.02)
+        if out.exists() and read_calls(str(out), lambda part, info: None).calls == calls:
+            seen_ns = time.monotonic_ns()
+    stdout, stderr = proc.communicate(timeout=120)
+    assert proc.returncode == 0, stderr
+    held_from, held_to = map(int, stdout.split())
+    assert seen_ns and seen_ns < held_to, (seen_ns, held_from, held_to)  # while the GIL was still held
+    end = _end(_load(out))
+    assert end["dropped_events"] == 0 and _engine_calls(_load(out)) == calls
+
+
+@SUFFIXES
+def test_after_sigkill_the_file_holds_all_but_the_last_moments(tmp_path, suffix):
     script = tmp_path / "serve.py"
     script.write_text(BUSY_LOOP)
-    out = tmp_path / "killed.json"
+    out = tmp_path / f"killed{suffix}"
     counter = tmp_path / "n"
     proc = subprocess.Popen([sys.executable, str(script), "60", str(counter)], cwd=tmp_path,
                             env=_env(TRT_TRACE_OUT=str(out)), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
@@ -222,28 +357,29 @@ time.sleep(0.3)  # both still running, both files open
 """
 
 
-def test_two_processes_on_one_path_write_one_file_each(tmp_path):
+@SUFFIXES
+def test_two_processes_on_one_path_write_one_file_each(tmp_path, suffix):
     script = tmp_path / "two.py"
     script.write_text(TWO_WRITERS)
     procs = [subprocess.Popen([sys.executable, str(script), name, "400"], cwd=tmp_path,
-                              env=_env(TRT_TRACE_OUT="same.json"), stderr=subprocess.PIPE, text=True)
+                              env=_env(TRT_TRACE_OUT=f"same{suffix}"), stderr=subprocess.PIPE, text=True)
              for name in ("a", "b")]
     errs = [p.communicate(timeout=300)[1] for p in procs]
     assert [p.returncode for p in procs] == [0, 0], errs
-    files = sorted(p.name for p in tmp_path.glob("same*.json"))
-    assert len(files) == 2 and "same.json" in files, files
+    files = sorted(p.name for p in tmp_path.glob(f"same*{suffix}"))
+    assert len(files) == 2 and f"same{suffix}" in files, files
     for name in files:
-        events = load_strict(tmp_path / name)  # whole: one writer each
+        events = _load(tmp_path / name)  # whole: one writer each
         check_trace(events)
         assert _engine_calls(events) == 400
         assert _end(events)["ended"] == "closed"
     lines = [ln for err in errs for ln in err.splitlines() if "trace written to" in ln]
     assert len(lines) == 2
-    other = next(f for f in files if f != "same.json")
+    other = next(f for f in files if f != f"same{suffix}")
     pid = other.split(".")[1]
     assert any(ln.startswith(f"trt_trace: trace written to {other} (") and
-               "same.json was in use by another process" in ln for ln in lines), lines
-    assert any(ln.startswith("trt_trace: trace written to same.json (") and "in use" not in ln for ln in lines)
+               f"same{suffix} was in use by another process" in ln for ln in lines), lines
+    assert any(ln.startswith(f"trt_trace: trace written to same{suffix} (") and "in use" not in ln for ln in lines)
     assert pid in {str(p.pid) for p in procs}
 
 
@@ -267,21 +403,22 @@ if __name__ == "__main__":
 """
 
 
-def test_a_spawn_pool_without_pid_never_shares_a_file(tmp_path):
+@SUFFIXES
+def test_a_spawn_pool_without_pid_never_shares_a_file(tmp_path, suffix):
     script = tmp_path / "pool.py"
     script.write_text(SPAWN_POOL)
-    proc = subprocess.run([sys.executable, str(script)], cwd=tmp_path, env=_env(TRT_TRACE_OUT="pool.json"),
+    proc = subprocess.run([sys.executable, str(script)], cwd=tmp_path, env=_env(TRT_TRACE_OUT=f"pool{suffix}"),
                           capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr
     per_worker: dict[str, int] = {}
     for item in proc.stdout.split():
         pid, n = item.split(":")
         per_worker[pid] = per_worker.get(pid, 0) + int(n)
-    files = sorted(p.name for p in tmp_path.glob("pool*.json"))
-    assert files == sorted(["pool.json"] + [f"pool.{pid}.json" for pid in per_worker]), (files, proc.stderr)
+    files = sorted(p.name for p in tmp_path.glob(f"pool*{suffix}"))
+    assert files == sorted([f"pool{suffix}"] + [f"pool.{pid}{suffix}" for pid in per_worker]), (files, proc.stderr)
     total = 0
     for name in files:
-        events = load_strict(tmp_path / name)
+        events = _load(tmp_path / name)
         check_trace(events)
         assert _end(events)["ended"] == "closed"
         total += _engine_calls(events)

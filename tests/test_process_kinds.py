@@ -128,11 +128,11 @@ SIGNALLED = {"sigint": signal.SIGINT, "sigterm": signal.SIGTERM, "sigterm, own h
              "sigkill": signal.SIGKILL}
 
 
-def _env(tmp_path: Path) -> dict[str, str]:
+def _env(tmp_path: Path, suffix: str = ".json") -> dict[str, str]:
     env = {k: v for k, v in os.environ.items()
            if not k.startswith("TRT_TRACE_") or k in ("TRT_TRACE_CACHE_DIR", "TRT_TRACE_STANDIN_RUNTIME")}
     (tmp_path / "counts").mkdir()
-    env.update(TRT_TRACE_OUT="t_{pid}.json", COUNTS_DIR=str(tmp_path / "counts"), OMP_NUM_THREADS="1")
+    env.update(TRT_TRACE_OUT="t_{pid}" + suffix, COUNTS_DIR=str(tmp_path / "counts"), OMP_NUM_THREADS="1")
     return env
 
 
@@ -143,9 +143,9 @@ def _default_signals() -> None:
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
 
 
-def run_cell(tmp_path: Path, kind: str) -> subprocess.CompletedProcess:
+def run_cell(tmp_path: Path, kind: str, suffix: str = ".json") -> subprocess.CompletedProcess:
     (tmp_path / "program.py").write_text(COUNTER + PROGRAMS[kind])
-    env = {**_env(tmp_path), **ENV.get(kind, {})}
+    env = {**_env(tmp_path, suffix), **ENV.get(kind, {})}
     cmd = [sys.executable, "program.py"]
     if kind == "torchrun workers":
         with socket.socket() as free:
@@ -184,14 +184,19 @@ def dropped_calls(end: dict) -> int:
 
 
 CELLS = list(PROGRAMS)
+# A .pftrace session is written by the same native thread as a JSON one: the cells where the writer's own
+# handling shows (the exit paths, signals, SIGKILL, fork and spawn children, drops), in that format too.
+PFTRACE_CELLS = ["exit", "exception", "os._exit", "sigterm", "sigkill", "Process fork", "Pool fork, close and join",
+                 "Pool spawn, close and join", "threads past a tiny buffer"]
 
 
-@pytest.mark.parametrize("kind", CELLS)
-def test_calls_executed_equal_calls_in_the_files_plus_calls_dropped(tmp_path, kind):
-    proc = run_cell(tmp_path, kind)
+@pytest.mark.parametrize(("kind", "suffix"), [(k, ".json") for k in CELLS] + [(k, ".pftrace") for k in PFTRACE_CELLS])
+def test_calls_executed_equal_calls_in_the_files_plus_calls_dropped(tmp_path, kind, suffix):
+    proc = run_cell(tmp_path, kind, suffix)
     executed = executed_calls(tmp_path)
     assert executed, proc.stderr
-    files = {int(m.group(1)): p for p in tmp_path.glob("t_*.json") if (m := re.fullmatch(r"t_(\d+)\.json", p.name))}
+    name = re.compile(r"t_(\d+)" + re.escape(suffix))
+    files = {int(m.group(1)): p for p in tmp_path.glob(f"t_*{suffix}") if (m := name.fullmatch(p.name))}
     # Only processes that ran an engine have a file, and every file is one of theirs.
     assert sorted(files) == sorted(executed), (files, executed, proc.stderr)
     for pid, n in executed.items():
@@ -208,6 +213,6 @@ def test_calls_executed_equal_calls_in_the_files_plus_calls_dropped(tmp_path, ki
         assert in_file + dropped_calls(end) == n, (kind, pid, in_file, dropped_calls(end), n, proc.stderr)
         assert (dropped_calls(end) > 0) == (kind in ENV), end  # drops where the buffer is too small, only there
         assert end["records_written"] == sum(1 for e in events if e.get("ph") == "X")
-        line = re.search(rf"trace written to t_{pid}\.json \((\d+) events\)", proc.stderr)
+        line = re.search(rf"trace written to t_{pid}{re.escape(suffix)} \((\d+) events\)", proc.stderr)
         if line:  # the exit line, where the process could print one, is true of the file
             assert int(line.group(1)) == end["records_written"], proc.stderr

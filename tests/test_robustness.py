@@ -164,19 +164,28 @@ if how == "busy worker":
 """
 
 
+def _load(path, complete: bool = True) -> list[dict]:
+    """A whole JSON file read strictly; a Perfetto one (or a cut file) by the project's reader."""
+    return load_strict(path) if complete and str(path).endswith(".json") else load_events(str(path))
+
+
+SUFFIXES = pytest.mark.parametrize("suffix", [".json", ".pftrace"])  # both written by the native writer thread
+
+
+@SUFFIXES
 @pytest.mark.parametrize("how,complete", [
     ("normal", True), ("sys.exit", True), ("exception", True), ("SIGTERM", True), ("SIGINT", True),
     ("busy worker", True), ("os._exit", True), ("SIGKILL", False),
 ])
-def test_exit_paths_leave_a_loadable_trace(tmp_path, how, complete):
-    out = tmp_path / "t.json"
+def test_exit_paths_leave_a_loadable_trace(tmp_path, how, complete, suffix):
+    out = tmp_path / f"t{suffix}"
     env = {k: v for k, v in os.environ.items() if not k.startswith("TRT_TRACE_")}
     env["TRT_TRACE_OUT"] = str(out)
     t0 = time.time()
     proc = subprocess.run([sys.executable, "-c", EXIT_SCRIPT, how], env=env, capture_output=True, text=True,
                           timeout=120, cwd=tmp_path)
     assert time.time() - t0 < 60, "shutdown must not hang"
-    events = load_strict(out) if complete else load_events(str(out))
+    events = _load(out, complete)
     calls = [e for e in events if e.get("ph") == "X" and e["name"] == "execute_engine"
              and e["args"]["engine"] == "exit_engine"]
     assert len(calls) == 20, proc.stderr  # everything drained before the exit is there
@@ -246,20 +255,21 @@ print(pid)
 """
 
 
-@pytest.mark.parametrize("template", ["t.json", "t_{pid}.json"])
+@pytest.mark.parametrize("template", ["t.json", "t_{pid}.json", "t.pftrace", "t_{pid}.pftrace"])
 def test_fork_child_does_not_corrupt_the_parent_and_gets_its_own_trace(tmp_path, template):
+    suffix = template[template.rindex("."):]
     proc = run_python(FORK_SCRIPT, {"TRT_TRACE_OUT": str(tmp_path / template)}, timeout=120)
     assert proc.returncode == 0, proc.stderr
     child_pid = int(proc.stdout.split()[-1])
-    files = {p.name: p for p in tmp_path.glob("t*.json")}
+    files = {p.name: p for p in tmp_path.glob(f"t*{suffix}")}
     parent_file = [p for n, p in files.items() if str(child_pid) not in n]
     assert len(parent_file) == 1
-    events = load_strict(parent_file[0])
+    events = _load(parent_file[0])
     check_trace(events)
     names = [e["args"]["engine"] for e in events if e["ph"] == "X" and e["name"] == "execute_engine"]
     assert names == ["parent_engine"] * 15
     if "{pid}" in template:
-        child = load_strict(tmp_path / f"t_{child_pid}.json")
+        child = _load(tmp_path / f"t_{child_pid}{suffix}")
         check_trace(child)
         names = [e["args"]["engine"] for e in child if e["ph"] == "X" and e["name"] == "execute_engine"]
         assert names == ["child_engine"] * 7  # the child's own calls only, none of its parent's
@@ -328,34 +338,37 @@ def test_engine_names_with_quotes_newlines_and_unicode_stay_valid_json(tmp_path)
 # -- long runs ----------------------------------------------------------------------------------
 
 
-def test_size_limit_splits_into_numbered_complete_files(tmp_path):
-    out = tmp_path / "t.json"
+@SUFFIXES
+def test_size_limit_splits_into_numbered_complete_files(tmp_path, suffix):
+    out = tmp_path / f"t{suffix}"
     engines = [standin.make_engine(f"split_engine_{i}") for i in range(2)]
-    with trt_trace.tracing(str(out), max_bytes=20_000) as session:
+    limit = 20_000 if suffix == ".json" else 8_000  # a Perfetto call takes about a third of the bytes
+    with trt_trace.tracing(str(out), max_bytes=limit) as session:
         for _ in range(60):
             for e in engines:
                 torch.ops.tensorrt.execute_engine([torch.ones(2)], e)
             session.drainer.drain_once()  # a batch per round: the limit is checked between batches
     files = session.writer.paths
-    assert len(files) > 2 and files[1] == str(tmp_path / "t.1.json")
+    assert len(files) > 2 and files[1] == str(tmp_path / f"t.1{suffix}")
     total = 0
     for f in files:
-        events = load_strict(f)
+        events = _load(f)
         tracks = check_trace(events)
         assert set(tracks.values()) <= {"split_engine_0", "split_engine_1"}
         total += sum(1 for e in events if e["ph"] == "X" and e["name"] == "execute_engine")
     assert total == 120
 
 
-def test_size_limit_can_stop_writing_with_a_clear_message(tmp_path, capfd):
-    out = tmp_path / "t.json"
+@SUFFIXES
+def test_size_limit_can_stop_writing_with_a_clear_message(tmp_path, capfd, suffix):
+    out = tmp_path / f"t{suffix}"
     engine = standin.make_engine("capped_engine")
     with trt_trace.tracing(str(out), max_bytes=5_000, split=False) as session:
         for _ in range(100):
             torch.ops.tensorrt.execute_engine([torch.ones(2)], engine)
             session.drainer.drain_once()
     assert session.writer.paths == [str(out)] and session.writer.events_not_written > 0
-    events = load_strict(out)
+    events = _load(out)
     check_trace(events)
     end = [e for e in events if e["ph"] == "M" and e["name"] == "trt_trace_metadata"][-1]["args"]
     assert end["events_not_written"] == session.writer.events_not_written

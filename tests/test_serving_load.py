@@ -90,10 +90,13 @@ def _read(path: Path) -> tuple[int, int, dict | None]:
     return read.calls, len(read.partial), process.end_metadata
 
 
-def test_eight_threads_flat_out_drop_nothing_at_the_default_buffer(tmp_path, serving_package):
+@pytest.mark.parametrize("suffix", [".json", ".pftrace"])
+def test_eight_threads_flat_out_drop_nothing_at_the_default_buffer(tmp_path, serving_package, suffix):
+    # Both formats: the native writer thread drains, formats and writes either without the GIL, which the eight
+    # serving threads keep busy between calls.
     script = tmp_path / "serve.py"
     script.write_text(SERVE)
-    out = tmp_path / "busy.json"
+    out = tmp_path / f"busy{suffix}"
     proc = subprocess.run([sys.executable, str(script), serving_package, "8", "3", ""], cwd=tmp_path,
                           env=_env(TRT_TRACE_OUT=str(out)), capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
@@ -108,10 +111,11 @@ def test_eight_threads_flat_out_drop_nothing_at_the_default_buffer(tmp_path, ser
     assert len(end["threads"]) >= 8  # every serving thread recorded (and the warm call's main thread)
 
 
-def test_after_sigkill_the_file_holds_every_call_but_the_last_moments(tmp_path, serving_package):
+@pytest.mark.parametrize("suffix", [".json", ".pftrace"])
+def test_after_sigkill_the_file_holds_every_call_but_the_last_moments(tmp_path, serving_package, suffix):
     script = tmp_path / "serve.py"
     script.write_text(SERVE)
-    out, report = tmp_path / "killed.json", tmp_path / "report"
+    out, report = tmp_path / f"killed{suffix}", tmp_path / "report"
     proc = subprocess.Popen([sys.executable, str(script), serving_package, "1", "120", str(report)], cwd=tmp_path,
                             env=_env(TRT_TRACE_OUT=str(out)), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True)

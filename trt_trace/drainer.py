@@ -1,6 +1,6 @@
 """The background thread that moves records from the C++ rings to a Python writer, in batches: the
-flight recorder's window and Perfetto traces. A Chrome JSON session is written by the native writer
-thread instead (native_trace.py), which needs no GIL."""
+flight recorder's window. A session that writes its file as the calls come (Chrome JSON or Perfetto) is
+written by the native writer thread instead (native_trace.py), which needs no GIL."""
 
 from __future__ import annotations
 

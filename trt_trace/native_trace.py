@@ -1,10 +1,13 @@
-"""A session's Chrome JSON trace, written by the native writer thread (csrc/session/native_writer.h).
+"""A session's trace, Chrome JSON or native Perfetto, written by the native writer thread
+(csrc/session/native_writer.h; the formats: csrc/session/trace_format.h).
 
 The thread drains the rings every 50 ms, resolves GPU spans, places tracks, formats and writes the file
 without Python, so a serving thread that keeps the GIL busy cannot starve it. This class is the
 session's control of it, nothing per event: it encodes the start metadata, starts and stops the
 thread, reads its counts, and encodes the end record (the session's end metadata plus what the file
-knows, as StreamedTrace.end_record does for the Python writers) for the thread to write.
+knows, as StreamedTrace.end_record does for the Python writers) for the thread to write. The metadata
+is encoded here as each format holds it: JSON text (orjson), or a Perfetto instant's debug annotations
+(writers/perfetto_trace.metadata_annotations, the encoding of the Python writer, which flight dumps use).
 
 It is both the session's writer and its drainer (the interfaces of writers/trace_file.StreamedTrace
 and drainer.Drainer), so the session and the tests use it as they use those.
@@ -21,7 +24,11 @@ from typing import Any
 import orjson
 
 from . import ops
+from .perfetto_protos import protos
 from .trace_format import METADATA_EVENT
+from .writers import perfetto_trace
+
+FORMATS = ("json", "perfetto")  # what the native writer writes (csrc/session/trace_format.h)
 
 _OS_ERROR = re.compile(r"\[Errno (\d+)\] ([^\n]*)")
 
@@ -41,21 +48,43 @@ def process_head(pid: int, process_name: str, metadata: dict[str, Any]) -> bytes
 
 
 class NativeTrace:
-    def __init__(self, path: str, lazy: bool = False, max_bytes: int = 0, split: bool = True) -> None:
+    def __init__(self, path: str, lazy: bool = False, max_bytes: int = 0, split: bool = True,
+                 fmt: str = "json") -> None:
+        """fmt: "json" or "perfetto" (the latter needs the `perfetto` package's protos: ImportError here)."""
+        if fmt not in FORMATS:
+            raise ValueError(f"the native writer writes json or perfetto, not {fmt!r}")
+        if fmt == "perfetto":
+            protos()  # the start and end metadata are encoded with them: fail at start
         self.path = path
+        self.format = fmt
         self._lazy = lazy
         self._max_bytes = max_bytes
         self._split = split
         self._pid = os.getpid()
         self._head = b""
+        self._process_name = ""
+        self._start_ns = 0
         self.gpu_flows = True  # set False when GPU timing is off (no GPU slice to point at)
         self._status: dict[str, Any] | None = None  # the last counts once stopped (they change no more)
 
     # -- the writer's side ------------------------------------------------------------------------
 
     def begin(self, process_name: str, metadata: dict[str, Any]) -> None:
-        """The JSON array's first events: the process's name and the start metadata."""
-        self._head = process_head(self._pid, process_name, metadata)
+        """JSON: the array's first events (the process's name and the start metadata); Perfetto: the process
+        track's name and the start metadata instant's annotations (every part starts with them)."""
+        if self.format == "json":
+            self._head = process_head(self._pid, process_name, metadata)
+            return
+        metadata = perfetto_trace.start_metadata(metadata)
+        self._head = perfetto_trace.metadata_annotations(metadata)
+        self._process_name = perfetto_trace._text(process_name)
+        self._start_ns = int(metadata.get("monotonic_ns") or 0)
+
+    def _end(self, end: dict[str, Any]) -> tuple[bytes, int]:
+        """The end record as the format holds it, and (Perfetto) when the session ended (0: now)."""
+        if self.format == "json":
+            return orjson.dumps(end), 0
+        return perfetto_trace.metadata_annotations(end), int(end.get("monotonic_ns") or 0)
 
     def status(self) -> dict[str, Any]:
         return self._status if self._status is not None else ops.writer_status()
@@ -101,7 +130,7 @@ class NativeTrace:
 
     def finish(self, end_metadata: dict[str, Any]) -> None:
         try:
-            ops.writer_end(orjson.dumps(self.end_record(end_metadata)))
+            ops.writer_end(*self._end(self.end_record(end_metadata)))
         except RuntimeError as exc:
             raise _as_os_error(exc) from None
         self._status = ops.writer_status()
@@ -109,7 +138,7 @@ class NativeTrace:
     def finish_after_failure(self, end_metadata: dict[str, Any], error: str) -> bool:
         """Ends the file after a failed write, with what it holds up to its last whole batch; False: no end."""
         end = dict(self.end_record(end_metadata), ended="write failed", error=error)
-        ended = ops.writer_end(orjson.dumps(end), after_failure=True)
+        ended = ops.writer_end(*self._end(end), after_failure=True)
         self._status = ops.writer_status()
         return ended
 
@@ -122,8 +151,8 @@ class NativeTrace:
     def start(self) -> None:
         """Starts the thread (and opens the file unless lazy: OSError where it cannot)."""
         try:
-            ops.writer_start(self.path, self._lazy, self._max_bytes, self._split, self._pid, self.gpu_flows,
-                             self._head)
+            ops.writer_start(self.path, self.format, self._lazy, self._max_bytes, self._split, self._pid,
+                             self.gpu_flows, self._head, self._process_name, self._start_ns)
         except RuntimeError as exc:
             raise _as_os_error(exc) from None
 

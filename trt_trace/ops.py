@@ -316,7 +316,7 @@ def chrome_json_events(records, tids, pid: int, engine_json: list[str], flows: b
 def perfetto_slice_packets(records, track_uuids, seq_id: int, annotation_iids: list[int], flows: bool,
                            buffer: FormatBuffer | None = None) -> memoryview:
     """Framed Perfetto TracePackets (SLICE_BEGIN/SLICE_END) of a record batch, ready to append to a
-    trace file; track_uuids: the track of each record; annotation_iids: see csrc/ops/perfetto_format.cpp;
+    trace file; track_uuids: the track of each record; annotation_iids: see csrc/format/perfetto_slices.h;
     buffer: as for chrome_json_events."""
     import numpy as np
     import torch
@@ -425,12 +425,21 @@ def record_layout() -> list[int]:
 # -- the native writer (csrc/session/native_writer.h): control only --------------------------------
 
 
-def writer_start(path: str, lazy: bool, max_bytes: int, split: bool, pid: int, gpu_flows: bool,
-                 process_head: bytes, interval_ms: int = 50) -> None:
-    """Starts the writer thread on `path` (opened now unless lazy); process_head: the JSON array's first
-    events, encoded. A file that cannot be opened raises RuntimeError with "[Errno N] ..." in it."""
-    _op("_writer_start")(str(path), bool(lazy), int(max_bytes), bool(split), int(pid), bool(gpu_flows),
-                         process_head.decode(), int(interval_ms))
+def _byte_tensor(data: bytes) -> torch.Tensor:
+    """Encoded bytes for an op's Tensor argument (a uint8 view of a copy)."""
+    import torch
+
+    return torch.frombuffer(bytearray(data), dtype=torch.uint8) if data else torch.empty(0, dtype=torch.uint8)
+
+
+def writer_start(path: str, fmt: str, lazy: bool, max_bytes: int, split: bool, pid: int, gpu_flows: bool,
+                 head: bytes, process_name: str = "", start_ns: int = 0, interval_ms: int = 50) -> None:
+    """Starts the writer thread on `path` (opened now unless lazy) in format `fmt` ("json" or "perfetto").
+    head: the JSON array's first events, encoded, or the Perfetto start instant's debug annotations
+    (then process_name names the process track and start_ns is the start metadata's monotonic_ns). A file
+    that cannot be opened raises RuntimeError with "[Errno N] ..." in it."""
+    _op("_writer_start")(str(path), str(fmt), bool(lazy), int(max_bytes), bool(split), int(pid), bool(gpu_flows),
+                         _byte_tensor(head), str(process_name), int(start_ns), int(interval_ms))
 
 
 def writer_stop() -> None:
@@ -438,9 +447,10 @@ def writer_stop() -> None:
     _op("_writer_stop")()
 
 
-def writer_end(end_args_json: bytes, after_failure: bool = False) -> bool:
-    """Ends the file with the end record whose args are `end_args_json`; whether an end was written."""
-    return bool(_op("_writer_end")(end_args_json.decode(), bool(after_failure)))
+def writer_end(end_record: bytes, end_ns: int = 0, after_failure: bool = False) -> bool:
+    """Ends the file with the end record `end_record` (the JSON event's args, or the Perfetto instant's debug
+    annotations), stamped (Perfetto) at end_ns or the last record's end if earlier; whether an end was written."""
+    return bool(_op("_writer_end")(_byte_tensor(end_record), int(end_ns), bool(after_failure)))
 
 
 def writer_drain(wait_gpu: bool = False, discard: bool = False) -> int:
@@ -473,4 +483,17 @@ def json_trace_from_records(path: str, records: torch.Tensor, batch: int, pid: i
     written, not_written, paths = _op("_json_trace_from_records")(
         str(path), records, int(batch), int(pid), bool(gpu_flows), process_head.decode(), list(engine_names),
         list(layer_names), int(max_bytes), bool(split), end_args_json.decode())
+    return int(written), int(not_written), list(paths)
+
+
+def perfetto_trace_from_records(path: str, records: torch.Tensor, batch: int, pid: int, gpu_flows: bool,
+                                process_name: str, start_annotations: bytes, start_ns: int, engine_names: list[str],
+                                layer_names: list[str], max_bytes: int, split: bool, end_annotations: bytes,
+                                end_ns: int, clocks: list[int]) -> tuple[int, int, list[str]]:
+    """The native writer's Perfetto trace of given records in batches of `batch`, its clock snapshots at
+    `clocks` (boottime, monotonic, realtime; [] reads them) (tests; see session_ops.cpp)."""
+    written, not_written, paths = _op("_perfetto_trace_from_records")(
+        str(path), records, int(batch), int(pid), bool(gpu_flows), str(process_name), _byte_tensor(start_annotations),
+        int(start_ns), list(engine_names), list(layer_names), int(max_bytes), bool(split),
+        _byte_tensor(end_annotations), int(end_ns), [int(c) for c in clocks])
     return int(written), int(not_written), list(paths)

@@ -30,6 +30,7 @@ from .config import (
 from .drainer import Drainer
 from .errors import BufferUnavailable, TraceError
 from .flight import FlightWindow
+from .native_trace import FORMATS as NATIVE_FORMATS
 from .native_trace import NativeTrace
 from .perfetto_protos import protos
 from .version import __version__
@@ -107,10 +108,11 @@ class Session:
         self.writer: Any
         self.drainer: Any
         try:
-            if settings.flight_s == 0 and self.format == "json":
+            if settings.flight_s == 0 and self.format in NATIVE_FORMATS:
                 # The native writer thread drains, formats and writes; Python keeps control only.
                 self.writer = self.drainer = NativeTrace(self.path, lazy=settings.lazy_file,
-                                                         max_bytes=settings.max_bytes, split=settings.split)
+                                                         max_bytes=settings.max_bytes, split=settings.split,
+                                                         fmt=self.format)
             elif settings.flight_s > 0:  # the flight recorder: a window in memory, files only on dump()
                 if self.format == "perfetto":
                     protos()  # a missing `perfetto` package fails now, not at the first dump

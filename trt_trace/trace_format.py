@@ -39,5 +39,6 @@ MERGED_VIEW_TRACK = "trt_trace merged view"
 # Native traces: an engine's track uuid (the reader gets the engine id back from it).
 ENGINE_UUID_BASE = 1 << 32
 # Native traces: slice annotation names, interned in this order (iid = index + 1), as
-# csrc/ops/perfetto_format.cpp's Annotation and csrc/readers/perfetto_packets.cpp's AnnKind number them.
+# csrc/format/perfetto_slices.h's SliceAnnotation (and csrc/session/perfetto_trace.cpp's list of the names) and
+# csrc/readers/perfetto_packets.cpp's AnnKind number them.
 ANNOTATIONS = ("engine", "call_id", "thread", "device", "stream", "error", "nested", "captured", "engine_stream")

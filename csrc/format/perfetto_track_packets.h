@@ -10,7 +10,7 @@
 // TracePacket), i.e. bytes that can be appended to a trace file as they are. Fields are written in
 // field-number order, as protobuf serializers write them. Strings are bytes, made valid UTF-8 as
 // format/utf8_text.h says (what Python's _text() makes of them). These packets are written a few times
-// per file: they allocate freely; the per-record slices are ops/perfetto_format.cpp's.
+// per file: they allocate freely; the per-record slices are format/perfetto_slices.h's.
 //
 // No torch: csrc/format is below every layer that uses it (tools/check_layout.py).
 #pragma once

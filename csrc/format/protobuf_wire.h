@@ -1,5 +1,5 @@
 // Protobuf's wire format, written by hand: varints, tags, fixed64 and length-delimited fields. Shared by the
-// Perfetto encoders: the per-record slice formatters (ops/perfetto_format.cpp, ops/layer_format.cpp) and the
+// Perfetto encoders: the per-record slice loops (format/perfetto_slices.cpp) and the
 // rare packets of a trace (format/perfetto_track_packets.cpp). No torch, no protobuf library.
 //
 // Two ways to write:

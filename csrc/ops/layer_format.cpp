@@ -22,8 +22,7 @@
 
 #include "common/record.h"
 #include "format/chrome_json_events.h"
-#include "format/perfetto_fields.h"
-#include "format/protobuf_wire.h"
+#include "format/perfetto_slices.h"
 #include "ops/output_buffer.h"
 
 namespace trt_trace {
@@ -71,26 +70,7 @@ std::tuple<at::Tensor, int64_t> layer_json_events(const at::Tensor& records, con
   return {result, static_cast<int64_t>(out.p - begin)};
 }
 
-// Protobuf wire format (format/protobuf_wire.h) with the field numbers of format/perfetto_fields.h, which tests
-// check against the perfetto package's descriptors.
-using namespace perfetto_fields;
-enum Annotation { kEngine, kCallId, kThread, kDevice, kLayer, kNumAnnotations };
-
-// Every message here is under 128 bytes (kMaxPacket): the cursor's one length byte.
-struct Bytes : wire::Cursor {
-  void annotation(uint64_t name_iid, uint32_t value_field, uint64_t v) {
-    uint8_t* at = open(kDebugAnnotations);
-    field(kAnnotationNameIid, name_iid);
-    field(value_field, v);
-    close(at);
-  }
-};
-
-// tag+length 2, timestamp 11, sequence 2, track event 2 + type 2 + track 11 + name 11, annotations
-// engine 2+2+6, call_id 2+2+11, thread 2+2+6, device 2+2+4, layer 2+2+11 (ids under 2^63).
-constexpr size_t kMaxPacket = 2 + 11 + 2 + 2 + 2 + 11 + 11 + 10 + 15 + 10 + 8 + 15;
-static_assert(kMaxPacket - 2 < 128, "one-byte lengths");
-
+// The packets come from the loop the session's native writer uses too (format/perfetto_slices.h).
 std::tuple<at::Tensor, int64_t> layer_perfetto_packets(const at::Tensor& records, const at::Tensor& track_uuids,
                                                        int64_t seq_id, const std::vector<int64_t>& annotation_iids,
                                                        int64_t name_iid_base, const std::optional<at::Tensor>& out_buffer) {
@@ -98,50 +78,26 @@ std::tuple<at::Tensor, int64_t> layer_perfetto_packets(const at::Tensor& records
   const Record* rec = layer_records(records, &n, "layer_perfetto_packets");
   TORCH_CHECK(track_uuids.dtype() == at::kLong && track_uuids.numel() == n,
               "layer_perfetto_packets: one int64 track uuid per record");
-  TORCH_CHECK(annotation_iids.size() == kNumAnnotations, "layer_perfetto_packets: ", kNumAnnotations,
+  TORCH_CHECK(annotation_iids.size() == perfetto_slices::kNumLayerAnnotations, "layer_perfetto_packets: ",
+              static_cast<int>(perfetto_slices::kNumLayerAnnotations),
               " annotation name iids expected (engine, call_id, thread, device, layer)");
   TORCH_CHECK(seq_id > 0 && seq_id < 128, "layer_perfetto_packets: the sequence id must be in 1..127");
-  for (int64_t a : annotation_iids) TORCH_CHECK(a > 0 && a < 128, "layer_perfetto_packets: iids must be in 1..127");
+  perfetto_slices::LayerIids iids{};
+  for (size_t a = 0; a < iids.size(); ++a) {
+    TORCH_CHECK(annotation_iids[a] > 0 && annotation_iids[a] < 128, "layer_perfetto_packets: iids must be in 1..127");
+    iids[a] = static_cast<uint64_t>(annotation_iids[a]);
+  }
   TORCH_CHECK(name_iid_base > 0 && name_iid_base < (int64_t{1} << 40), "layer_perfetto_packets: bad name_iid_base");
   const at::Tensor uuid_c = track_uuids.contiguous();
   const int64_t* uuid = uuid_c.data_ptr<int64_t>();
-  const auto iid = [&](Annotation a) { return static_cast<uint64_t>(annotation_iids[a]); };
-  // Perfetto sorts packets by timestamp and keeps file order among equal ones: records by begin
-  // (a call's layers are already in order; a zero-length layer's end comes before the next begin).
-  std::vector<int64_t> order(static_cast<size_t>(n));
-  for (int64_t i = 0; i < n; ++i) order[i] = i;
-  std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) { return rec[a].begin_ns < rec[b].begin_ns; });
-  at::Tensor result = output_buffer(out_buffer, 2 * kMaxPacket * static_cast<size_t>(n) + 1, "layer_perfetto_packets");
-  uint8_t* const begin = result.data_ptr<uint8_t>();
-  Bytes ev{begin};
-  const auto event = [&](int64_t ts, uint32_t type, uint64_t track) {
-    uint8_t* packet = ev.open(kTracePacket);
-    ev.field(kTimestamp, static_cast<uint64_t>(ts));
-    ev.field(kSequenceId, static_cast<uint64_t>(seq_id));
-    uint8_t* te = ev.open(kTrackEvent);
-    ev.field(kType, type);
-    ev.field(kTrackUuid, track);
-    return std::make_pair(te, packet);
-  };
-  for (int64_t i : order) {
-    const Record& r = rec[i];
-    TORCH_CHECK(uuid[i] >= 0, "layer_perfetto_packets: track uuids must be non-negative");
-    const auto track = static_cast<uint64_t>(uuid[i]);
-    const uint64_t name_iid = static_cast<uint64_t>(name_iid_base) + r.stream;
-    auto lengths = event(r.begin_ns, kSliceBegin, track);
-    ev.field(kNameIid, name_iid);
-    ev.annotation(iid(kEngine), kStringValueIid, static_cast<uint64_t>(r.engine_id) + 1);
-    ev.annotation(iid(kCallId), kUintValue, r.call_id);
-    ev.annotation(iid(kThread), kUintValue, r.thread_id);
-    if (r.device != kNoDevice) ev.annotation(iid(kDevice), kUintValue, r.device);
-    ev.annotation(iid(kLayer), kStringValueIid, name_iid);
-    ev.close(lengths.first);
-    ev.close(lengths.second);
-    lengths = event(std::max(r.end_ns, r.begin_ns), kSliceEnd, track);
-    ev.close(lengths.first);
-    ev.close(lengths.second);
-  }
-  return {result, static_cast<int64_t>(ev.p - begin)};
+  for (int64_t i = 0; i < n; ++i) TORCH_CHECK(uuid[i] >= 0, "layer_perfetto_packets: track uuids must be non-negative");
+  std::vector<uint32_t> order;
+  at::Tensor result = output_buffer(out_buffer, perfetto_slices::layer_packets_max_bytes(static_cast<size_t>(n)),
+                                    "layer_perfetto_packets");
+  const size_t written = perfetto_slices::layer_packets(rec, static_cast<size_t>(n), uuid, static_cast<uint64_t>(seq_id),
+                                                        iids, static_cast<uint64_t>(name_iid_base), &order,
+                                                        result.data_ptr<uint8_t>());
+  return {result, static_cast<int64_t>(written)};
 }
 
 }  // namespace

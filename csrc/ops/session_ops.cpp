@@ -4,6 +4,8 @@
 #include <ATen/ATen.h>
 #include <torch/library.h>
 
+#include <algorithm>
+#include <array>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -11,18 +13,37 @@
 #include "common/record.h"
 #include "session/chrome_json_trace.h"
 #include "session/native_writer.h"
+#include "session/perfetto_trace.h"
 
 namespace trt_trace {
 namespace {
 
 using session::WriteFailed;
 
+// Encoded bytes (a JSON text, protobuf fields) as Python hands them over: a uint8 tensor.
+std::string tensor_bytes(const at::Tensor& t, const char* what) {
+  TORCH_CHECK(t.device().is_cpu() && t.dtype() == at::kByte && t.dim() == 1, what, ": a 1-D CPU uint8 tensor expected");
+  const at::Tensor c = t.contiguous();
+  return std::string(reinterpret_cast<const char*>(c.data_ptr<uint8_t>()), static_cast<size_t>(c.numel()));
+}
+
+session::TraceKind trace_kind(const std::string& format) {
+  if (format == "json") return session::TraceKind::kChromeJson;
+  TORCH_CHECK(format == "perfetto", "trt_trace writer: unknown format ", format, " (json or perfetto)");
+  return session::TraceKind::kPerfetto;
+}
+
 // OS errors reach Python as one line starting "[Errno N]" (trt_trace/native_trace.py turns it into its words).
-void writer_start(const std::string& path, bool lazy, int64_t max_bytes, bool split, int64_t pid, bool gpu_flows,
-                  const std::string& process_head, int64_t interval_ms) {
+// head: the JSON array's first events, or the Perfetto start instant's debug annotations (WriterSettings).
+void writer_start(const std::string& path, const std::string& format, bool lazy, int64_t max_bytes, bool split,
+                  int64_t pid, bool gpu_flows, const at::Tensor& head, const std::string& process_name,
+                  int64_t start_ns, int64_t interval_ms) {
   session::WriterSettings s;
   s.file = session::TraceFileOptions{path, lazy, max_bytes, split, pid};
-  s.process_head = process_head;
+  s.format = trace_kind(format);
+  s.head = tensor_bytes(head, "writer_start");
+  s.process_name = process_name;
+  s.start_ns = start_ns;
   s.pid = pid;
   s.gpu_flows = gpu_flows;
   s.interval_ms = interval_ms;
@@ -33,9 +54,11 @@ void writer_start(const std::string& path, bool lazy, int64_t max_bytes, bool sp
   }
 }
 
-bool writer_end(const std::string& end_args_json, bool after_failure) {
+// end_record: the JSON end event's args, or the Perfetto end instant's debug annotations; end_ns: the
+// session's end (0: now).
+bool writer_end(const at::Tensor& end_record, int64_t end_ns, bool after_failure) {
   try {
-    return session::end_writer(end_args_json, after_failure);
+    return session::end_writer(session::TraceEnd{tensor_bytes(end_record, "writer_end"), end_ns}, after_failure);
   } catch (const WriteFailed& e) {
     TORCH_CHECK(false, "trt_trace writer: ", e.shown);
   }
@@ -71,10 +94,47 @@ std::tuple<int64_t, int64_t, std::vector<std::string>> json_trace_from_records(
     for (size_t i = 0; i < n; i += static_cast<size_t>(batch)) {
       trace.write(rec + i, std::min(static_cast<size_t>(batch), n - i));
     }
-    trace.file().finish(trace.metadata_event(end_args_json), 0);
+    trace.finish(session::TraceEnd{end_args_json, 0});
     return {trace.file().events_written(), trace.file().events_not_written(), trace.file().paths()};
   } catch (const WriteFailed& e) {
     TORCH_CHECK(false, "json_trace_from_records: ", e.shown);
+  }
+}
+
+// The same for a native Perfetto trace, its clock snapshots pinned to `clocks` (boottime, monotonic, realtime;
+// empty: read): tests/fixed_trace.py holds its bytes to the Python writer's (writers/perfetto_trace.py).
+std::tuple<int64_t, int64_t, std::vector<std::string>> perfetto_trace_from_records(
+    const std::string& path, const at::Tensor& records, int64_t batch, int64_t pid, bool gpu_flows,
+    const std::string& process_name, const at::Tensor& start_annotations, int64_t start_ns,
+    const std::vector<std::string>& engine_names, const std::vector<std::string>& layer_names, int64_t max_bytes,
+    bool split, const at::Tensor& end_annotations, int64_t end_ns, const std::vector<int64_t>& clocks) {
+  TORCH_CHECK(records.dtype() == at::kByte && records.is_contiguous() && records.numel() % sizeof(Record) == 0,
+              "perfetto_trace_from_records: records must be contiguous uint8 of whole records");
+  TORCH_CHECK(batch > 0, "perfetto_trace_from_records: batch must be positive");
+  TORCH_CHECK(clocks.empty() || clocks.size() == 3, "perfetto_trace_from_records: clocks: none or three");
+  const auto* rec = reinterpret_cast<const Record*>(records.data_ptr<uint8_t>());
+  const auto n = static_cast<size_t>(records.numel() / static_cast<int64_t>(sizeof(Record)));
+  session::NameSource names{[engine_names] { return engine_names; }, [layer_names] { return layer_names; }};
+  session::PerfettoStart start;
+  start.pid = pid;
+  start.process_name = process_name;
+  start.start_annotations = tensor_bytes(start_annotations, "perfetto_trace_from_records");
+  start.start_ns = start_ns;
+  start.flows = gpu_flows;
+  if (!clocks.empty()) {
+    const std::array<uint64_t, 3> pinned{static_cast<uint64_t>(clocks[0]), static_cast<uint64_t>(clocks[1]),
+                                         static_cast<uint64_t>(clocks[2])};
+    start.clocks = [pinned] { return pinned; };
+  }
+  try {
+    session::PerfettoTrace trace(session::TraceFileOptions{path, false, max_bytes, split, pid}, std::move(start), names);
+    for (size_t i = 0; i < n; i += static_cast<size_t>(batch)) {
+      trace.write(rec + i, std::min(static_cast<size_t>(batch), n - i));
+    }
+    trace.finish(session::TraceEnd{tensor_bytes(end_annotations, "perfetto_trace_from_records"), end_ns});
+    return {trace.file().events_written(), trace.file().events_not_written(), trace.file().paths()};
+  } catch (const WriteFailed& e) {
+    TORCH_CHECK(false, "perfetto_trace_from_records: ", e.shown);
   }
 }
 
@@ -83,11 +143,11 @@ std::tuple<int64_t, int64_t, std::vector<std::string>> json_trace_from_records(
 
 TORCH_LIBRARY_FRAGMENT(trt_trace, m) {
   using namespace trt_trace;
-  m.def("_writer_start(str path, bool lazy, int max_bytes, bool split, int pid, bool gpu_flows, str process_head, "
-        "int interval_ms) -> ()",
+  m.def("_writer_start(str path, str format, bool lazy, int max_bytes, bool split, int pid, bool gpu_flows, "
+        "Tensor head, str process_name, int start_ns, int interval_ms) -> ()",
         &writer_start);
   m.def("_writer_stop() -> ()", [] { session::stop_writer(); });
-  m.def("_writer_end(str end_args_json, bool after_failure) -> bool", &writer_end);
+  m.def("_writer_end(Tensor end_record, int end_ns, bool after_failure) -> bool", &writer_end);
   m.def("_writer_drain(bool wait_gpu=False, bool discard=False) -> int",
         [](bool wait_gpu, bool discard) { return session::drain_writer_now(wait_gpu, discard); });
   m.def("_writer_hold(bool held) -> ()", [](bool held) { session::hold_writer(held); });
@@ -97,4 +157,8 @@ TORCH_LIBRARY_FRAGMENT(trt_trace, m) {
         "str[] engine_names, str[] layer_names, int max_bytes, bool split, str end_args_json) -> "
         "(int, int, str[])",
         &json_trace_from_records);
+  m.def("_perfetto_trace_from_records(str path, Tensor records, int batch, int pid, bool gpu_flows, "
+        "str process_name, Tensor start_annotations, int start_ns, str[] engine_names, str[] layer_names, "
+        "int max_bytes, bool split, Tensor end_annotations, int end_ns, int[] clocks) -> (int, int, str[])",
+        &perfetto_trace_from_records);
 }

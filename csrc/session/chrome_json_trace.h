@@ -1,4 +1,5 @@
-// A Chrome trace JSON file written from drained batches on the native writer's thread: the track book
+// A Chrome trace JSON file written from drained batches on the native writer's thread (one of its
+// formats: session/trace_format.h): the track book
 // places each batch (session/lane_book.h), the events are formatted (format/chrome_json_events.h) and
 // the batch is appended to the file (session/trace_file.h). Byte for byte what the Python writer
 // (trt_trace/writers/chrome_json.py) writes for the same records: the array opened by the process's
@@ -8,35 +9,31 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <functional>
-#include <memory>
 #include <string>
 #include <vector>
 
 #include "common/record.h"
 #include "session/lane_book.h"
 #include "session/trace_file.h"
+#include "session/trace_format.h"
 
 namespace trt_trace {
 namespace session {
 
-// Where names come from: the engine registry and the layer names in a session; given lists in tests.
-struct NameSource {
-  std::function<std::vector<std::string>()> engines;  // by engine id (index 0: "")
-  std::function<std::vector<std::string>()> layers;   // by layer id (a layer record's `stream`)
-};
-
-class ChromeJsonTrace {
+class ChromeJsonTrace : public TraceFormat {
  public:
   // process_head: the process's metadata events, comma-separated, without brackets.
   ChromeJsonTrace(TraceFileOptions options, std::string process_head, int64_t pid, bool flows, NameSource names);
 
-  // One drained batch (throws WriteFailed; the file then keeps what it had).
-  void write(const Record* recs, size_t n);
+  void write(const Record* recs, size_t n) override;
   // {"ph":"M","name":"trt_trace_metadata",...,"args":<args_json>}: the end record's event.
   std::string metadata_event(const std::string& args_json) const;
 
-  TraceFile& file() { return *file_; }
+ protected:
+  // The end record's event, its args `end.record`.
+  std::string closing(const TraceEnd& end) override { return metadata_event(end.record); }
+  // A JSON part's start does not depend on a timestamp.
+  int64_t empty_part_ns(const TraceEnd&) const override { return 0; }
 
  private:
   void write_calls(const Record* recs, size_t n);
@@ -53,7 +50,6 @@ class ChromeJsonTrace {
   std::string pid_;
   bool flows_;
   NameSource names_;
-  std::unique_ptr<TraceFile> file_;
   LaneBook book_;
   Placement placed_;
   std::vector<std::string> engine_names_, engine_json_, layer_names_, layer_json_;

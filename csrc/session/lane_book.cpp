@@ -114,6 +114,11 @@ void LaneBook::note_track(uint32_t engine, int64_t lane, TrackKind kind, Placeme
   placed->new_tracks.push_back(Track{engine, lane, kind, index, first});
 }
 
+int64_t LaneBook::track_index(uint32_t engine, int64_t lane, TrackKind kind) const {
+  const auto found = tracks_.find(std::make_tuple(engine, lane, static_cast<uint8_t>(kind)));
+  return found == tracks_.end() ? -1 : found->second;
+}
+
 void LaneBook::place(const Record* recs, size_t n, Placement* placed) {
   placed->lanes.assign(n, 0);
   placed->new_tracks.clear();

@@ -16,6 +16,7 @@
 #include "engines/engine_registry.h"
 #include "layers/layer_names.h"
 #include "session/chrome_json_trace.h"
+#include "session/perfetto_trace.h"
 
 namespace trt_trace {
 namespace session {
@@ -26,7 +27,7 @@ constexpr int64_t kSweepEvery = 20;        // drains between sweeps of dead engi
 
 struct Writer {
   std::mutex mutex_;  // the trace and the counters (held for a whole batch)
-  std::unique_ptr<ChromeJsonTrace> trace;
+  std::unique_ptr<TraceFormat> trace;
   std::vector<Record> buffer;
   int64_t records_drained = 0;
   int64_t interval_ms = 50;
@@ -133,8 +134,19 @@ void start_writer(const WriterSettings& settings) {
   if (w.thread != nullptr) throw std::logic_error("a native trace writer is already running");
   NameSource names{[] { return EngineRegistry::instance().names(); },
                    [] { return layers::LayerNames::instance().names(); }};
-  w.trace = std::make_unique<ChromeJsonTrace>(settings.file, settings.process_head, settings.pid, settings.gpu_flows,
-                                              std::move(names));  // opens the file unless lazy (may throw)
+  // The session's format (each opens the file unless lazy, and may throw).
+  if (settings.format == TraceKind::kPerfetto) {
+    PerfettoStart start;
+    start.pid = settings.pid;
+    start.process_name = settings.process_name;
+    start.start_annotations = settings.head;
+    start.start_ns = settings.start_ns;
+    start.flows = settings.gpu_flows;
+    w.trace = std::make_unique<PerfettoTrace>(settings.file, std::move(start), std::move(names));
+  } else {
+    w.trace = std::make_unique<ChromeJsonTrace>(settings.file, settings.head, settings.pid, settings.gpu_flows,
+                                                std::move(names));
+  }
   w.records_drained = 0;
   w.failed = false;
   w.error.clear();
@@ -178,13 +190,12 @@ void stop_writer() {
   drain_all(w, true, false);
 }
 
-bool end_writer(const std::string& end_args_json, bool after_failure) {
+bool end_writer(const TraceEnd& end, bool after_failure) {
   Writer& w = writer();
   std::lock_guard<std::mutex> lock(w.mutex_);
   if (!w.trace) return false;
-  const std::string closing = w.trace->metadata_event(end_args_json);
-  if (after_failure) return w.trace->file().finish_after_failure(closing);
-  w.trace->file().finish(closing, 0);  // throws WriteFailed (the disk filled at the end)
+  if (after_failure) return w.trace->finish_after_failure(end);
+  w.trace->finish(end);  // throws WriteFailed (the disk filled at the end)
   return w.trace->file().created();
 }
 

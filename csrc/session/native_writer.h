@@ -1,7 +1,8 @@
 // The session's writer thread: every 50 ms (and at stop) it drains the rings, resolves GPU spans,
 // places tracks, formats and writes the file, with no Python and no GIL, so a busy serving thread,
-// a long C++ call or an extension that holds the GIL cannot starve it. Python keeps control only:
-// it starts the writer (settings and the start metadata, already encoded), stops it, and ends the
+// a long C++ call or an extension that holds the GIL cannot starve it. It writes either format
+// (session/trace_format.h: Chrome JSON or native Perfetto, as the settings say). Python keeps control
+// only: it starts the writer (settings and the start metadata, already encoded), stops it, and ends the
 // file with the end metadata it encodes from status(); it never touches per-event data.
 //
 // Locks: `mutex_` guards the trace (the file, the track book, the counters) and is held for a whole
@@ -18,13 +19,21 @@
 #include <vector>
 
 #include "session/trace_file.h"
+#include "session/trace_format.h"
 
 namespace trt_trace {
 namespace session {
 
+enum class TraceKind : uint8_t { kChromeJson, kPerfetto };
+
 struct WriterSettings {
   TraceFileOptions file;
-  std::string process_head;  // the JSON array's first events (process name, start metadata), comma-separated
+  TraceKind format = TraceKind::kChromeJson;
+  // Chrome JSON: the array's first events (process name, start metadata), comma-separated; Perfetto: the
+  // start metadata instant's debug annotations, encoded.
+  std::string head;
+  std::string process_name;  // Perfetto: the process track's name
+  int64_t start_ns = 0;      // Perfetto: the start metadata's monotonic_ns (stamps a part with no record)
   int64_t pid = 0;
   bool gpu_flows = true;     // launch flow arrows (GPU timing on)
   int64_t interval_ms = 50;  // between drains
@@ -50,9 +59,10 @@ struct WriterStatus {
 void start_writer(const WriterSettings& settings);
 // Stops the thread and drains the rest, waiting for GPU spans still in flight. The file stays open for end_writer.
 void stop_writer();
-// Writes the end record (args: its JSON object) and closes the file; after_failure: cut back to the
-// last whole batch first. Returns whether the end was written (false: no file, or none could be written).
-bool end_writer(const std::string& end_args_json, bool after_failure);
+// Writes the end record (encoded as the format takes it: TraceEnd) and closes the file; after_failure: cut
+// back to the last whole batch first. Returns whether the end was written (false: no file, or none could be
+// written).
+bool end_writer(const TraceEnd& end, bool after_failure);
 // Drains now on the caller's thread and writes what it drained (discard: drops it instead, no file
 // needed); returns the records moved.
 int64_t drain_writer_now(bool wait_gpu, bool discard);

@@ -1,5 +1,9 @@
 """Streams records as a native Perfetto trace (protobuf TrackEvent), as ui.perfetto.dev loads it.
 
+A session's .pftrace is written by the native writer thread (csrc/session/perfetto_trace.h), byte for byte
+as this writer writes the same records (tests/test_native_writer.py); this writer writes flight dumps, and
+its metadata encoding (metadata_annotations, start_metadata) is what the session hands the native writer.
+
 Format decisions (TrackEvent's rules: docs/trace-formats.md):
 * A Perfetto `Trace` is a run of length-delimited `packet` fields: the file is appended to batch by
   batch, with nothing to close. A killed process leaves every drained batch loadable (a reader
@@ -16,7 +20,7 @@ Format decisions (TrackEvent's rules: docs/trace-formats.md):
   the order: the Perfetto UI (v52) lists a process's own child tracks by name, ignoring their
   sibling_order_rank, but honors the rank under any other track, so engines appear in engine-id
   order (as in the JSON) and each engine's GPU lanes under its host lanes.
-* Slices: SLICE_BEGIN/SLICE_END pairs, encoded per batch in C++ (csrc/ops/perfetto_format.cpp).
+* Slices: SLICE_BEGIN/SLICE_END pairs, encoded per batch in C++ (csrc/format/perfetto_slices.cpp).
   A begin carries the JSON's args as debug annotations (engine, call_id, thread, device, stream,
   error, nested, captured); the engine is also the parent track. Flows: flow_ids on each launching enqueue
   slice, terminating_flow_ids on the call's GPU slice (flow id = call id).
@@ -217,6 +221,14 @@ def metadata_annotations(metadata: dict[str, Any]) -> bytes:
     return event.SerializeToString()
 
 
+def start_metadata(metadata: dict[str, Any]) -> dict[str, Any]:
+    """The session's start metadata as a Perfetto trace states it (its format, its clock's terms)."""
+    metadata = dict(metadata, format="perfetto TrackEvent protobuf")
+    if "clock_domain" in metadata:
+        metadata["clock_domain"] = "CLOCK_MONOTONIC ns (timestamp_clock_id 3; see the ClockSnapshot)"
+    return metadata
+
+
 def _process_packet(pid: int, process_name: str) -> bytes:
     """The process's track (pid, name), its children (the groups) ordered by their ranks."""
     pb = protos()
@@ -275,9 +287,7 @@ class PerfettoTraceWriter(StreamedTrace):
 
     def begin(self, process_name: str, metadata: dict[str, Any]) -> None:
         """Keeps what every file starts with; it is written with a file's first records (_start_file)."""
-        metadata = dict(metadata, format="perfetto TrackEvent protobuf")
-        if "clock_domain" in metadata:
-            metadata["clock_domain"] = "CLOCK_MONOTONIC ns (timestamp_clock_id 3; see the ClockSnapshot)"
+        metadata = start_metadata(metadata)
         self._start_metadata = metadata
         self._start_tracks = b"".join([
             _sequence_start_packet(),
