@@ -19,11 +19,11 @@ import pytest
 import torch
 from trace_checks import check_trace, load_strict
 
-from trt_trace import ops
-from trt_trace.native_trace import process_head
-from trt_trace.records import RECORD_DTYPE
-from trt_trace.trace_summary import load_events
-from trt_trace.writers import ChromeJsonWriter
+from trt_trace.analysis.trace_summary import load_events
+from trt_trace.io.writers import ChromeJsonWriter
+from trt_trace.native import ops
+from trt_trace.runtime.native_trace import process_head
+from trt_trace.schema.records import RECORD_DTYPE
 
 ODD_NAMES = ["", "plain", 'q"uo\\te', "ctl\x00\x01\x08\t\n\x0b\x0c\r\x1f\x7f end", "naïve ✓ 引擎 \u2028\u2029 😀",
              "</script>"]

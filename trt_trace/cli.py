@@ -22,11 +22,11 @@ import subprocess
 import sys
 from typing import TYPE_CHECKING, NoReturn
 
-from .config import plain, run_flags
-from .trace_format import DURATIONS
+from .runtime.config import plain, run_flags
+from .schema.trace_format import DURATIONS
 
 if TYPE_CHECKING:
-    from .readers import Window
+    from .io.readers import Window
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
@@ -37,8 +37,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
         print("trt-trace run: give the command to trace after --, e.g. trt-trace run -o t.json -- python x.py",
               file=sys.stderr)
         return 2
-    from .config import expand_path, shown
-    from .session import TraceError, check_output_path
+    from .runtime.config import expand_path, shown
+    from .runtime.session import TraceError, check_output_path
 
     try:  # the file the command's first traced process will write ({pid}: any process's, the same folder)
         check_output_path(expand_path(args.out))
@@ -71,7 +71,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
 def _window(args: argparse.Namespace, verb: str) -> Window | None:
     """The window options of a reading verb; None and one line on stderr where they make no sense."""
-    from .readers import Window
+    from .io.readers import Window
 
     skip = getattr(args, "skip_first", 0) or 0
     lo, hi = getattr(args, "from_s", None), getattr(args, "to_s", None)
@@ -101,9 +101,9 @@ def _notes(verb: str, notes: list[str]) -> None:
 
 
 def _cmd_summary(args: argparse.Namespace) -> int:
-    from .readers import TraceFileError
-    from .readers.trace_info import bad_input_rc
-    from .trace_summary import summary_parts
+    from .analysis.trace_summary import summary_parts
+    from .io.readers import TraceFileError
+    from .io.readers.trace_info import bad_input_rc
 
     window = _window(args, "summary")
     if window is None:
@@ -137,7 +137,7 @@ def _cmd_summary(args: argparse.Namespace) -> int:
     if not summary.names:
         print(f"trt-trace summary: {args.trace} has no engine calls; nothing to plot", file=sys.stderr)
         return 1
-    from .plot import plot_engines
+    from .analysis.plot import plot_engines
 
     inputs = summary.metadata.get("merged", {}).get("inputs", []) if isinstance(summary.metadata.get("merged"),
                                                                                  dict) else []
@@ -153,9 +153,9 @@ def _cmd_summary(args: argparse.Namespace) -> int:
 
 
 def _cmd_layers(args: argparse.Namespace) -> int:
-    from .layers_report import layers_report
-    from .readers import TraceFileError
-    from .readers.trace_info import bad_input_rc
+    from .analysis.layers_report import layers_report
+    from .io.readers import TraceFileError
+    from .io.readers.trace_info import bad_input_rc
 
     window = _window(args, "layers")
     if window is None:
@@ -204,8 +204,8 @@ def _cmd_diff(args: argparse.Namespace) -> int:
     two traces that share no engine)."""
     import orjson
 
-    from .diff import diff_files, format_diff, to_json
-    from .readers import TraceFileError
+    from .analysis.diff import diff_files, format_diff, to_json
+    from .io.readers import TraceFileError
 
     if not (args.threshold >= 0):  # also NaN
         print(f"trt-trace diff: --threshold {args.threshold}: give a percentage >= 0, e.g. 5", file=sys.stderr)
@@ -228,7 +228,7 @@ def _cmd_diff(args: argparse.Namespace) -> int:
         print(format_diff(diff), end="")
     _notes("diff", diff.notes)
     if args.plot:
-        from .diff_plot import plot_diff
+        from .analysis.diff_plot import plot_diff
 
         try:
             plot_diff(diff, args.plot, f"{os.path.basename(args.base)} → {os.path.basename(args.new)}")
@@ -242,8 +242,8 @@ def _cmd_diff(args: argparse.Namespace) -> int:
 
 
 def _cmd_merge(args: argparse.Namespace) -> int:
-    from .merge import MergeError, input_notes, merge
-    from .trace_summary import cut_short_note
+    from .analysis.merge import MergeError, input_notes, merge
+    from .analysis.trace_summary import cut_short_note
 
     window = _window(args, "merge")
     if window is None:
@@ -276,7 +276,7 @@ def _cmd_merge(args: argparse.Namespace) -> int:
 
 
 def _cmd_slice(args: argparse.Namespace) -> int:
-    from .trace_slice import SliceError, slice_trace
+    from .analysis.trace_slice import SliceError, slice_trace
 
     window = _window(args, "slice")
     if window is None:
@@ -303,8 +303,8 @@ def _cmd_slice(args: argparse.Namespace) -> int:
 
 
 def _cmd_export(args: argparse.Namespace) -> int:
-    from .export import ExportError, export_calls
-    from .readers.end_notes import end_notes
+    from .analysis.export import ExportError, export_calls
+    from .io.readers.end_notes import end_notes
 
     window = _window(args, "export")
     if window is None:
@@ -343,9 +343,9 @@ def _view(args: argparse.Namespace, port: int) -> int:
 
     server = None
     try:  # Ctrl-C at any point, also before serving, ends it with one line
-        from .readers import TraceFileError
-        from .readers.trace_info import bad_input_rc
-        from .readers.view_checks import end_state_notes, too_large
+        from .io.readers import TraceFileError
+        from .io.readers.trace_info import bad_input_rc
+        from .io.readers.view_checks import end_state_notes, too_large
 
         if os.path.isfile(args.trace):
             large = too_large(args.trace)
@@ -378,8 +378,8 @@ def _view(args: argparse.Namespace, port: int) -> int:
 
 
 def _cmd_demo(args: argparse.Namespace) -> int:
-    from . import _library
     from .demo import INTERRUPTED, run
+    from .native import _library
 
     try:
         _library.load_at_import()  # the CLI imports the package without its tracer (trt_trace_cli.py)

@@ -65,7 +65,7 @@ def check_arguments(out: str, engines: int, calls: int, layers: int = 0) -> tupl
         return 2, f"--engines {engines}: give a number of engines from 1 to {MAX_ENGINES}"
     if calls < 1:
         return 2, f"--calls {calls}: give a number of calls >= 1"
-    from .session import TraceError, check_output_path
+    from .runtime.session import TraceError, check_output_path
 
     try:
         check_output_path(out)
@@ -88,8 +88,8 @@ def build_and_serve(out: str, engines: int, calls: int, layers: int = 0) -> int:
     """The demo itself, with options already checked."""
     import torch
 
-    from trt_trace.standin import model
-    from trt_trace.trace_summary import TraceFileError, summary_text
+    from .analysis.trace_summary import TraceFileError, summary_text
+    from .standin import model
 
     t0 = time.time()
     path = model.package_model(model.demo_specs(engines), torch.randn(8, 64))
@@ -114,7 +114,7 @@ def build_and_serve(out: str, engines: int, calls: int, layers: int = 0) -> int:
     try:
         print(summary_text(out), end="")
         if layers:
-            from trt_trace.layers_report import layers_text
+            from .analysis.layers_report import layers_text
 
             print()
             print(layers_text(out), end="")

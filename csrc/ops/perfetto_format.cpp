@@ -1,5 +1,5 @@
 // Bulk encoding of drained records as Perfetto TrackEvent packets, for the Python writer
-// (trt_trace/writers/perfetto_trace.py), which owns everything rare: track descriptors, interned
+// (trt_trace/io/writers/perfetto_trace.py), which owns everything rare: track descriptors, interned
 // names, the clock snapshot, metadata, the file. This file writes only the per-record slices.
 //
 // Why C++: a Python protobuf object per event caps a writer at well under 1 M events/s; this loop

@@ -17,7 +17,7 @@ namespace {
 
 using session::WriteFailed;
 
-// OS errors reach Python as one line starting "[Errno N]" (trt_trace/native_trace.py turns it into its words).
+// OS errors reach Python as one line starting "[Errno N]" (trt_trace/runtime/native_trace.py turns it into its words).
 void writer_start(const std::string& path, bool lazy, int64_t max_bytes, bool split, int64_t pid, bool gpu_flows,
                   const std::string& process_head, int64_t interval_ms) {
   session::WriterSettings s;

@@ -1,5 +1,5 @@
 """Captures as inputs of trt_trace's own reading verbs (summary, diff, merge, export): the readers the
-format registry (trt_trace/formats.py) names for torch.profiler Chrome traces and Nsight Systems
+format registry (trt_trace/io/formats.py) names for torch.profiler Chrome traces and Nsight Systems
 SQLite exports.
 
 A capture is read whole by its capture reader (torch_profiler.read / nsys_sqlite.read: numpy columns,
@@ -17,8 +17,8 @@ from typing import Any
 
 import numpy as np
 
-from ..readers.columns import CALL_DTYPE, NO_SPAN, SLICE_DTYPE, SLICE_X
-from ..readers.trace_info import CLOSED, TraceFileError, TraceInfo
+from ..io.readers.columns import CALL_DTYPE, NO_SPAN, SLICE_DTYPE, SLICE_X
+from ..io.readers.trace_info import CLOSED, TraceFileError, TraceInfo
 from .model import CaptureCalls, CaptureError
 
 CHUNK = 1 << 16  # calls handed on at a time
