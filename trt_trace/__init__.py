@@ -15,6 +15,7 @@ import os
 from collections.abc import Iterator
 from typing import Any
 
+from . import captures  # noqa: F401  (its readers register the captures' formats: trt_trace/io/formats.py)
 from .native import _library
 from .native.ops import dump_engine_timing, get_nvtx, get_profile_execution, reset, set_nvtx, set_profile_execution
 from .runtime.session import Session, TraceError, active, dump, flight, layers, start, stop

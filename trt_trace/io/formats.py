@@ -1,27 +1,29 @@
 """The one registry of trace formats: what each is called, how a file of it is recognised (by its
-content, its suffix as a hint), and which class reads and which writes it. Writers (session
-start-up, writers/select.py), readers (trt_trace/io/readers), configuration (TRT_TRACE_FORMAT) and
-the CLI's choices all ask this module, so a format is added in one place, and no reader imports a
-writer or the summary module (or the other way round): entries name their classes as
-"module:Class", imported on first use.
+content, its suffix as a hint), and which class reads and which writes it. Writers (the session, the
+flight recorder's dumps), readers (io/readers/opening.py), configuration (TRT_TRACE_FORMAT) and the
+CLI's choices all ask this module.
+
+It knows no format itself: each is registered by the module that implements it, so the arrows point
+down to here and a reader never imports a writer (or the other way round). The module that reads a
+format registers it (`register`: name, suffixes, sniff, reader class); the module that writes it adds
+its writer (`register_writer`). io/__init__.py imports the readers and writers, so that any use of
+this module finds trt_trace's own formats; trt_trace/__init__.py imports trt_trace/captures, whose
+readers register the kinds it reads but does not write.
 
 Input kinds that trt_trace reads but does not write (another tool's traces, e.g. torch.profiler's
-Chrome JSON or an Nsight Systems SQLite export) register with `writer=None` and a `sniff` that
-looks at the file's first bytes; `priority` orders the sniffs (a specific kind before the generic
-Chrome JSON it is a case of).
+Chrome JSON or an Nsight Systems SQLite export) have no writer and a `sniff` that looks at the
+file's first bytes; `priority` orders the sniffs (a specific kind before the generic Chrome JSON it
+is a case of).
 """
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
     import numpy as np
-
-from ..schema.trace_format import JSON_SUFFIX, PERFETTO_SUFFIXES
 
 
 class TraceWriter(Protocol):
@@ -50,32 +52,37 @@ class TraceFormat:
     name: str  # TRT_TRACE_FORMAT / --format value, and what readers report
     suffixes: tuple[str, ...]  # the file names it is written to (the first one is the usual)
     sniff: Callable[[bytes], bool]  # True where the file's first bytes are of this format
-    reader: str  # "module:Class" under trt_trace, the reader of this format
-    writer: str | None = None  # "module:Class" of its writer; None for kinds trt_trace only reads
+    reader: type  # its reader: reader(path), then .read(visitor) (io/readers)
     priority: int = 0  # higher sniffs first
     description: str = ""  # what a file of it is, in a sentence ("writing Chrome trace JSON")
     noun: str = "trace"  # a file of it, in "x is not a <noun> file"
 
-    def reader_class(self) -> type:
-        return _load(self.reader)
+    @property
+    def writer(self) -> type | None:
+        """Its writer (a TraceWriter), None for kinds trt_trace only reads."""
+        return _WRITERS.get(self.name)
 
     def writer_class(self) -> type:
-        if self.writer is None:
+        writer = self.writer
+        if writer is None:
             raise ValueError(f"trt_trace reads {self.name} traces but does not write them")
-        return _load(self.writer)
-
-
-def _load(spec: str) -> Any:
-    module, _, name = spec.partition(":")
-    return getattr(importlib.import_module(f"trt_trace.{module}"), name)
+        return writer
 
 
 _REGISTRY: dict[str, TraceFormat] = {}
+_WRITERS: dict[str, type] = {}
 
 
 def register(fmt: TraceFormat) -> TraceFormat:
+    """A format, by the module that reads it."""
     _REGISTRY[fmt.name] = fmt
     return fmt
+
+
+def register_writer(name: str, writer: type) -> type:
+    """The writer of format `name`, by the module that holds it (the format itself comes from its reader's)."""
+    _WRITERS[name] = writer
+    return writer
 
 
 def get(name: str) -> TraceFormat:
@@ -91,7 +98,7 @@ def all_formats() -> list[TraceFormat]:
 
 def written() -> tuple[str, ...]:
     """The formats a session can write (TRT_TRACE_FORMAT, `trt-trace run --format`)."""
-    return tuple(f.name for f in _REGISTRY.values() if f.writer is not None)
+    return tuple(name for name in _REGISTRY if name in _WRITERS)
 
 
 def by_suffix(path: str) -> TraceFormat | None:
@@ -132,38 +139,3 @@ def resolve_format(path: str, requested: str | None = None) -> str:
 
 def suffix_matches(path: str, name: str) -> bool:
     return path.endswith(get(name).suffixes)
-
-
-def _json_sniff(head: bytes) -> bool:
-    return head.lstrip()[:1] in (b"[", b"{")
-
-
-def _perfetto_sniff(head: bytes) -> bool:
-    return head[:1] == b"\x0a"  # the Trace.packet field's tag
-
-
-register(TraceFormat("json", (JSON_SUFFIX,), _json_sniff, reader="io.readers.chrome_json:ChromeJsonReader",
-                     writer="io.writers.chrome_json:ChromeJsonWriter", description="Chrome trace JSON",
-                     noun="trace JSON"))
-register(TraceFormat("perfetto", PERFETTO_SUFFIXES, _perfetto_sniff, reader="io.readers.perfetto:PerfettoReader",
-                     writer="io.writers.perfetto_trace:PerfettoTraceWriter",
-                     description="a Perfetto protobuf trace", noun="Perfetto trace"))
-
-
-def _capture_sniff(name: str) -> Callable[[bytes], bool]:
-    """Another profiler's capture, told by content (trt_trace/captures: imported on first use)."""
-
-    def sniff(head: bytes) -> bool:
-        from ..captures import trace_readers
-
-        return getattr(trace_readers, f"sniff_{name}")(head)
-
-    return sniff
-
-
-# Captures of the profilers that own CUPTI, read (summary, diff, merge, export) but never written.
-register(TraceFormat("torch.profiler", (".json", ".json.gz"), _capture_sniff("torch_profiler"),
-                     reader="captures.trace_readers:TorchProfilerReader", priority=10,
-                     description="a torch.profiler capture (Chrome trace JSON)", noun="torch.profiler capture"))
-register(TraceFormat("nsys", (".sqlite",), _capture_sniff("nsys"), reader="captures.trace_readers:NsysReader",
-                     priority=10, description="an Nsight Systems SQLite export", noun="Nsight Systems SQLite export"))

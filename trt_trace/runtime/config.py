@@ -21,6 +21,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..io.formats import written  # the format registry: every format a session can write
 from ..schema.errors import TraceError
 
 DEFAULT_BUFFER_EVENTS = 1 << 16  # per thread; 40 bytes each -> 2.5 MiB
@@ -202,8 +203,6 @@ def _on_limit(name: str, raw: str, default: bool) -> bool:
 def _format(name: str, raw: str, default: str | None) -> str | None:
     if raw.strip().lower() == "auto":
         return None
-    from ..io.formats import written  # the format registry: every format a session can write
-
     value = raw.strip().lower()
     if value in written():
         return value
@@ -309,8 +308,6 @@ def _layers_flag(value: int) -> str | None:
 
 
 def _format_choices() -> list[str]:
-    from ..io.formats import written
-
     return list(written())
 
 

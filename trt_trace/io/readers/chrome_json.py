@@ -19,7 +19,8 @@ from typing import Any
 import numpy as np
 import orjson
 
-from ...schema.trace_format import CATEGORY
+from ...schema.trace_format import CATEGORY, JSON_SUFFIX
+from .. import formats
 from . import native, pipeline
 from .columns import SLICE_DTYPE, SLICE_X
 from .events import U32, Malformed, integer, slice_fields, to_slices
@@ -359,3 +360,12 @@ class ChromeJsonReader:
         for start in range(0, len(doc), SLICES):
             self._handle(info, doc[start: start + SLICES], visitor, converted)
             self._flush_converted(info, converted, visitor)
+
+
+def sniff(head: bytes) -> bool:
+    """JSON: an object (`{"traceEvents": [...]}`) or an array of events."""
+    return head.lstrip()[:1] in (b"[", b"{")
+
+
+formats.register(formats.TraceFormat("json", (JSON_SUFFIX,), sniff, ChromeJsonReader, description="Chrome trace JSON",
+                                     noun="trace JSON"))

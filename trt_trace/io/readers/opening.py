@@ -28,7 +28,7 @@ def open_reader(path: str) -> Any:
         kind = named.noun if named else "trace"
         hint = "" if named else " (neither Chrome JSON nor Perfetto)"
         raise TraceFileError(f"{path} is not a {kind} file{hint}")
-    return fmt.reader_class()(path)
+    return fmt.reader(path)
 
 
 def read(path: str, visitor: Visitor | None = None) -> TraceInfo:

@@ -18,7 +18,15 @@ from typing import Any
 
 import numpy as np
 
-from ...schema.trace_format import ANNOTATIONS, ENGINE_UUID_BASE, MERGED_VIEW_TRACK, METADATA_EVENT, PHASE_NAMES
+from ...schema.trace_format import (
+    ANNOTATIONS,
+    ENGINE_UUID_BASE,
+    MERGED_VIEW_TRACK,
+    METADATA_EVENT,
+    PERFETTO_SUFFIXES,
+    PHASE_NAMES,
+)
+from .. import formats
 from ..perfetto_protos import protos, text
 from ..tracks import track_id
 from . import native, pipeline
@@ -294,4 +302,11 @@ class PerfettoReader:
             json_side._flush_converted(info, converted, visitor)
 
 
-__all__ = ["PerfettoReader", "annotation_value"]
+def sniff(head: bytes) -> bool:
+    return head[:1] == b"\x0a"  # the Trace.packet field's tag
+
+
+formats.register(formats.TraceFormat("perfetto", PERFETTO_SUFFIXES, sniff, PerfettoReader,
+                                     description="a Perfetto protobuf trace", noun="Perfetto trace"))
+
+__all__ = ["PerfettoReader", "annotation_value", "sniff"]

@@ -33,6 +33,7 @@ import orjson
 
 from ...native import ops
 from ...schema.trace_format import LAYERS_TRACK, METADATA_EVENT
+from .. import formats
 from ..tracks import TrackBook, layer_track_ids, split_layers, track_id, track_ids
 from .trace_file import StreamedTrace, TraceFile
 
@@ -133,3 +134,6 @@ class ChromeJsonWriter(StreamedTrace):
         """Ends the file after a failed write, with what it holds up to its last whole batch; False: no end."""
         end = dict(self.end_record(end_metadata), ended="write failed", error=error)
         return self._file.finish_after_failure(self._metadata_event(end))
+
+
+formats.register_writer("json", ChromeJsonWriter)

@@ -65,6 +65,7 @@ from ...schema.trace_format import (
     PERFETTO_SUFFIXES,
     PHASE_NAMES,
 )
+from .. import formats
 from ..perfetto_protos import protos
 from ..tracks import Track, TrackBook, split_layers
 from .trace_file import StreamedTrace, TraceFile
@@ -342,3 +343,6 @@ class PerfettoTraceWriter(StreamedTrace):
         """Ends the file after a failed write, with what it holds up to its last whole batch; False: no end."""
         closing, _ = self._closing(dict(self.end_record(end_metadata), ended="write failed", error=error))
         return self._file.finish_after_failure(closing)
+
+
+formats.register_writer("perfetto", PerfettoTraceWriter)
