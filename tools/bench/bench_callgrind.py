@@ -52,7 +52,7 @@ warm = max(50, engines)  # every engine called (registered) before the counted c
 import trt_trace
 from trt_trace import standin
 standin.load()
-trt_trace.native._library.load()
+trt_trace._library.load()
 cpp_extension.load_inline("trt_trace_bench", [open(src).read()], build_directory=build, is_python_module=False,
                           extra_cflags=["-O2"], verbose=False)
 es = [standin.make_engine(f"bench_engine_{i}", num_inputs=io, num_outputs=io, dispatch_contiguous=contiguous)

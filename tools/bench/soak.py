@@ -63,7 +63,7 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as d:
         path = os.path.join(d, "soak.json")
         if args.off:
-            trt_trace.native._library.load()  # installed, tracing off
+            trt_trace._library.load()  # installed, tracing off
             traced = contextlib.nullcontext()
         else:
             traced = trt_trace.tracing(path, buffer_events=args.buffer, max_bytes=0)

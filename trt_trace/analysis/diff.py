@@ -20,7 +20,7 @@ call's total and its GPU span; a phase's verdict is shown but only explains the 
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from ..io.readers import TraceFileError, Window
@@ -204,9 +204,7 @@ def format_diff(diff: TraceDiff) -> str:
 
 
 def to_json(diff: TraceDiff) -> dict[str, Any]:
-    import dataclasses
-
-    doc = dataclasses.asdict(diff)
+    doc = asdict(diff)
     for e, change in zip(doc["engines"], diff.engines, strict=True):
         e["total_change_ns"] = change.total_change_ns
     doc["regressions"] = [{"engine": n, "duration": d} for n, d in diff.regressions]

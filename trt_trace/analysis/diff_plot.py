@@ -18,10 +18,10 @@ MAX_ENGINES = 40
 
 def plot_diff(diff: TraceDiff, path: str, title: str) -> int:
     """Writes the figure to `path` (any format matplotlib knows); returns the rows drawn."""
-    import matplotlib
+    import matplotlib  # heavy (most of a second): only --plot pays for it
 
     matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    import matplotlib.pyplot as plt  # after use("Agg"): no display is looked for
 
     engines = diff.engines[:MAX_ENGINES]
     n = len(engines)

@@ -31,7 +31,7 @@ class ExportError(ValueError):
 
 
 def _schema() -> Any:
-    import pyarrow as pa
+    import pyarrow as pa  # heavy and optional: only export pays for it
 
     return pa.schema([
         ("time", pa.timestamp("ns", tz="UTC")), ("begin_ns", pa.int64()), ("engine", pa.string()),
@@ -51,7 +51,7 @@ def _wall_offset(meta: dict[str, Any]) -> int | None:
 
 class _Writer:
     def __init__(self, output: str) -> None:
-        import pyarrow.parquet as pq
+        import pyarrow.parquet as pq  # heavy and optional: only export pays for it
 
         self.schema = _schema()
         # Beside a plain target (renamed over it at the end); a device's or a pipe's in the temporary folder.
@@ -72,7 +72,7 @@ class _Writer:
                                                                                            else {}))
 
     def add(self, calls: np.ndarray, info: TraceInfo) -> None:
-        import pyarrow as pa
+        import pyarrow as pa  # heavy and optional: only export pays for it
 
         pids = calls["pid"].astype(np.int64)
         eids = calls["engine_id"]
@@ -115,7 +115,7 @@ class _Writer:
 def export_calls(path: str, output: str, window: Window | None = None) -> tuple[int, Any]:
     """Writes one Parquet row per whole call of `path` (in `window`) to `output`; returns (rows, the read)."""
     try:
-        import pyarrow  # noqa: F401
+        import pyarrow  # noqa: F401  (optional and heavy: found or not before any work, one line if not)
     except ImportError:
         raise ExportError("pyarrow is not installed; pip install pyarrow") from None
     directory = os.path.dirname(os.path.abspath(output))

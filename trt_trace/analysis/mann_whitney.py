@@ -26,7 +26,7 @@ def mann_whitney_p(x_values: np.ndarray, x_counts: np.ndarray, y_values: np.ndar
     t = a + b
     ties = bool((t > 1).any())
     if (n1 <= 8 or n2 <= 8) and not ties:
-        from scipy.stats import mannwhitneyu
+        from scipy.stats import mannwhitneyu  # heavy (about a second): only small samples without ties need it
 
         x = np.repeat(x_values, x_counts).astype(np.float64)
         y = np.repeat(y_values, y_counts).astype(np.float64)
@@ -46,7 +46,7 @@ def mann_whitney_p(x_values: np.ndarray, x_counts: np.ndarray, y_values: np.ndar
         z = math.copysign(math.inf, numerator) if numerator else math.nan
     else:
         z = numerator / s
-    from scipy.special import ndtr
+    from scipy.special import ndtr  # heavy: scipy only once diff gets here, never at the CLI's start
 
     p = 2 * float(ndtr(-z))
     return min(max(p, 0.0), 1.0) if not math.isnan(p) else p

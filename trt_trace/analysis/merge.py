@@ -45,6 +45,7 @@ from typing import Any, BinaryIO
 import numpy as np
 import orjson
 
+from ..captures import merge_capture
 from ..io.output_files import is_plain_or_new, output_problem, put_in_place
 from ..io.readers import CallsRead, TraceFileError, Visitor, Window, native, read, read_calls
 from ..io.readers.columns import NATIVE, keys_of
@@ -52,6 +53,7 @@ from ..io.readers.end_notes import end_line
 from ..io.readers.trace_info import CLOSED, CUT_SHORT, SPLIT, bad_input_rc, ended_of, is_end_metadata
 from ..schema.trace_format import METADATA_EVENT, PERFETTO_SUFFIXES
 from ..schema.version import __version__
+from .perfetto_view import convert
 
 FLOW_ID_STRIDE = 1 << 40  # process k's flow ids: id + k * stride (call ids never come near 2**40)
 PID_STRIDE = 1 << 22  # Linux pids are below 2**22: pid + k * stride never clashes with a real one
@@ -297,8 +299,6 @@ class _Output:
             self.f.write(b"\n]\n")
             self.f.close()
             if self.output.endswith(PERFETTO_SUFFIXES):
-                from .perfetto_view import convert
-
                 self.view_notes = convert(self.tmp, self.output).notes(self.output)
                 os.unlink(self.tmp)
                 return
@@ -433,8 +433,6 @@ def merge(paths: list[str], output: str, window: Window | None = None) -> dict[s
     problem = output_problem(output, paths, (".json", *PERFETTO_SUFFIXES), "a trace (JSON, or Perfetto for *.pftrace)")
     if problem:
         raise MergeError(problem)
-    from ..captures import merge_capture
-
     captures = [p for p in paths if merge_capture.is_capture(p)]  # another profiler's: onto the traces' timeline
     paths = [p for p in paths if p not in captures]
     if captures and not paths:

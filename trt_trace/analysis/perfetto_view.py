@@ -41,6 +41,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..captures.chrome_stream import ChromeStream
 from ..io.perfetto_protos import protos
 from ..io.writers.perfetto_trace import frame
 from ..io.writers.track_event_codec import MAX_NS, SliceCodec
@@ -280,8 +281,6 @@ def convert(json_path: str, out_path: str, chunk_bytes: int | None = None) -> Vi
     """Writes the Chrome trace at `json_path` as a Perfetto trace at `out_path` (replaced only once
     complete); raises OSError (the output) or captures.chrome_stream.CaptureError (the input).
     chunk_bytes: the JSON read per chunk (tests: small chunks put flows and slices apart)."""
-    from ..captures.chrome_stream import ChromeStream
-
     report = ViewReport()
     directory = os.path.dirname(os.path.abspath(out_path))
     tmp = os.path.join(directory, f".{os.path.basename(out_path)}.{os.getpid()}.part")

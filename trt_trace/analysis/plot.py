@@ -19,6 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..io.output_files import save_figure
+from ..io.readers import native
 from ..schema.phases import HOST_PHASES, PHASE_COLORS
 from ..schema.records import STATS_COLUMNS
 from .trace_summary import TraceSummary
@@ -44,8 +45,6 @@ def _rows(summary: TraceSummary) -> tuple[list[str], np.ndarray]:
     """Engine names and stats sorted by time, most first; the tail past MAX_ENGINES folded into one row.
     The GPU column is scaled to all CUDA calls where calls were sampled out (TRT_TRACE_GPU_EVERY), by
     the tables' own formula (C++, through the torch-free reader library)."""
-    from ..io.readers import native
-
     stats = summary.stats.astype(np.float64)
     stats[:, _COL["gpu_ns"]] = native.scaled_gpu_ns(summary.stats)
     key = np.maximum(stats[:, _COL["total_ns"]], stats[:, _COL["gpu_ns"]])
@@ -61,10 +60,10 @@ def _rows(summary: TraceSummary) -> tuple[list[str], np.ndarray]:
 
 def engine_figure(summary: TraceSummary, title: str):
     """The figure (matplotlib, Agg backend: no display needed) and what it shows."""
-    import matplotlib
+    import matplotlib  # heavy (most of a second): only --plot pays for it
 
     matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    import matplotlib.pyplot as plt  # after use("Agg"): no display is looked for
 
     names, stats = _rows(summary)
     n = len(names)
@@ -135,7 +134,7 @@ def engine_figure(summary: TraceSummary, title: str):
 
 def plot_engines(summary: TraceSummary, output: str, title: str) -> EnginePlot:
     """Draws the per-engine bars into `output` (PNG, or any format matplotlib knows by its suffix)."""
-    import matplotlib.pyplot as plt
+    import matplotlib.pyplot as plt  # heavy: only --plot pays for it (backend: engine_figure)
 
     fig, drawn = engine_figure(summary, title)
     try:

@@ -5,6 +5,7 @@ writes into the device and reports its error; a rename would have replaced the d
 
 from __future__ import annotations
 
+import io
 import os
 import shutil
 import stat
@@ -56,8 +57,6 @@ def save_figure(fig: object, path: str) -> None:
     """A matplotlib figure into `path`, in the format its suffix names (PNG without one): drawn in memory,
     then written by Python, so that a write that fails (a full disk) raises OSError; matplotlib's own file
     writing lets such an error pass. ValueError for a suffix matplotlib has no format for."""
-    import io
-
     suffix = os.path.splitext(os.path.basename(path))[1][1:].lower()
     data = io.BytesIO()
     fig.savefig(data, format=suffix or None)  # type: ignore[attr-defined]

@@ -9,6 +9,7 @@ from types import ModuleType
 @cache
 def protos() -> ModuleType:
     """perfetto_trace_pb2, imported on first use (it takes a while)."""
+    # heavy: only a Perfetto file (written or read) needs it, never `import trt_trace` or a JSON session
     from perfetto.protos.perfetto.trace import perfetto_trace_pb2
 
     return perfetto_trace_pb2

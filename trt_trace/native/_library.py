@@ -17,7 +17,7 @@ ALIASES = ("set_profile_execution", "dump_engine_timing")
 
 def public_ops(namespace: str = "trt_trace") -> list[str]:
     """The public ops the dispatcher holds in `namespace` (trt_trace's: all it registers without a leading _)."""
-    import torch
+    import torch  # heavy: this module's import stays torch-free (the CLI's reading verbs, the start-up hook)
 
     prefix = namespace + "::"
     names = {n[len(prefix):].split(".", 1)[0] for n in torch._C._dispatch_get_all_op_names() if n.startswith(prefix)}
@@ -82,7 +82,7 @@ def load() -> None:
             return
         _loading_thread = threading.get_ident()
         try:
-            import torch
+            import torch  # here, inside the load: its start-up hook then finds loading_here() (see above)
 
             torch.ops.load_library(str(library_path()))
             _loaded = True
@@ -113,7 +113,7 @@ def load_at_import() -> None:
     missing or broken build is one line here; the API then raises the same error when used."""
     try:
         load()
-        import torch
+        import torch  # loaded by load() just above; the module's import stays torch-free
 
         for namespace in ("trt_trace", ALIAS_NAMESPACE):
             ns = getattr(torch.ops, namespace)

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+import numpy as np
+import orjson
+
 from . import _library
 
 if TYPE_CHECKING:
@@ -101,8 +104,6 @@ def new_layer_report() -> None:
 
 def layer_report() -> dict:
     """What the layer windows of this session did, per engine (csrc/layers/layer_window.h report_json)."""
-    import orjson
-
     return orjson.loads(_op("_layer_report")())
 
 
@@ -304,8 +305,7 @@ def chrome_json_events(records, tids, pid: int, engine_json: list[str], flows: b
                        buffer: FormatBuffer | None = None) -> memoryview:
     """Chrome JSON text (comma-separated events) of a record batch; tids: the track of each record;
     buffer: the caller's, reused (the text is valid until its next use)."""
-    import numpy as np
-    import torch
+    import torch  # heavy: kept out of this module's import (the reading verbs import it)
 
     raw = torch.from_numpy(np.ascontiguousarray(records).view(np.uint8).reshape(-1))
     buffer = buffer or FormatBuffer()
@@ -318,8 +318,7 @@ def perfetto_slice_packets(records, track_uuids, seq_id: int, annotation_iids: l
     """Framed Perfetto TracePackets (SLICE_BEGIN/SLICE_END) of a record batch, ready to append to a
     trace file; track_uuids: the track of each record; annotation_iids: see csrc/ops/perfetto_format.cpp;
     buffer: as for chrome_json_events."""
-    import numpy as np
-    import torch
+    import torch  # heavy: kept out of this module's import (the reading verbs import it)
 
     raw = torch.from_numpy(np.ascontiguousarray(records).view(np.uint8).reshape(-1))
     uuids = torch.from_numpy(np.ascontiguousarray(track_uuids, dtype=np.int64))
@@ -332,8 +331,7 @@ def layer_json_events(records, tids, pid: int, engine_json: list[str], layer_jso
                       buffer: FormatBuffer | None = None) -> memoryview:
     """Chrome JSON text of a batch of layer records (csrc/ops/layer_format.cpp); layer_json: every
     layer name as a JSON string literal, by layer id."""
-    import numpy as np
-    import torch
+    import torch  # heavy: kept out of this module's import (the reading verbs import it)
 
     raw = torch.from_numpy(np.ascontiguousarray(records).view(np.uint8).reshape(-1))
     buffer = buffer or FormatBuffer()
@@ -344,8 +342,7 @@ def layer_json_events(records, tids, pid: int, engine_json: list[str], layer_jso
 def layer_perfetto_packets(records, track_uuids, seq_id: int, annotation_iids: list[int], name_iid_base: int,
                            buffer: FormatBuffer | None = None) -> memoryview:
     """Framed Perfetto packets of a batch of layer records (csrc/ops/layer_format.cpp)."""
-    import numpy as np
-    import torch
+    import torch  # heavy: kept out of this module's import (the reading verbs import it)
 
     raw = torch.from_numpy(np.ascontiguousarray(records).view(np.uint8).reshape(-1))
     uuids = torch.from_numpy(np.ascontiguousarray(track_uuids, dtype=np.int64))

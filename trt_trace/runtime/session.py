@@ -15,6 +15,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+import orjson
+
 from ..io import formats
 from ..io.perfetto_protos import protos
 from ..native import ops
@@ -138,7 +140,7 @@ class Session:
         return self.drainer.records_drained
 
     def _metadata(self) -> dict[str, Any]:
-        import torch
+        import torch  # loaded by now (a session has started); the module's import stays torch-free for the CLI
 
         return {
             "tool": "trt_trace",
@@ -226,8 +228,6 @@ class Session:
         inspector's JSON) as an object where it parses; None when per-layer timing was never on."""
         if not self.layers_used:
             return None
-        import orjson
-
         report = ops.layer_report()
         for engine in report["engines"]:
             text = engine.pop("layer_information", "")

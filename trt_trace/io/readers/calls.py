@@ -19,6 +19,7 @@ import numpy as np
 from . import native
 from .chrome_json import Visitor
 from .columns import CALL_DTYPE, KEY_DTYPE
+from .opening import open_reader
 from .trace_info import TraceInfo
 
 GPU_WINDOW = 1 << 18  # whole CUDA calls that wait for their GPU span (a span comes within the drainer's delay)
@@ -144,8 +145,6 @@ def read_calls(path: str | Any, on_calls: Callable[[np.ndarray, TraceInfo], None
     """Reads `path` (or a reader such as in_memory.EventsReader), handing every whole call (in the
     window) to on_calls in chunks; slices and events also go to `visitor`. origin_ns: the trace's
     first slice (for a timed window; read first with trace_origin() where None)."""
-    from .opening import open_reader
-
     reader = open_reader(path) if isinstance(path, str) else path
     path = reader.path
     if getattr(reader, "whole_calls", False):  # a profiler's capture: whole calls, no slices to join
@@ -206,8 +205,6 @@ def _span(handout: _Handout) -> tuple[int, int] | None:
 
 def trace_origin(path: str | Any) -> int | None:
     """The earliest slice begin of the trace (the Perfetto UI's time 0): a first pass for windows."""
-    from .opening import open_reader
-
     return (open_reader(path) if isinstance(path, str) else path).read(Visitor()).origin_ns
 
 

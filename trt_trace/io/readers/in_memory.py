@@ -11,6 +11,7 @@ import numpy as np
 from ...schema.trace_format import CATEGORY, FLOW_NAME, PHASE_NAMES
 from .chrome_json import ChromeJsonReader, Visitor
 from .columns import FLAG_FLOW_IN, FLAG_FLOW_OUT, FLOW_END, FLOW_START, NATIVE
+from .opening import open_reader
 from .trace_info import TraceInfo
 
 
@@ -70,8 +71,6 @@ def slice_dicts(row: np.void, engine: str) -> list[dict[str, Any]]:
 
 def load_events(path: str) -> list[dict[str, Any]]:
     """Every event of a trace file as a dict (JSON, Perfetto, merged, cut short), in memory."""
-    from .opening import open_reader
-
     reader = open_reader(path)
     collect = _Collect()
     collect.info = TraceInfo(path, reader.format)
