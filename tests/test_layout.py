@@ -120,3 +120,27 @@ def test_type_checking_imports_are_left_out(tmp_path):
         "low/a.py": "from typing import TYPE_CHECKING\n\nif TYPE_CHECKING:\n    from ..top import X\n",
     })
     assert check_layout.python_problems(pkg, LAYERS) == []
+
+
+def test_every_subpackage_is_installed():
+    # pyproject's package list is written by hand: a subpackage missing from it would be missing from the install
+    import tomllib
+
+    listed = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"]
+    found = [".".join(p.parent.relative_to(ROOT).parts) for p in (ROOT / "trt_trace").rglob("__init__.py")]
+    assert sorted(listed) == sorted(found)
+
+
+def test_each_format_is_registered_by_the_modules_that_implement_it():
+    from trt_trace.io import formats
+
+    found = {f.name: (f.reader.__module__, f.writer and f.writer.__module__) for f in formats.all_formats()}
+    assert found == {
+        "json": ("trt_trace.io.readers.chrome_json", "trt_trace.io.writers.chrome_json"),
+        "perfetto": ("trt_trace.io.readers.perfetto", "trt_trace.io.writers.perfetto_trace"),
+        "torch.profiler": ("trt_trace.captures.trace_readers", None),  # read, never written
+        "nsys": ("trt_trace.captures.trace_readers", None),
+    }
+    assert formats.written() == ("json", "perfetto")
+    # A capture is told apart before the generic Chrome JSON it is a case of.
+    assert [f.name for f in formats.all_formats()] == ["torch.profiler", "nsys", "json", "perfetto"]
