@@ -18,7 +18,7 @@ import sys
 
 
 def _start_from_env() -> None:
-    library = sys.modules.get("trt_trace._library")
+    library = sys.modules.get("trt_trace.native._library")
     if library is not None and library.loading_here():
         # `import trt_trace` came first and its load of the tracer imports torch: starting now would need the
         # library that load is loading (and wait on it for ever). Start right after it instead.
@@ -27,12 +27,12 @@ def _start_from_env() -> None:
     try:
         import dataclasses
 
-        from trt_trace import config, session  # torch is imported by now
-        from trt_trace.errors import BufferUnavailable
+        from trt_trace.runtime import config, session  # torch is imported by now
+        from trt_trace.schema.errors import BufferUnavailable
 
         metrics = config.metrics_from_env()
         if metrics is not None:
-            from trt_trace import metrics as live_metrics
+            from trt_trace.runtime import metrics as live_metrics
 
             live_metrics.serve_when_engines_run(metrics, quiet=config.quiet())
         settings = config.from_env()  # no output path: metrics alone (TRT_TRACE_FLIGHT names one itself)

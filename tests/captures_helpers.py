@@ -7,9 +7,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from trt_trace.analysis.trace_summary import load_events
 from trt_trace.captures import align
 from trt_trace.captures.model import CaptureCalls
-from trt_trace.trace_summary import load_events
 
 # Clock conversion: Kineto stamps scopes with a TSC read converted to Unix-epoch ns, nsys with its own
 # session clock. One offset fits every call of a capture to within this, at each end (measured: 0.34 µs

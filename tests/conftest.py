@@ -16,8 +16,9 @@ import pytest
 import torch
 
 import trt_trace
-from trt_trace import ops, standin
-from trt_trace.records import from_bytes
+from trt_trace import standin
+from trt_trace.native import ops
+from trt_trace.schema.records import from_bytes
 from trt_trace.standin import model
 
 
@@ -101,7 +102,7 @@ def drain_all():
         if len(batch) == 0:
             break
         parts.append(batch)
-    from trt_trace.records import RECORD_DTYPE
+    from trt_trace.schema.records import RECORD_DTYPE
 
     return np.concatenate(parts) if parts else np.zeros(0, dtype=RECORD_DTYPE)
 

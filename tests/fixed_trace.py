@@ -11,8 +11,8 @@ from pathlib import Path
 
 import numpy as np
 
-from trt_trace.records import RECORD_DTYPE
-from trt_trace.writers import ChromeJsonWriter, PerfettoTraceWriter
+from trt_trace.io.writers import ChromeJsonWriter, PerfettoTraceWriter
+from trt_trace.schema.records import RECORD_DTYPE
 
 NAMES = ["", "_run_on_acc_0_engine", 'quo"te engine', "naïve ✓ 引擎"]
 PID = 4242
@@ -88,8 +88,8 @@ def write_native(folder: Path, batch: int = 7) -> bytes:
     import orjson
     import torch
 
-    from trt_trace import ops
-    from trt_trace.native_trace import process_head
+    from trt_trace.native import ops
+    from trt_trace.runtime.native_trace import process_head
 
     recs = records()
     path = folder / "fixed.json"
@@ -106,8 +106,8 @@ def write_native_perfetto(folder: Path, batch: int = 7) -> bytes:
     clock readings, its metadata encoded as NativeTrace encodes it."""
     import torch
 
-    from trt_trace import ops
-    from trt_trace.writers.perfetto_trace import metadata_annotations, start_metadata
+    from trt_trace.io.writers.perfetto_trace import metadata_annotations, start_metadata
+    from trt_trace.native import ops
 
     recs = records()
     path = folder / "fixed.pftrace"

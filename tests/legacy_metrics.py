@@ -15,9 +15,9 @@ from typing import Any
 
 import numpy as np
 
-from trt_trace import ops
-from trt_trace.records import STATS_COLUMNS
-from trt_trace.trace_format import HOST_PHASES
+from trt_trace.native import ops
+from trt_trace.schema.records import STATS_COLUMNS
+from trt_trace.schema.trace_format import HOST_PHASES
 
 _COL = {name: i for i, name in enumerate(STATS_COLUMNS)}
 BUCKET_BOUNDS_NS = tuple(1 << e for e in range(10, 36))

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import numpy as np
 
-from trt_trace.records import RECORD_DTYPE
-from trt_trace.trace_format import Phase
-from trt_trace.writers import ChromeJsonWriter, PerfettoTraceWriter
+from trt_trace.io.writers import ChromeJsonWriter, PerfettoTraceWriter
+from trt_trace.schema.records import RECORD_DTYPE
+from trt_trace.schema.trace_format import Phase
 
 GAP_NS = 1_000_000  # calls of one engine 1 ms apart
 

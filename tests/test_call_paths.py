@@ -8,9 +8,10 @@ import torch
 from conftest import drain_all
 
 import trt_trace
-from trt_trace import ops, standin
+from trt_trace import standin
+from trt_trace.native import ops
+from trt_trace.schema.trace_format import Phase
 from trt_trace.standin import model
-from trt_trace.trace_format import Phase
 
 pytestmark = pytest.mark.usefixtures("runtime_version")
 
@@ -72,7 +73,7 @@ def test_aoti_package_every_engine_traced_and_outputs_equal_eager(demo_package, 
         for _ in range(3):
             got = runner(x)
     torch.testing.assert_close(got, eager(x), rtol=1e-4, atol=1e-5)
-    from trt_trace.trace_summary import aggregate, load_events
+    from trt_trace.analysis.trace_summary import aggregate, load_events
 
     s = aggregate(load_events(str(tmp_path / "t.json")))
     assert sorted(s.names) == sorted(spec.name for spec in specs)

@@ -1,4 +1,4 @@
-"""Captures through trt_trace's own verbs (the readers registry: trt_trace/formats.py,
+"""Captures through trt_trace's own verbs (the readers registry: trt_trace/io/formats.py,
 trt_trace/captures/trace_readers.py): `summary`, `diff`, `merge`, `export` of real CPU-only
 torch.profiler traces of the stand-in runtime, beside trt_trace's trace of the same calls; the kernel
 columns on joined calls with known kernels; bad captures and any arguments: one line and an exit code.
@@ -22,11 +22,11 @@ from perfetto_ui import loaded_content
 
 import trt_trace
 from trt_trace import cli, standin
+from trt_trace.analysis.trace_summary import summary_parts
 from trt_trace.captures import trace_readers
 from trt_trace.captures.join import JoinInput, join
 from trt_trace.captures.model import KERNEL, MEMCPY
-from trt_trace.readers import Window, read_calls
-from trt_trace.trace_summary import summary_parts
+from trt_trace.io.readers import Window, read_calls
 
 CPU = [torch.profiler.ProfilerActivity.CPU]
 ENGINES = ("_run_on_acc_0_engine", "_run_on_acc_1_engine")

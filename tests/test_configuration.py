@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from trt_trace import config
+from trt_trace.runtime import config
 
 MIB = 1 << 20
 CASES = [
@@ -244,7 +244,7 @@ def test_every_setting_has_help_and_the_environment_names_each_one_once():
 
 
 def test_cpp_gets_exactly_the_native_settings_in_one_op():
-    from trt_trace import ops
+    from trt_trace.native import ops
 
     assert sorted(config.Settings().native()) == sorted(ops.NATIVE_SETTINGS)
     saved = ops.session_switches()
@@ -289,7 +289,7 @@ for _ in range(7):
 
 
 def _calls_in(path: Path) -> int:
-    from trt_trace.readers import read_calls
+    from trt_trace.io.readers import read_calls
 
     return read_calls(str(path), lambda calls, info: None).calls
 

@@ -15,9 +15,9 @@ from conftest import trt_trace_cli
 from synthetic_traces import engines_trace
 from trace_checks import load_strict, to_ns
 
-from trt_trace.diff import ALPHA, FASTER, SAME, SLOWER, diff_files
-from trt_trace.merge import merge
-from trt_trace.readers import Window
+from trt_trace.analysis.diff import ALPHA, FASTER, SAME, SLOWER, diff_files
+from trt_trace.analysis.merge import merge
+from trt_trace.io.readers import Window
 
 CLI = trt_trace_cli()
 CALLS = 60

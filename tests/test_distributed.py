@@ -15,7 +15,7 @@ import pytest
 from test_startup_and_cli import trt_trace_cmd
 from trace_checks import check_trace, load_strict
 
-from trt_trace import config
+from trt_trace.runtime import config
 
 CALLS = 4  # forward passes of the stand-in model per rank
 ENGINES = 3

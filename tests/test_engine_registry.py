@@ -7,8 +7,9 @@ import gc
 import torch
 from conftest import drain_all
 
-from trt_trace import ops, standin
-from trt_trace.trace_format import Phase
+from trt_trace import standin
+from trt_trace.native import ops
+from trt_trace.schema.trace_format import Phase
 
 
 def test_name_parsing():

@@ -15,7 +15,7 @@ import pytest
 from conftest import trt_trace_cli
 from synthetic_traces import call_rows, engines_trace, write_trace
 
-from trt_trace.merge import merge
+from trt_trace.analysis.merge import merge
 
 CLI = trt_trace_cli()
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from trt_trace.trace_format import Flag
+from trt_trace.schema.trace_format import Flag
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -13,9 +13,10 @@ import torch
 from conftest import run_python, trt_trace_cli
 
 import trt_trace
-from trt_trace import ops, standin
-from trt_trace.records import STATS_COLUMNS
-from trt_trace.trace_summary import aggregate, load_events, summary_text
+from trt_trace import standin
+from trt_trace.analysis.trace_summary import aggregate, load_events, summary_text
+from trt_trace.native import ops
+from trt_trace.schema.records import STATS_COLUMNS
 
 FRESH_IMPORT = """
 import json, torch

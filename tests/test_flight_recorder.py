@@ -13,8 +13,8 @@ from pftrace_checks import check_pftrace, parse
 from trace_checks import check_trace, load_strict
 
 import trt_trace
-from trt_trace.readers import read_calls
-from trt_trace.trace_summary import aggregate, load_events
+from trt_trace.analysis.trace_summary import aggregate, load_events
+from trt_trace.io.readers import read_calls
 
 
 def _calls(events) -> list[dict]:
@@ -26,7 +26,8 @@ def _meta(events) -> list[dict]:
 
 
 def test_a_dump_holds_the_window_is_complete_and_tracing_goes_on(tmp_path, monkeypatch):
-    from trt_trace import ops, standin
+    from trt_trace import standin
+    from trt_trace.native import ops
 
     old, new = standin.make_engine("before_window"), standin.make_engine("in_window")
     path = tmp_path / "flight.json"

@@ -1,4 +1,4 @@
-"""The flight recorder's window (trt_trace/flight.py) on records made up here, to the record: what it
+"""The flight recorder's window (trt_trace/runtime/flight.py) on records made up here, to the record: what it
 keeps by age and by memory, what a dump holds and says. The recorder end to end, with engines and
 triggers: tests/test_flight_recorder.py."""
 
@@ -9,10 +9,10 @@ import dataclasses
 import numpy as np
 import pytest
 
-from trt_trace import ops
-from trt_trace.flight import Dump, FlightWindow, dump_path
-from trt_trace.records import RECORD_DTYPE
-from trt_trace.trace_format import Phase
+from trt_trace.native import ops
+from trt_trace.runtime.flight import Dump, FlightWindow, dump_path
+from trt_trace.schema.records import RECORD_DTYPE
+from trt_trace.schema.trace_format import Phase
 
 S = 1_000_000_000  # ns
 

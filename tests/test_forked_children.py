@@ -16,7 +16,7 @@ import orjson
 import pytest
 from trace_checks import check_trace, load_strict
 
-from trt_trace.trace_summary import load_events
+from trt_trace.analysis.trace_summary import load_events
 
 CALL = """
 import os, sys, torch

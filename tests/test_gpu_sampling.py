@@ -15,10 +15,12 @@ from conftest import ClaimsCuda, playing_runtime, run_python
 from trace_checks import load_strict
 
 import trt_trace
-from trt_trace import config, ops, standin
-from trt_trace.records import STATS_COLUMNS
-from trt_trace.session import TraceError
-from trt_trace.trace_summary import aggregate, load_events, summary_text
+from trt_trace import standin
+from trt_trace.analysis.trace_summary import aggregate, load_events, summary_text
+from trt_trace.native import ops
+from trt_trace.runtime import config
+from trt_trace.runtime.session import TraceError
+from trt_trace.schema.records import STATS_COLUMNS
 
 COL = {name: i for i, name in enumerate(STATS_COLUMNS)}
 cuda_only = pytest.mark.skipif(not torch.cuda.is_available(),

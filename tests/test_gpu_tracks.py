@@ -10,11 +10,12 @@ from conftest import playing_runtime
 from trace_checks import check_trace, load_strict, to_ns
 
 import trt_trace
-from trt_trace import ops, standin
-from trt_trace.records import RECORD_DTYPE, STATS_COLUMNS
-from trt_trace.trace_format import Flag, Phase
-from trt_trace.trace_summary import aggregate, summary_text
-from trt_trace.writers import ChromeJsonWriter
+from trt_trace import standin
+from trt_trace.analysis.trace_summary import aggregate, summary_text
+from trt_trace.io.writers import ChromeJsonWriter
+from trt_trace.native import ops
+from trt_trace.schema.records import RECORD_DTYPE, STATS_COLUMNS
+from trt_trace.schema.trace_format import Flag, Phase
 
 
 def call_records(call_id, engine, begin, gpu_begin, gpu_end, stream=7, flags=0, wait=None):

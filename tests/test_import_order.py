@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from trt_trace.readers import read_calls
+from trt_trace.io.readers import read_calls
 
 TIMEOUT_S = 150  # a hang is a failure; a loaded 2-core machine starts torch in a few seconds
 CALLS = 5
@@ -141,8 +141,8 @@ def test_under_trt_trace_run_the_program_that_imports_trt_trace_first_is_traced(
 
 def test_the_library_load_is_never_re_entered_by_the_start_up_hook(tmp_path):
     """The mechanism: the hook that `import torch` runs inside the library's load waits for the load's end
-    (trt_trace._library.after_load), and the session starts after the library is loaded."""
-    code = ("import trt_trace\nfrom trt_trace import _library, session\n"
+    (trt_trace.native._library.after_load), and the session starts after the library is loaded."""
+    code = ("import trt_trace\nfrom trt_trace.native import _library\nfrom trt_trace.runtime import session\n"
             "s = session.active()\nprint('active', s is not None and s.path.endswith('trace.json'), flush=True)\n"
             "print('ran', flush=True)\n")
     proc = run_program([sys.executable, "-c", code], {"TRT_TRACE_OUT": "trace.json"}, tmp_path)

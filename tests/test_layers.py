@@ -20,10 +20,12 @@ import torch
 from conftest import TERMINAL_SIGNALS, demo_package_now, playing_runtime, run_python, trt_trace_cli
 
 import trt_trace
-from trt_trace import config, ops, standin
+from trt_trace import standin
+from trt_trace.analysis.trace_summary import load_events
+from trt_trace.native import ops
+from trt_trace.runtime import config
+from trt_trace.schema.trace_format import CATEGORY, LAYER_CATEGORY, METADATA_EVENT
 from trt_trace.standin import model
-from trt_trace.trace_format import CATEGORY, LAYER_CATEGORY, METADATA_EVENT
-from trt_trace.trace_summary import load_events
 
 # Names as Torch-TensorRT's converters and TensorRT's fusions make them, and some a careless writer
 # would break (the runtime writes names into its JSON without escaping them).
@@ -429,7 +431,8 @@ def test_nothing_is_left_in_the_temporary_directory(tmp_path, how):
     tmp.mkdir()
     path = tmp_path / "t.json"
     n = 1000 if how == "window open at exit" else 2
-    code = (TERMINAL_SIGNALS + "import os, signal, torch\nfrom trt_trace import standin, ops\n"
+    code = (TERMINAL_SIGNALS + "import os, signal, torch\n"
+            "from trt_trace import standin\nfrom trt_trace.native import ops\n"
             "e = standin.make_engine('exit_engine', layers=(('a', 5), ('b', 5)))\n"
             "for _ in range(4): torch.ops.tensorrt.execute_engine([torch.ones(4)], e)\n"
             f"assert ops.layer_private_folder() != '' or {n} < 4\n"

@@ -1,4 +1,4 @@
-"""`trt-trace layers` on the reading path of every verb (trt_trace/readers, docs/layers.md): traces
+"""`trt-trace layers` on the reading path of every verb (trt_trace/io/readers, docs/layers.md): traces
 with layer records of exact durations written by trt_trace's own writers, in both formats, read
 streamed (the Perfetto fast path, never the in-memory general one); summary, diff and export give
 the same results with and without layer records; merge and slice keep the layer slices of the calls
@@ -20,12 +20,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from synthetic_traces import call_rows, write_trace
 
-from trt_trace import cli, ops
-from trt_trace.layers_report import LayerCalls, collect, format_tables, layer_tables
-from trt_trace.phases import LAYER_RECORD
-from trt_trace.readers.perfetto import PerfettoReader
-from trt_trace.trace_format import CATEGORY, LAYER_CATEGORY
-from trt_trace.trace_summary import load_events
+from trt_trace import cli
+from trt_trace.analysis.layers_report import LayerCalls, collect, format_tables, layer_tables
+from trt_trace.analysis.trace_summary import load_events
+from trt_trace.io.readers.perfetto import PerfettoReader
+from trt_trace.native import ops
+from trt_trace.schema.phases import LAYER_RECORD
+from trt_trace.schema.trace_format import CATEGORY, LAYER_CATEGORY
 
 CLI = trt_trace_cli()
 LAYER_NAMES = ["conv", "fc", "softmax"]

@@ -16,9 +16,9 @@ import pytest
 from conftest import demo_package_now
 from perfetto_ui import Track
 
+from trt_trace.analysis.trace_summary import load_events
 from trt_trace.demo import SERVE_SCRIPT
-from trt_trace.trace_format import LAYER_CATEGORY
-from trt_trace.trace_summary import load_events
+from trt_trace.schema.trace_format import LAYER_CATEGORY
 
 FORMATS = ("json", "pftrace")
 CALLS = 3  # TRT_TRACE_LAYERS

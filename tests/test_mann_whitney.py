@@ -1,4 +1,4 @@
-"""trt_trace/mann_whitney.py, the U test of `trt-trace diff` on value counts, against scipy's own
+"""trt_trace/analysis/mann_whitney.py, the U test of `trt-trace diff` on value counts, against scipy's own
 mannwhitneyu on the arrays those counts stand for: small samples (the exact distribution), ties (the
 tie correction), all values tied, and samples either side of the exact method's size limit."""
 
@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.stats import mannwhitneyu
 
-from trt_trace.mann_whitney import mann_whitney_p
+from trt_trace.analysis.mann_whitney import mann_whitney_p
 
 
 def _counts(sample: list[int]) -> tuple[np.ndarray, np.ndarray]:

@@ -13,8 +13,8 @@ from trace_checks import check_trace, load_strict
 
 import trt_trace
 from trt_trace import standin
-from trt_trace.merge import MergeError, merge
-from trt_trace.trace_summary import aggregate, aggregate_by_process, summary_text
+from trt_trace.analysis.merge import MergeError, merge
+from trt_trace.analysis.trace_summary import aggregate, aggregate_by_process, summary_text
 
 S = 1_000_000_000  # ns
 

@@ -18,7 +18,9 @@ from prometheus_client.parser import text_string_to_metric_families
 from trace_checks import load_strict, to_ns
 
 import trt_trace
-from trt_trace import metrics, ops, standin
+from trt_trace import standin
+from trt_trace.native import ops
+from trt_trace.runtime import metrics
 
 
 def _scrape(host: str, port: int) -> dict[str, list]:
@@ -91,7 +93,8 @@ def test_serving_counts_and_a_stopped_session_keeps_counting(served, tmp_path):
 
 SERVE = r"""
 import sys, time, torch, trt_trace
-from trt_trace import metrics, standin
+from trt_trace import standin
+from trt_trace.runtime import metrics
 e = standin.make_engine("env_metrics_engine", host_us=100)
 for _ in range(7):
     torch.ops.tensorrt.execute_engine([torch.ones(8)], e)
@@ -159,7 +162,7 @@ def test_a_bad_port_is_one_warning(value):
 def test_a_process_that_runs_no_engine_does_not_take_the_port():
     port = _free_port()
     # Waiting for an engine call that never comes: nothing served, asked directly, not by sleeping.
-    proc = run_python("import torch\nfrom trt_trace import metrics, ops\n"
+    proc = run_python("import torch\nfrom trt_trace.native import ops\nfrom trt_trace.runtime import metrics\n"
                       "print(ops.metrics_status()[0], metrics.serving(), metrics.address())",
                       {"TRT_TRACE_METRICS_PORT": str(port)})
     assert proc.returncode == 0 and proc.stdout == "1 True None\n" and proc.stderr == ""
@@ -172,7 +175,7 @@ def test_processes_that_exit_while_waiting_for_their_first_engine_exit_cleanly()
     # aborted the process ("terminate called without an active exception") in about 1 exit in 6. The
     # native thread waits on an eventfd and is joined at exit. Eight exits at once, right after start-up.
     env = {"TRT_TRACE_METRICS_PORT": str(_free_port())}
-    code = "import torch\nfrom trt_trace import ops\nprint(ops.metrics_status()[0])"
+    code = "import torch\nfrom trt_trace.native import ops\nprint(ops.metrics_status()[0])"
     with concurrent.futures.ThreadPoolExecutor(8) as pool:
         procs = list(pool.map(lambda _: run_python(code, env), range(8)))
     assert [(p.returncode, p.stdout, p.stderr) for p in procs] == [(0, "1\n", "")] * 8

@@ -14,7 +14,8 @@ from conftest import run_python
 from prometheus_client.parser import text_string_to_metric_families
 
 import trt_trace
-from trt_trace import metrics, standin
+from trt_trace import standin
+from trt_trace.runtime import metrics
 
 
 @pytest.fixture
@@ -118,7 +119,7 @@ def test_stop_closes_the_port_and_serving_starts_again(served):
 
 FORK = r"""
 import os, socket, sys, time, trt_trace
-from trt_trace import metrics
+from trt_trace.runtime import metrics
 host, port = trt_trace.serve_metrics(0)
 r, w = os.pipe()
 pid = os.fork()

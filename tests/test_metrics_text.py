@@ -19,7 +19,9 @@ from prometheus_client.parser import text_string_to_metric_families
 from prometheus_client.utils import floatToGoString
 
 import trt_trace
-from trt_trace import metrics, ops, standin
+from trt_trace import standin
+from trt_trace.native import ops
+from trt_trace.runtime import metrics
 
 CAPTURED = json.loads((Path(__file__).parent / "data" / "prometheus_client_metrics.json").read_text())
 

@@ -25,7 +25,7 @@ LINE = re.compile(r"trt_trace: metrics at http://127\.0\.0\.1:(\d+)/metrics")
 
 BUSY_LOOP = r"""
 import json, os, sys, torch
-from trt_trace import ops
+from trt_trace.native import ops
 from trt_trace.standin import model
 runner = model.load_package(sys.argv[1])
 x = torch.randn(8, 64)

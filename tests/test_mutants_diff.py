@@ -1,5 +1,5 @@
 """`trt-trace diff`'s rules at their edges, each pinned by a constructed trace (tests/synthetic_traces.py):
-the mutants of trt_trace/diff.py that tests/test_diff.py let live (docs/mutation-testing.md). A change
+the mutants of trt_trace/analysis/diff.py that tests/test_diff.py let live (docs/mutation-testing.md). A change
 must be *more* than the threshold and *at least* the minimum change; a p-value needs two calls a side;
 engines sharing a name are matched k-th with k-th; the order is by the absolute change of total time."""
 
@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 from synthetic_traces import GAP_NS, call_rows, engine_calls, engines_trace, write_trace
 
-from trt_trace.diff import ALPHA, FASTER, MIN_CHANGE_NS, SAME, SLOWER, diff_files, format_diff, to_json
-from trt_trace.readers import TraceFileError, Window
+from trt_trace.analysis.diff import ALPHA, FASTER, MIN_CHANGE_NS, SAME, SLOWER, diff_files, format_diff, to_json
+from trt_trace.io.readers import TraceFileError, Window
 
 CALLS = 40
 

@@ -1,5 +1,5 @@
 """`trt-trace layers` at the edges tests/test_layers_reading.py left open, found by mutants of
-trt_trace/layers_report.py (docs/mutation-testing.md): medians of even counts, the text of calls cut
+trt_trace/analysis/layers_report.py (docs/mutation-testing.md): medians of even counts, the text of calls cut
 short or outside the window, long layer names, malformed layer slices, the note on the GPU span,
 events without a pid or an engine id. Traces are event lists as the JSON writer writes them, read
 through readers.EventsReader (LayerCalls.from_events), or files written by the real writer."""
@@ -11,9 +11,16 @@ from typing import Any
 import orjson
 import pytest
 
-from trt_trace.layers_report import LayerCalls, format_tables, layer_tables, layers_report, notes_of, tables_json
-from trt_trace.readers import TraceFileError, Window
-from trt_trace.trace_format import CATEGORY, LAYER_CATEGORY
+from trt_trace.analysis.layers_report import (
+    LayerCalls,
+    format_tables,
+    layer_tables,
+    layers_report,
+    notes_of,
+    tables_json,
+)
+from trt_trace.io.readers import TraceFileError, Window
+from trt_trace.schema.trace_format import CATEGORY, LAYER_CATEGORY
 
 PHASES = (("workspace", 10.0), ("inputs", 10.0), ("outputs", 10.0), ("enqueue", 70.0))
 

@@ -1,5 +1,5 @@
 """The readers' end notes at the edges tests/test_reader_truth.py left open, found by mutants of
-trt_trace/readers/end_notes.py (docs/mutation-testing.md): each end without its count or next part,
+trt_trace/io/readers/end_notes.py (docs/mutation-testing.md): each end without its count or next part,
 an end no writer of today writes, and a merge whose ranks ended differently. Traces are written by
 trt_trace's own writers (tests/synthetic_traces.py) and merged by trt-trace merge's code."""
 
@@ -8,9 +8,9 @@ from __future__ import annotations
 import pytest
 from synthetic_traces import call_rows, write_trace
 
-from trt_trace.merge import merge
-from trt_trace.readers import read_calls
-from trt_trace.readers.end_notes import end_notes
+from trt_trace.analysis.merge import merge
+from trt_trace.io.readers import read_calls
+from trt_trace.io.readers.end_notes import end_notes
 
 
 def _calls(n: int, first: int = 1) -> list[tuple]:

@@ -20,12 +20,12 @@ import pytest
 import torch
 from trace_checks import check_trace, load_strict
 
-from trt_trace import ops
-from trt_trace.native_trace import process_head
-from trt_trace.records import RECORD_DTYPE
-from trt_trace.trace_summary import load_events
-from trt_trace.writers import ChromeJsonWriter, PerfettoTraceWriter
-from trt_trace.writers.perfetto_trace import metadata_annotations
+from trt_trace.analysis.trace_summary import load_events
+from trt_trace.io.writers import ChromeJsonWriter, PerfettoTraceWriter
+from trt_trace.io.writers.perfetto_trace import metadata_annotations
+from trt_trace.native import ops
+from trt_trace.runtime.native_trace import process_head
+from trt_trace.schema.records import RECORD_DTYPE
 
 ODD_NAMES = ["", "plain", 'q"uo\\te', "ctl\x00\x01\x08\t\n\x0b\x0c\r\x1f\x7f end", "naïve ✓ 引擎 \u2028\u2029 😀",
              "</script>"]
@@ -148,7 +148,7 @@ def python_perfetto(folder: Path, recs: np.ndarray, batch: int, max_bytes: int, 
 
 def native_perfetto(folder: Path, recs: np.ndarray, batch: int, max_bytes: int, split: bool, flows: bool,
                     start: dict, end: dict, end_ns: int) -> tuple[dict[str, bytes], tuple]:
-    from trt_trace.writers.perfetto_trace import _text, start_metadata
+    from trt_trace.io.writers.perfetto_trace import _text, start_metadata
 
     folder.mkdir()
     here = os.getcwd()
@@ -296,7 +296,7 @@ def test_every_call_reaches_the_file_while_the_gil_is_held(tmp_path, suffix):
     # The drain never waits for the GIL: while the program's thread keeps it (after its last call), the file
     # already holds every call. A drainer that needs the GIL (the Python drainer) writes the last calls only once
     # the hold ends.
-    from trt_trace.readers.calls import read_calls
+    from trt_trace.io.readers.calls import read_calls
 
     out, calls = tmp_path / f"held{suffix}", 3000
     script = tmp_path / "hold.py"

@@ -68,7 +68,7 @@ def parse_log(path: Path) -> list[tuple]:
 
 
 def test_nvtx_is_compiled_in():
-    from trt_trace import ops
+    from trt_trace.native import ops
 
     assert ops.set_nvtx(False), "trt_trace was built without the NVTX headers (nvidia-nvtx must be installed first)"
 

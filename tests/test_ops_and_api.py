@@ -9,8 +9,9 @@ import torch
 from conftest import call_from_threads
 
 import trt_trace
-from trt_trace import ops, standin
-from trt_trace.records import STATS_COLUMNS
+from trt_trace import standin
+from trt_trace.native import ops
+from trt_trace.schema.records import STATS_COLUMNS
 
 
 def run_engine(name, n, host_us=0):

@@ -13,9 +13,10 @@ from conftest import trt_trace_cli
 from trace_checks import load_strict, to_ns
 
 import trt_trace
-from trt_trace import ops, standin
-from trt_trace.merge import merge
-from trt_trace.trace_summary import summary_text
+from trt_trace import standin
+from trt_trace.analysis.merge import merge
+from trt_trace.analysis.trace_summary import summary_text
+from trt_trace.native import ops
 
 STATED_ERROR = 1 / 32  # README: a live percentile is within 3.1% of the exact one
 

@@ -20,14 +20,15 @@ from test_gpu_tracks import call_records
 from trace_checks import check_trace, load_strict, to_ns
 
 import trt_trace
-from trt_trace import ops, standin
-from trt_trace import session as session_mod
-from trt_trace.native_trace import NativeTrace
-from trt_trace.readers.perfetto_general import annotation_value
-from trt_trace.records import RECORD_DTYPE
-from trt_trace.trace_format import Phase
-from trt_trace.trace_summary import aggregate, load_events, summary_text
-from trt_trace.writers import ChromeJsonWriter, PerfettoTraceWriter
+from trt_trace import standin
+from trt_trace.analysis.trace_summary import aggregate, load_events, summary_text
+from trt_trace.io.readers.perfetto_general import annotation_value
+from trt_trace.io.writers import ChromeJsonWriter, PerfettoTraceWriter
+from trt_trace.native import ops
+from trt_trace.runtime import session as session_mod
+from trt_trace.runtime.native_trace import NativeTrace
+from trt_trace.schema.records import RECORD_DTYPE
+from trt_trace.schema.trace_format import Phase
 
 
 def run_engines(path, names, calls=4, **kwargs):

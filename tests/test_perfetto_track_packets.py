@@ -1,5 +1,5 @@
 """The native encoders of a Perfetto trace's non-slice packets (csrc/format/perfetto_track_packets.h): byte for
-byte what the Python writer (trt_trace/writers/perfetto_trace.py) writes for the same arguments, over chosen
+byte what the Python writer (trt_trace/io/writers/perfetto_trace.py) writes for the same arguments, over chosen
 edge cases, random ones (hypothesis) and every non-slice packet of real trace files; and decoded with the
 `perfetto` package's protos.
 
@@ -24,9 +24,10 @@ from perfetto.protos.perfetto.trace import perfetto_trace_pb2 as pb
 from pftrace_checks import parse
 
 import trt_trace
-from trt_trace import ops, standin
-from trt_trace.trace_format import ANNOTATIONS, METADATA_EVENT, PHASE_NAMES
-from trt_trace.writers import perfetto_trace as pt
+from trt_trace import standin
+from trt_trace.io.writers import perfetto_trace as pt
+from trt_trace.native import ops
+from trt_trace.schema.trace_format import ANNOTATIONS, METADATA_EVENT, PHASE_NAMES
 
 SEQ = pt.SEQUENCE_ID
 U64 = (1 << 64) - 1

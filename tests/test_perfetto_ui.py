@@ -29,13 +29,13 @@ from test_gpu_tracks import call_records
 
 import trt_trace
 from trt_trace import standin
+from trt_trace.analysis.merge import merge
+from trt_trace.analysis.perfetto_view import convert
+from trt_trace.analysis.trace_summary import load_events
 from trt_trace.demo import SERVE_SCRIPT
-from trt_trace.merge import merge
-from trt_trace.records import RECORD_DTYPE
-from trt_trace.trace_format import Phase
-from trt_trace.trace_summary import load_events
-from trt_trace.writers import ChromeJsonWriter, PerfettoTraceWriter
-from trt_trace.writers.perfetto_view import convert
+from trt_trace.io.writers import ChromeJsonWriter, PerfettoTraceWriter
+from trt_trace.schema.records import RECORD_DTYPE
+from trt_trace.schema.trace_format import Phase
 
 FORMATS = ("json", "pftrace")
 WEIRD_NAME = 'say "hi"\\ ünïcödé 名前\nsecond line'

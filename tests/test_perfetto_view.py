@@ -1,4 +1,4 @@
-"""A Chrome JSON trace re-encoded as a Perfetto trace (trt_trace/writers/perfetto_view.py, `merge -o
+"""A Chrome JSON trace re-encoded as a Perfetto trace (trt_trace/analysis/perfetto_view.py, `merge -o
 *.pftrace`): what it cannot carry is counted and said, odd events never break it, and the real UI's trace
 processor loads what it writes. (The merged traces themselves are compared with their JSON in the UI in
 test_perfetto_ui.py and test_captures_cli.py.)"""
@@ -12,8 +12,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pftrace_checks import parse
 
+from trt_trace.analysis.perfetto_view import convert
 from trt_trace.captures.chrome_stream import CaptureError
-from trt_trace.writers.perfetto_view import convert
 
 BIG_TID = (1 << 31) + 7  # the JSON's lanes past 500: no thread id Perfetto can hold
 
@@ -122,10 +122,10 @@ def test_the_hand_encoded_packets_decode_as_the_protos_say(chunk, base, shared_a
     own protos: every slice's begin and end decode to what was given, in the stated order (an annotation
     with no value the trace processor can hold is left out, as the native writer does); also when slices
     share one argument set, and when the packet buffer starts too small."""
-    from trt_trace.perfetto_protos import protos
-    from trt_trace.readers.perfetto_general import annotation_value
-    from trt_trace.writers.perfetto_view import _Slice
-    from trt_trace.writers.track_event_codec import SliceCodec
+    from trt_trace.analysis.perfetto_view import _Slice
+    from trt_trace.io.perfetto_protos import protos
+    from trt_trace.io.readers.perfetto_general import annotation_value
+    from trt_trace.io.writers.track_event_codec import SliceCodec
 
     pb = protos()
     codec = SliceCodec(7, out_bytes=out_bytes)

@@ -8,8 +8,9 @@ import pytest
 import torch
 from conftest import drain_all
 
-from trt_trace import ops, standin
-from trt_trace.trace_format import Flag, Phase
+from trt_trace import standin
+from trt_trace.native import ops
+from trt_trace.schema.trace_format import Flag, Phase
 
 pytestmark = pytest.mark.usefixtures("runtime_version")
 

@@ -11,10 +11,10 @@ import torch
 from test_startup_and_cli import trt_trace_cmd
 
 import trt_trace
-from trt_trace.plot import engine_figure
-from trt_trace.records import STATS_COLUMNS
+from trt_trace.analysis.plot import engine_figure
+from trt_trace.analysis.trace_summary import TraceSummary, aggregate, load_events
+from trt_trace.schema.records import STATS_COLUMNS
 from trt_trace.standin import model
-from trt_trace.trace_summary import TraceSummary, aggregate, load_events
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 

@@ -28,7 +28,7 @@ from pathlib import Path
 
 import pytest
 
-from trt_trace.readers.in_memory import load_events
+from trt_trace.io.readers.in_memory import load_events
 
 COUNTER = r"""
 import os, signal, sys, threading, time

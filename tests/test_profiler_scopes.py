@@ -11,7 +11,7 @@ from conftest import drain_all
 
 import trt_trace
 from trt_trace import standin
-from trt_trace.trace_summary import load_events
+from trt_trace.analysis.trace_summary import load_events
 
 PHASES = ("workspace", "inputs", "outputs", "enqueue")
 

@@ -15,7 +15,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import trt_trace
-from trt_trace import cli, config
+from trt_trace import cli
+from trt_trace.runtime import config
 
 # What an environment variable can hold: any text without NUL and without lone surrogates.
 ENV_TEXT = st.text(st.characters(blacklist_characters="\x00", blacklist_categories=("Cs",)), max_size=40)

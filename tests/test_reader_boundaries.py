@@ -9,12 +9,12 @@ import numpy as np
 import pytest
 from test_gpu_tracks import call_records
 
-from trt_trace.readers import Visitor, native
-from trt_trace.readers import chrome_json as cj
-from trt_trace.readers import perfetto as pf
-from trt_trace.readers.columns import SLICE_DTYPE, SLICE_X
-from trt_trace.records import RECORD_DTYPE
-from trt_trace.writers import ChromeJsonWriter, PerfettoTraceWriter
+from trt_trace.io.readers import Visitor, native
+from trt_trace.io.readers import chrome_json as cj
+from trt_trace.io.readers import perfetto as pf
+from trt_trace.io.readers.columns import SLICE_DTYPE, SLICE_X
+from trt_trace.io.writers import ChromeJsonWriter, PerfettoTraceWriter
+from trt_trace.schema.records import RECORD_DTYPE
 
 
 def _records() -> list[np.ndarray]:

@@ -19,12 +19,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from synthetic_traces import call_rows, write_trace
 
-from trt_trace.merge import MergeError, merge
-from trt_trace.readers import TraceFileError, Visitor, Window, read_calls
-from trt_trace.readers.chrome_json import ChromeJsonReader
-from trt_trace.records import RECORD_DTYPE
-from trt_trace.trace_slice import SliceError, slice_trace
-from trt_trace.trace_summary import aggregate_file, summary_text
+from trt_trace.analysis.merge import MergeError, merge
+from trt_trace.analysis.trace_slice import SliceError, slice_trace
+from trt_trace.analysis.trace_summary import aggregate_file, summary_text
+from trt_trace.io.readers import TraceFileError, Visitor, Window, read_calls
+from trt_trace.io.readers.chrome_json import ChromeJsonReader
+from trt_trace.schema.records import RECORD_DTYPE
 
 CLI = trt_trace_cli()
 FAST = settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -131,7 +131,7 @@ def test_a_slice_that_ends_before_it_begins_is_left_out_and_said(tmp_path, how):
         assert raw.count(b'"dur":5.000') == 1
         raw = raw.replace(b'"dur":5.000', b'"dur":-0.240')
     else:  # the first GPU span's end packet, stamped before its begin: its timestamp varint set to 1
-        from trt_trace.perfetto_protos import protos
+        from trt_trace.io.perfetto_protos import protos
         trace = protos().Trace()
         trace.ParseFromString(raw)
         begins = {}
@@ -310,7 +310,7 @@ _json_values = st.recursive(st.one_of(st.none(), st.booleans(), st.integers(-10,
 @given(doc=st.one_of(_json_values, st.fixed_dictionaries({"traceEvents": st.lists(
     st.dictionaries(st.text(max_size=3).filter(lambda k: k != "ph"), _json_values, max_size=2), max_size=3)})))
 def test_json_without_a_single_event_is_refused_as_no_trace_never_read_as_an_empty_one(tmp_path, doc):
-    from trt_trace.readers import NotATrace
+    from trt_trace.io.readers import NotATrace
 
     path = tmp_path / "doc.json"
     path.write_bytes(orjson.dumps(doc))

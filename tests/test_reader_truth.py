@@ -15,9 +15,9 @@ import pytest
 from conftest import trt_trace_cli
 from synthetic_traces import call_rows, engines_trace, write_trace
 
-from trt_trace.merge import merge
-from trt_trace.readers import read_calls
-from trt_trace.trace_summary import aggregate_file, summary_text
+from trt_trace.analysis.merge import merge
+from trt_trace.analysis.trace_summary import aggregate_file, summary_text
+from trt_trace.io.readers import read_calls
 
 CLI = trt_trace_cli()
 
@@ -129,7 +129,7 @@ def test_gpu_spans_are_joined_to_their_calls_across_batches_and_orphans_counted(
                                     ("p", "u1"), ("f", "u1"), ("d", "<u2"), ("s", "<u4")])
     gpu = records["p"] == 5
     ordered = np.concatenate([records[~gpu], records[gpu]])  # every span after every call
-    from trt_trace.records import RECORD_DTYPE
+    from trt_trace.schema.records import RECORD_DTYPE
 
     path = write_trace(tmp_path / "t.pftrace", ordered.view(RECORD_DTYPE), ["", "e"], end={}, batches=4)
     read = read_calls(str(path), lambda calls, info: None)
@@ -164,7 +164,7 @@ def test_view_of_a_file_too_large_for_the_ui_says_so_and_names_slice(tmp_path, s
 
 def test_view_says_how_a_trace_ended_before_serving(tmp_path):
     path = write_trace(tmp_path / "t.json", _calls(3), ["", "e"], end=None)
-    from trt_trace.readers.view_checks import end_state_notes, too_large
+    from trt_trace.io.readers.view_checks import end_state_notes, too_large
 
     assert too_large(str(path)) is None
     assert end_state_notes(str(path)) == [f"{path} was cut short: no end record (process killed?)"]

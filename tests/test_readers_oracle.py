@@ -1,4 +1,4 @@
-"""The streaming readers (trt_trace/readers) against today's readers (tests/legacy_readers, the code
+"""The streaming readers (trt_trace/io/readers) against today's readers (tests/legacy_readers, the code
 they replaced): the same tables, per-process tables, diffs and merges, to the ns, on every kind of
 trace the suite makes: JSON and Perfetto, merged, cut short (inside an event, inside a call, at a
 packet boundary), split parts, GPU spans and caller-stream waits, errors, sampled GPU timing,
@@ -24,13 +24,14 @@ from legacy_readers import trace_summary as legacy
 from test_gpu_tracks import call_records
 
 import trt_trace
-from trt_trace import diff, merge, standin, trace_summary
-from trt_trace.readers import Visitor, read_calls
-from trt_trace.readers.chrome_json import ChromeJsonReader
-from trt_trace.readers.perfetto import PerfettoReader
-from trt_trace.records import RECORD_DTYPE
-from trt_trace.trace_format import DURATIONS, Phase
-from trt_trace.writers import ChromeJsonWriter, PerfettoTraceWriter
+from trt_trace import standin
+from trt_trace.analysis import diff, merge, trace_summary
+from trt_trace.io.readers import Visitor, read_calls
+from trt_trace.io.readers.chrome_json import ChromeJsonReader
+from trt_trace.io.readers.perfetto import PerfettoReader
+from trt_trace.io.writers import ChromeJsonWriter, PerfettoTraceWriter
+from trt_trace.schema.records import RECORD_DTYPE
+from trt_trace.schema.trace_format import DURATIONS, Phase
 
 NEW_KEYS = ("ended", "malformed_events")
 

@@ -17,7 +17,7 @@ from trace_checks import check_trace, load_strict
 
 import trt_trace
 from trt_trace import standin
-from trt_trace.trace_summary import load_events
+from trt_trace.analysis.trace_summary import load_events
 
 CALLS = """
 import os, sys, torch

@@ -7,7 +7,7 @@ import threading
 import numpy as np
 from conftest import drain_all, in_thread
 
-from trt_trace import ops
+from trt_trace.native import ops
 
 
 def _counts_for(tid: int) -> dict:
@@ -26,7 +26,7 @@ def _push_in_new_thread(count: int, engine_id: int, first_seq: int) -> int:
 
 
 def test_record_layout_matches_numpy_dtype():
-    from trt_trace.records import RECORD_DTYPE
+    from trt_trace.schema.records import RECORD_DTYPE
 
     layout = ops.record_layout()
     assert layout[0] == RECORD_DTYPE.itemsize
@@ -34,9 +34,9 @@ def test_record_layout_matches_numpy_dtype():
 
 
 def test_the_phase_list_is_one_list_in_both_languages():
-    # csrc/common/phases.h and trt_trace/phases.py: the names by Record.phase, and the table's columns made
+    # csrc/common/phases.h and trt_trace/schema/phases.py: the names by Record.phase, and the table's columns made
     # from them, are the same in C++ and Python.
-    from trt_trace import phases
+    from trt_trace.schema import phases
 
     assert ops._op("_phase_names")() == list(phases.PHASE_NAMES)
     assert ops.stats_columns() == list(phases.STATS_COLUMNS)

@@ -15,8 +15,9 @@ from conftest import TERMINAL_SIGNALS, drain_all, run_python, with_signals_ignor
 from trace_checks import check_nesting, check_trace, load_strict
 
 import trt_trace
-from trt_trace import ops, standin
-from trt_trace.trace_summary import aggregate, load_events
+from trt_trace import standin
+from trt_trace.analysis.trace_summary import aggregate, load_events
+from trt_trace.native import ops
 
 # -- overflow -----------------------------------------------------------------------------------
 

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from trt_trace.readers.calls import read_calls
+from trt_trace.io.readers.calls import read_calls
 from trt_trace.standin import model
 
 ENGINES = 14

@@ -17,8 +17,9 @@ import pytest
 import torch
 from conftest import drain_all, playing_runtime, run_python
 
-from trt_trace import ops, standin
-from trt_trace.trace_format import Phase
+from trt_trace import standin
+from trt_trace.native import ops
+from trt_trace.schema.trace_format import Phase
 
 LAYOUT = {"2.11": ("8", 11), "2.13": ("9", 12)}
 # __obj_flatten__'s keys in the real runtime's order.

@@ -8,7 +8,7 @@ from trace_checks import check_trace, load_strict, to_ns
 
 import trt_trace
 from trt_trace import standin
-from trt_trace.trace_summary import aggregate, load_events, summary_text
+from trt_trace.analysis.trace_summary import aggregate, load_events, summary_text
 
 
 def test_trace_follows_the_importer_rules(tmp_path):
@@ -108,8 +108,8 @@ def test_track_codes_round_trip_and_present_codes_dense_or_sparse():
     # for sparse ones (an engine id in the millions after much engine churn); the same answer both ways.
     import numpy as np
 
-    from trt_trace.records import RECORD_DTYPE
-    from trt_trace.tracks import decode_track, present_codes, track_codes
+    from trt_trace.io.tracks import decode_track, present_codes, track_codes
+    from trt_trace.schema.records import RECORD_DTYPE
 
     for top_engine in (7, 3_000_000):
         records = np.zeros(6, dtype=RECORD_DTYPE)

@@ -18,7 +18,7 @@ import orjson
 import pytest
 from conftest import run_python, trt_trace_cli
 
-from trt_trace.readers import read_calls
+from trt_trace.io.readers import read_calls
 
 CLI = trt_trace_cli()
 CALLS = 40

@@ -23,9 +23,9 @@ from test_perfetto_ui import write_records
 
 import trt_trace
 from trt_trace import standin
-from trt_trace.merge import merge
-from trt_trace.records import RECORD_DTYPE
-from trt_trace.trace_format import Phase
+from trt_trace.analysis.merge import merge
+from trt_trace.schema.records import RECORD_DTYPE
+from trt_trace.schema.trace_format import Phase
 
 
 def trt_trace_cmd() -> list[str]:

@@ -43,7 +43,7 @@ def test_the_native_writer_writes_the_same_perfetto_bytes(tmp_path):
 def _python_json(folder, batch: int) -> bytes:
     import os
 
-    from trt_trace.writers import ChromeJsonWriter
+    from trt_trace.io.writers import ChromeJsonWriter
 
     folder.mkdir()
     here = os.getcwd()
@@ -63,7 +63,7 @@ def _python_json(folder, batch: int) -> bytes:
 
 def test_the_fixed_trace_has_what_it_is_meant_to_cover(tmp_path):
     # Lanes beyond the first, GPU lanes, several engines: the track book's cases are all in the digest.
-    from trt_trace.readers import load_events
+    from trt_trace.io.readers import load_events
 
     written = fixed_trace.write(tmp_path)
     assert written.keys() == BEFORE.keys()

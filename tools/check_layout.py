@@ -4,16 +4,24 @@
   reaches itself through includes (no include that runs both ways, no longer circle), and the folders keep
   the layer order of CSRC_LAYERS: a folder includes only from its own layer or the ones below it (no arrow
   back up). A folder not in CSRC_LAYERS is an error: a new folder says where it stands.
-- trt_trace/: no module imports itself through other modules (module-level imports and imports inside
-  functions alike; `if TYPE_CHECKING:` imports are left out, they never run), and no module inside the
-  package imports the package's `__init__` (`from . import x` of a submodule is an import of that module).
+- trt_trace/: the same for Python, by PY_LAYERS: a unit is a subpackage (`io` = trt_trace/io/ and all below
+  it) or a module at the package's top (`cli`; the package's own `__init__`); a unit imports only from
+  itself or from the layers below it, never up or sideways, and a unit not in PY_LAYERS is an error. No
+  module imports itself through other modules, and no module inside the package imports the package's
+  `__init__` (`from . import x` of a submodule is an import of that module). Module-level imports and
+  imports inside functions count alike (`if TYPE_CHECKING:` imports are left out, they never run).
+- An import inside a function carries a comment saying why (on its line or the line above): it is there to
+  keep a heavy optional package out of start-up, or for an order that start-up needs; anything else is
+  imported at the module's top.
 """
 
 from __future__ import annotations
 
 import ast
+import io
 import re
 import sys
+import tokenize
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -30,6 +38,18 @@ CSRC_LAYERS: list[tuple[str, ...]] = [
     ("session",),  # the native writer thread: drains, places tracks, formats and writes the session's file
     ("metrics",),  # the metrics endpoint's own thread: its HTTP server and the exposition text
     ("ops", "readers", "standin"),  # torch.ops.trt_trace.*; the torch-free readers; the stand-in runtime
+]
+# Lowest first, as CSRC_LAYERS. Units on one line share a layer and may not import each other.
+PY_LAYERS: list[tuple[str, ...]] = [
+    ("schema",),  # the phase list, the record, the names both formats share, errors, version: imports no layer
+    ("native",),  # the compiled library: its load (once, start-up order), its ops with types
+    ("io",),  # the format registry, the track book, writers, readers, Perfetto's protos, verbs' output files
+    ("captures",),  # other profilers' captures, read (their formats registered with io's registry)
+    ("runtime", "analysis"),  # recording (settings, session, drainers, flight, exits, metrics); reading back
+    ("standin",),  # the stand-in Torch-TensorRT runtime for tests and the demo (its cache folder: runtime.config)
+    ("demo", "viewer"),  # `trt-trace demo`; `trt-trace view`'s server of the Perfetto UI
+    ("cli",),  # trt-trace: one _cmd_<verb> per verb
+    ("__main__", "__init__"),  # `python -m trt_trace`; the package's API (trt_trace.start, tracing, summary, ...)
 ]
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
 
@@ -98,40 +118,88 @@ def _module_name(path: Path, root: Path) -> str:
     return ".".join(parts)
 
 
-def _imports(tree: ast.AST, module: str, is_package: bool, known: set[str]) -> set[str]:
-    """The package's modules `module` imports (leaving out `if TYPE_CHECKING:` blocks)."""
-    out: set[str] = set()
-    skip: set[int] = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
-            skip.update(id(n) for child in node.body for n in ast.walk(child))
-    base = module.split(".") if is_package else module.split(".")[:-1]
-    for node in ast.walk(tree):
-        if id(node) in skip:
-            continue
-        if isinstance(node, ast.Import):
-            out.update(a.name for a in node.names if a.name.split(".")[0] == "trt_trace")
-        elif isinstance(node, ast.ImportFrom):
-            if node.level:
-                target = ".".join(base[: len(base) - node.level + 1] + ([node.module] if node.module else []))
-            else:
-                target = node.module or ""
-            if not target.startswith("trt_trace"):
+def _unit(module: str) -> str:
+    """trt_trace.io.readers.calls -> io; trt_trace.cli -> cli; trt_trace -> __init__."""
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else "__init__"
+
+
+def _import_nodes(tree: ast.AST) -> list[tuple[ast.Import | ast.ImportFrom, bool]]:
+    """Every import that runs (`if TYPE_CHECKING:` blocks left out), and whether it is inside a function."""
+    found: list[tuple[ast.Import | ast.ImportFrom, bool]] = []
+
+    def walk(node: ast.AST, in_function: bool) -> None:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.If) and "TYPE_CHECKING" in ast.unparse(child.test):
+                for other in child.orelse:
+                    walk(other, in_function)
                 continue
+            if isinstance(child, (ast.Import, ast.ImportFrom)):
+                found.append((child, in_function))
+            walk(child, in_function or isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)))
+
+    walk(tree, False)
+    return found
+
+
+def _targets(node: ast.Import | ast.ImportFrom, module: str, is_package: bool, known: set[str]) -> set[str]:
+    """The package's modules one import statement of `module` imports."""
+    out: set[str] = set()
+    if isinstance(node, ast.Import):
+        out.update(a.name for a in node.names if a.name.split(".")[0] == "trt_trace")
+    else:
+        base = module.split(".") if is_package else module.split(".")[:-1]
+        if node.level:
+            target = ".".join(base[: len(base) - node.level + 1] + ([node.module] if node.module else []))
+        else:
+            target = node.module or ""
+        if target.split(".")[0] == "trt_trace":
             for alias in node.names:  # `from . import ops` imports the submodule trt_trace.ops
                 sub = f"{target}.{alias.name}"
                 out.add(sub if sub in known else target)
     return {m for m in out if m in known and m != module}
 
 
-def python_problems(root: Path = ROOT / "trt_trace") -> list[str]:
+def _commented_lines(text: str) -> set[int]:
+    lines: set[int] = set()
+    for tok in tokenize.generate_tokens(io.StringIO(text).readline):
+        if tok.type == tokenize.COMMENT:
+            lines.add(tok.start[0])
+    return lines
+
+
+def python_problems(root: Path = ROOT / "trt_trace", layers: list[tuple[str, ...]] = PY_LAYERS) -> list[str]:
     files = {_module_name(p, root): p for p in sorted(root.rglob("*.py"))}
     known = set(files)
-    deps = {m: _imports(ast.parse(p.read_text()), m, p.name == "__init__.py", known) for m, p in files.items()}
-    problems = [f"python import circle: {' -> '.join(c)}" for c in cycles(deps)]
+    layer = {unit: i for i, units in enumerate(layers) for unit in units}
+    deps: dict[str, set[str]] = {}
+    problems: list[str] = []
+    for module, path in files.items():
+        text = path.read_text()
+        commented = _commented_lines(text)
+        deps[module] = set()
+        for node, in_function in _import_nodes(ast.parse(text)):
+            deps[module] |= _targets(node, module, path.name == "__init__.py", known)
+            if in_function and not commented & set(range(node.lineno - 1, node.end_lineno + 1)):
+                where = f"{path.relative_to(root.parent)}:{node.lineno}"
+                problems.append(f"{where}: `{ast.unparse(node)}` inside a function without a comment saying why (a "
+                                "heavy optional package kept out of start-up, or an order start-up needs); else "
+                                "import it at the module's top")
+    problems += [f"python import circle: {' -> '.join(c)}" for c in cycles(deps)]
     for module, targets in sorted(deps.items()):
         if module != "trt_trace" and "trt_trace" in targets:
             problems.append(f"{module} imports the package's __init__ (import the module it needs instead)")
+    for unit in sorted({_unit(m) for m in files}):
+        if unit not in layer:
+            where = f"trt_trace/{unit}/" if (root / unit).is_dir() else f"trt_trace/{unit}.py"
+            problems.append(f"{where} is in no layer of tools/check_layout.py PY_LAYERS")
+    for module, targets in sorted(deps.items()):
+        unit = _unit(module)
+        for target in sorted(targets):
+            other = _unit(target)
+            if unit in layer and other in layer and other != unit and layer[other] >= layer[unit]:
+                problems.append(f"{module} imports {target}: an arrow up or sideways "
+                                f"({unit} is below or beside {other} in PY_LAYERS)")
     return problems
 
 

@@ -15,10 +15,22 @@ import os
 from collections.abc import Iterator
 from typing import Any
 
-from . import _library
-from .ops import dump_engine_timing, get_nvtx, get_profile_execution, reset, set_nvtx, set_profile_execution
-from .session import Session, TraceError, active, dump, flight, layers, start, stop
-from .version import __version__
+from . import captures  # noqa: F401  (its readers register the captures' formats: trt_trace/io/formats.py)
+from .analysis import trace_summary as _trace_summary
+from .native import _library
+from .native import ops as _ops
+from .native.ops import (
+    dump_engine_timing,
+    get_nvtx,
+    get_profile_execution,
+    reset,
+    set_nvtx,
+    set_profile_execution,
+)
+from .runtime import config as _config
+from .runtime import metrics as _metrics
+from .runtime.session import Session, TraceError, active, dump, flight, layers, start, stop
+from .schema.version import __version__
 
 # Importing trt_trace installs everything: the execute_engine hook, torch.profiler scopes, the
 # torch.ops.trt_trace ops and the torch.ops.tensorrt aliases (listed by dir() too). Except inside
@@ -44,22 +56,15 @@ def summary(path: str | None = None, phase: str = "total", json: bool = False) -
     total, workspace, inputs, outputs, enqueue, gpu), from the live histograms within 3.1% (total
     or gpu). json=True returns the same table as JSON text."""
     if path is None:
-        from .ops import timing_table
-
-        return timing_table(phase, json)
-    from .trace_summary import summary_text
-
-    return summary_text(path, phase=phase, json=json)
+        return _ops.timing_table(phase, json)
+    return _trace_summary.summary_text(path, phase=phase, json=json)
 
 
 def serve_metrics(port: int, addr: str = "127.0.0.1") -> tuple[str, int]:
     """Serves Prometheus metrics of the live counters at http://addr:port/metrics from now on (port 0:
     any free port) and turns counting on; returns the (host, port) served. Raises OSError for a busy
     port or an address that cannot be bound (TRT_TRACE_METRICS_PORT warns instead)."""
-    from .config import MetricsSettings
-    from .metrics import serve
-
-    return serve(MetricsSettings(port=int(port), addr=addr))
+    return _metrics.serve(_config.MetricsSettings(port=int(port), addr=addr))
 
 
 __all__ = [

@@ -17,16 +17,37 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 import subprocess
 import sys
-from typing import TYPE_CHECKING, NoReturn
+from typing import NoReturn
 
-from .config import plain, run_flags
-from .trace_format import DURATIONS
+import orjson
 
-if TYPE_CHECKING:
-    from .readers import Window
+from .analysis.diff import diff_files, format_diff, to_json
+from .analysis.diff_plot import plot_diff
+from .analysis.export import ExportError, export_calls
+from .analysis.layers_report import layers_report
+from .analysis.merge import MergeError, input_notes, merge
+from .analysis.plot import plot_engines
+from .analysis.trace_slice import SliceError, slice_trace
+from .analysis.trace_summary import cut_short_note, summary_parts
+from .captures import report
+from .captures.kernel_columns import top_kernels_text
+from .captures.merge_capture import is_capture, report_lines
+from .demo import INTERRUPTED
+from .demo import add_arguments as demo_arguments
+from .demo import run as run_demo
+from .io.readers import TraceFileError, Window
+from .io.readers.end_notes import end_notes
+from .io.readers.trace_info import bad_input_rc
+from .io.readers.view_checks import end_state_notes, too_large
+from .native import _library
+from .runtime.config import expand_path, plain, run_flags, shown
+from .runtime.session import TraceError, check_output_path
+from .schema.trace_format import DURATIONS
+from .viewer import DEFAULT_PORT, ViewerError, ViewerServer, ctrl_c_stops, open_browser
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
@@ -37,8 +58,6 @@ def _cmd_run(args: argparse.Namespace) -> int:
         print("trt-trace run: give the command to trace after --, e.g. trt-trace run -o t.json -- python x.py",
               file=sys.stderr)
         return 2
-    from .config import expand_path, shown
-    from .session import TraceError, check_output_path
 
     try:  # the file the command's first traced process will write ({pid}: any process's, the same folder)
         check_output_path(expand_path(args.out))
@@ -71,8 +90,6 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
 def _window(args: argparse.Namespace, verb: str) -> Window | None:
     """The window options of a reading verb; None and one line on stderr where they make no sense."""
-    from .readers import Window
-
     skip = getattr(args, "skip_first", 0) or 0
     lo, hi = getattr(args, "from_s", None), getattr(args, "to_s", None)
     engines = getattr(args, "engines", None)
@@ -101,10 +118,6 @@ def _notes(verb: str, notes: list[str]) -> None:
 
 
 def _cmd_summary(args: argparse.Namespace) -> int:
-    from .readers import TraceFileError
-    from .readers.trace_info import bad_input_rc
-    from .trace_summary import summary_parts
-
     window = _window(args, "summary")
     if window is None:
         return 2
@@ -129,16 +142,12 @@ def _cmd_summary(args: argparse.Namespace) -> int:
                   f"{args.trace} is {what}", file=sys.stderr)
             return 1
         if not args.json:
-            from .captures.kernel_columns import top_kernels_text
-
             print(top_kernels_text(capture, summary.capture_kept, args.kernels))
     if not args.plot:
         return 0
     if not summary.names:
         print(f"trt-trace summary: {args.trace} has no engine calls; nothing to plot", file=sys.stderr)
         return 1
-    from .plot import plot_engines
-
     inputs = summary.metadata.get("merged", {}).get("inputs", []) if isinstance(summary.metadata.get("merged"),
                                                                                  dict) else []
     title = os.path.basename(args.trace) + (f" ({len(inputs)} processes)" if len(inputs) > 1 else "")
@@ -153,10 +162,6 @@ def _cmd_summary(args: argparse.Namespace) -> int:
 
 
 def _cmd_layers(args: argparse.Namespace) -> int:
-    from .layers_report import layers_report
-    from .readers import TraceFileError
-    from .readers.trace_info import bad_input_rc
-
     window = _window(args, "layers")
     if window is None:
         return 2
@@ -173,16 +178,12 @@ def _cmd_layers(args: argparse.Namespace) -> int:
     if window.active and not args.json:
         print(f"window: {window.describe()}")
     return 0
+
+
 def _with_top_kernels_json(text: str, summary: object, n: int) -> str:
-    import dataclasses
-
-    import orjson
-
     capture = getattr(summary, "capture", None)
     if capture is None or not capture.has_device_activity:
         return text
-    from .captures import report
-
     rows = [dataclasses.asdict(r) for r in report.top_kernels(capture, n=n, calls_kept=summary.capture_kept)]
     doc = orjson.loads(text)
     (doc[-1] if isinstance(doc, list) else doc)["top_kernels"] = rows
@@ -202,11 +203,6 @@ def _kernel_count(value: str) -> int:
 def _cmd_diff(args: argparse.Namespace) -> int:
     """Exit code: 1 when an engine regressed significantly beyond the threshold, 2 on bad input (also
     two traces that share no engine)."""
-    import orjson
-
-    from .diff import diff_files, format_diff, to_json
-    from .readers import TraceFileError
-
     if not (args.threshold >= 0):  # also NaN
         print(f"trt-trace diff: --threshold {args.threshold}: give a percentage >= 0, e.g. 5", file=sys.stderr)
         return 2
@@ -228,8 +224,6 @@ def _cmd_diff(args: argparse.Namespace) -> int:
         print(format_diff(diff), end="")
     _notes("diff", diff.notes)
     if args.plot:
-        from .diff_plot import plot_diff
-
         try:
             plot_diff(diff, args.plot, f"{os.path.basename(args.base)} → {os.path.basename(args.new)}")
         except (OSError, ValueError) as exc:
@@ -242,9 +236,6 @@ def _cmd_diff(args: argparse.Namespace) -> int:
 
 
 def _cmd_merge(args: argparse.Namespace) -> int:
-    from .merge import MergeError, input_notes, merge
-    from .trace_summary import cut_short_note
-
     window = _window(args, "merge")
     if window is None:
         return 2
@@ -265,8 +256,6 @@ def _cmd_merge(args: argparse.Namespace) -> int:
         if i["partial_calls"]:
             print(f"    {cut_short_note(i['partial_calls'])}")
     if merged.get("captures"):
-        from .captures.merge_capture import report_lines
-
         for done in merged["captures"]:
             print("\n".join(report_lines(done)))
     _notes("merge", input_notes(merged))
@@ -276,12 +265,9 @@ def _cmd_merge(args: argparse.Namespace) -> int:
 
 
 def _cmd_slice(args: argparse.Namespace) -> int:
-    from .trace_slice import SliceError, slice_trace
-
     window = _window(args, "slice")
     if window is None:
         return 2
-    from .captures.merge_capture import is_capture
 
     if is_capture(args.trace):
         print(f"trt-trace slice: {args.trace} is a profiler's capture; slice cuts trt_trace's own traces (merge it "
@@ -303,9 +289,6 @@ def _cmd_slice(args: argparse.Namespace) -> int:
 
 
 def _cmd_export(args: argparse.Namespace) -> int:
-    from .export import ExportError, export_calls
-    from .readers.end_notes import end_notes
-
     window = _window(args, "export")
     if window is None:
         return 2
@@ -328,8 +311,6 @@ def _add_window(p: argparse.ArgumentParser) -> None:
 
 
 def _cmd_view(args: argparse.Namespace) -> int:
-    from .viewer import DEFAULT_PORT, ctrl_c_stops
-
     port = DEFAULT_PORT if args.port is None else args.port
     if not 0 <= port <= 65535:
         print(f"trt-trace view: --port {port} is not a port; give one in 1..65535 (0: any free one)", file=sys.stderr)
@@ -339,14 +320,8 @@ def _cmd_view(args: argparse.Namespace) -> int:
 
 
 def _view(args: argparse.Namespace, port: int) -> int:
-    from .viewer import ViewerError, ViewerServer, open_browser
-
     server = None
     try:  # Ctrl-C at any point, also before serving, ends it with one line
-        from .readers import TraceFileError
-        from .readers.trace_info import bad_input_rc
-        from .readers.view_checks import end_state_notes, too_large
-
         if os.path.isfile(args.trace):
             large = too_large(args.trace)
             if large:
@@ -378,12 +353,9 @@ def _view(args: argparse.Namespace, port: int) -> int:
 
 
 def _cmd_demo(args: argparse.Namespace) -> int:
-    from . import _library
-    from .demo import INTERRUPTED, run
-
     try:
         _library.load_at_import()  # the CLI imports the package without its tracer (trt_trace_cli.py)
-        return run(args.out, args.engines, args.calls, args.layers)
+        return run_demo(args.out, args.engines, args.calls, args.layers)
     except KeyboardInterrupt:
         print(INTERRUPTED, file=sys.stderr)
         return 130
@@ -481,7 +453,6 @@ def build_parser() -> argparse.ArgumentParser:
     view.set_defaults(func=_cmd_view)
 
     demo = verb("demo", "trace a stand-in AOTInductor package with TRT_TRACE_OUT (see README)")
-    from .demo import add_arguments as demo_arguments  # no torch import: the module imports it when it runs
 
     demo_arguments(demo)
     demo.set_defaults(func=_cmd_demo)

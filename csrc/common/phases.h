@@ -1,9 +1,9 @@
-// The phase list, once for C++ (Python: trt_trace/phases.py; tests/test_phase_model.py checks the two agree).
+// The phase list, once for C++ (Python: trt_trace/schema/phases.py; tests/test_phase_model.py checks the two agree).
 //
 // Record.phase (common/record.h), the slice and range names (the formatters, the readers, NVTX, the
 // profiler scopes), the host phases that partition a call (the call layout, the call joiner), the engine
 // table's columns (stats/stat_columns.h) and the table's header (stats/timing_table.cpp) are all made from
-// these two lists. A new host phase is one line in TRT_TRACE_HOST_PHASES (and one in trt_trace/phases.py).
+// these two lists. A new host phase is one line in TRT_TRACE_HOST_PHASES (and one in trt_trace/schema/phases.py).
 #pragma once
 
 #include <cstdint>

@@ -3,7 +3,7 @@
 //
 // 40 bytes, no pointers, no strings: engine names are interned once in the
 // EngineRegistry and referred to by id. The Python side reads batches of these
-// as a numpy structured array (trt_trace/records.py mirrors this layout; a test
+// as a numpy structured array (trt_trace/schema/records.py mirrors this layout; a test
 // checks both agree).
 #pragma once
 
@@ -36,10 +36,10 @@ enum class Phase : uint8_t {
   // the call's enqueue begin, the duration TensorRT measured; `stream` holds the layer's interned
   // name id (csrc/layers/layer_names.h). A record kind of its own past the public phases: it reaches
   // the trace, but through its own formatter (csrc/ops/layer_format.cpp; the phase formatters skip
-  // it) and its own tracks (trt_trace/tracks.py), never as a phase of the table.
+  // it) and its own tracks (trt_trace/io/tracks.py), never as a phase of the table.
   kLayer,
 };
-// The values are the trace's (and trt_trace/phases.py's): they must not move.
+// The values are the trace's (and trt_trace/schema/phases.py's): they must not move.
 static_assert(static_cast<int>(Phase::kCall) == 0 && static_cast<int>(Phase::kEnqueue) == 4 &&
                   static_cast<int>(Phase::kGpu) == 5 && static_cast<int>(Phase::kCallerWait) == 6 &&
                   static_cast<int>(Phase::kGpuPending) == 7 && static_cast<int>(Phase::kPhaseBounds) == 9 &&
@@ -72,7 +72,7 @@ struct Record {
   uint16_t device;     // CUDA device index, 0xffff when on the CPU
   uint32_t stream;     // small stream id for GPU records, 0 otherwise
 };
-static_assert(sizeof(Record) == 40, "Record layout is shared with trt_trace/records.py");
+static_assert(sizeof(Record) == 40, "Record layout is shared with trt_trace/schema/records.py");
 
 constexpr uint16_t kNoDevice = 0xffff;
 

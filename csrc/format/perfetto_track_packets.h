@@ -1,6 +1,6 @@
 // The packets of a native Perfetto trace that are not slices: the clock snapshot, the sequence's start
 // (interned names), track and process descriptors, interned layer names and the metadata instants, with
-// the debug annotations of a JSON-like value. Byte for byte what trt_trace/writers/perfetto_trace.py
+// the debug annotations of a JSON-like value. Byte for byte what trt_trace/io/writers/perfetto_trace.py
 // writes for the same arguments (_clock_snapshot_packet, _sequence_start_packet, _track_packet,
 // the process descriptor of begin(), _metadata_packet, _layer_names_packet, frame), so that a writer
 // that needs no Python (issue 37: the drain, formatting and the file on a native thread) writes the

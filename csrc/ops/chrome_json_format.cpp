@@ -1,5 +1,5 @@
 // Bulk formatting of drained records as Chrome JSON events, for the Python
-// writer (trt_trace/writers/chrome_json.py), which decides everything else:
+// writer (trt_trace/io/writers/chrome_json.py), which decides everything else:
 // tracks and lanes (the `tids` it passes), track names, metadata, file layout.
 //
 // Why C++: building one Python dict per event caps a Python writer at ~0.2 M

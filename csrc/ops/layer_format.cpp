@@ -1,5 +1,5 @@
 // Bulk formatting of layer records (Phase::kLayer) for the writers, in both formats: one slice per
-// layer, named after it, on the track the writer chose (trt_trace/tracks.py TrackBook.place_layers decides
+// layer, named after it, on the track the writer chose (trt_trace/io/tracks.py TrackBook.place_layers decides
 // tracks and lanes and keeps the names; the writers own the files). Like the phase formatters (csrc/ops), on the
 // drainer thread, into a buffer reused from batch to batch (ops/output_buffer.h).
 //

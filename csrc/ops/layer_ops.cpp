@@ -1,4 +1,4 @@
-// torch.ops.trt_trace's per-layer timing ops of a session (trt_trace/ops.py wraps them). The switch itself
+// torch.ops.trt_trace's per-layer timing ops of a session (trt_trace/native/ops.py wraps them). The switch itself
 // is the session's `layers` setting, set whole with the others (_apply_settings, trt_trace_ops.cpp); the
 // tests' own layer ops are in test_ops.cpp.
 #include <torch/library.h>

@@ -1,4 +1,4 @@
-// torch.ops.trt_trace's metrics endpoint ops (trt_trace/metrics.py wraps them): start it now or from
+// torch.ops.trt_trace's metrics endpoint ops (trt_trace/runtime/metrics.py wraps them): start it now or from
 // the first engine call, ask where it serves, stop it, and the text it answers with. The endpoint
 // itself runs on its own native thread (metrics/metrics_server.h); these only control it.
 #include <torch/library.h>

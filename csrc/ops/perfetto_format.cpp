@@ -1,5 +1,5 @@
 // Bulk encoding of drained records as Perfetto TrackEvent packets, for the Python writer of flight dumps
-// (trt_trace/writers/perfetto_trace.py), which owns everything rare: track descriptors, interned
+// (trt_trace/io/writers/perfetto_trace.py), which owns everything rare: track descriptors, interned
 // names, the clock snapshot, metadata, the file. This op writes only the per-record slices, with the
 // loop the session's native writer uses too (format/perfetto_slices.h). Field numbers are constants in
 // format/perfetto_fields.h; tests compare them with the descriptors of the `perfetto` package's protos

@@ -33,7 +33,7 @@ session::TraceKind trace_kind(const std::string& format) {
   return session::TraceKind::kPerfetto;
 }
 
-// OS errors reach Python as one line starting "[Errno N]" (trt_trace/native_trace.py turns it into its words).
+// OS errors reach Python as one line starting "[Errno N]" (trt_trace/runtime/native_trace.py turns it into its words).
 // head: the JSON array's first events, or the Perfetto start instant's debug annotations (WriterSettings).
 void writer_start(const std::string& path, const std::string& format, bool lazy, int64_t max_bytes, bool split,
                   int64_t pid, bool gpu_flows, const at::Tensor& head, const std::string& process_name,

@@ -1,5 +1,5 @@
 // torch.ops.trt_trace.* for the tests and the benchmarks only: synthetic records, the record layout and the
-// phase names for the checks against trt_trace/records.py and trt_trace/phases.py, the private switches a
+// phase names for the checks against trt_trace/schema/records.py and trt_trace/schema/phases.py, the private switches a
 // test sets one by one (a session sets them whole: _apply_settings in trt_trace_ops.cpp), the GPU
 // timing's self-timing, per-layer timing's private folder and layer-trace parser, and the native encoders of a
 // Perfetto trace's non-slice packets. Nothing in the package's own code paths calls these.
@@ -72,7 +72,7 @@ void push_synthetic(int64_t count, int64_t engine_id, int64_t first_seq) {
   }
 }
 
-// Layout check for trt_trace/records.py: size, then field offsets in order.
+// Layout check for trt_trace/schema/records.py: size, then field offsets in order.
 std::vector<int64_t> record_layout() {
   return {sizeof(Record),
           offsetof(Record, begin_ns),
@@ -86,7 +86,7 @@ std::vector<int64_t> record_layout() {
           offsetof(Record, stream)};
 }
 
-// The slice names by Phase value (common/phases.h), for the check against trt_trace/phases.py.
+// The slice names by Phase value (common/phases.h), for the check against trt_trace/schema/phases.py.
 std::vector<std::string> phase_names() { return {std::begin(kPhaseNames), std::end(kPhaseNames)}; }
 
 // Per-layer timing's parser: (names, ns) of a layer trace as the runtime writes it; raises if it is not one.
@@ -145,7 +145,7 @@ perfetto_packets::Value value_of(const std::vector<int64_t>& ints, size_t* at, c
 }
 
 // One of format/perfetto_track_packets.h's encoders, for the byte-for-byte comparison with
-// trt_trace/writers/perfetto_trace.py. Strings come as bytes (`text`, cut at `text_ends`) so that a test
+// trt_trace/io/writers/perfetto_trace.py. Strings come as bytes (`text`, cut at `text_ends`) so that a test
 // can hand over any bytes, not only valid UTF-8; numbers as int64 (a uint64 as its bits). `which`:
 // "frame" [] text; "utf8_text" [] text; "clock_snapshot" [seq, boot, mono, real]; "clock_now" [seq];
 // "sequence_start" [seq, n_phases] phases..., metadata name, annotation names...; "track" [seq, uuid,

@@ -136,7 +136,7 @@ void set_caller_wait_every(int64_t n) {
               "measured call) to ", gpu::kMaxGpuEvery, ", got ", n);
 }
 
-// A session's settings, whole (trt_trace/config.py Settings.native(), in ops.NATIVE_SETTINGS's order), and
+// A session's settings, whole (trt_trace/runtime/config.py Settings.native(), in ops.NATIVE_SETTINGS's order), and
 // put back whole when it stops. Returns whether GPU timing and NVTX are available in this build.
 std::tuple<bool, bool> apply_settings(int64_t buffer_capacity, bool gpu_timing, int64_t gpu_every,
                                       bool engine_stream_spans, int64_t caller_wait_every, bool nvtx,
@@ -217,7 +217,7 @@ at::Tensor engine_stats() {
   return out;
 }
 
-// The names of engine_stats()'s columns (for the test against trt_trace/records.py STATS_COLUMNS).
+// The names of engine_stats()'s columns (for the test against trt_trace/schema/records.py STATS_COLUMNS).
 std::vector<std::string> stats_columns() { return {std::begin(kStatColumnNames), std::end(kStatColumnNames)}; }
 
 // Each row's GPU ns scaled to all its CUDA calls (timing_table.h), for rows of numbers aggregated

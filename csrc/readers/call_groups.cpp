@@ -1,7 +1,7 @@
 // The per-chunk work of a summary in one native pass over the joined calls (88-byte rows, which
 // numpy can only read field by field, each a strided copy): the calls grouped by (pid, engine id),
 // each group's table sums (STATS_COLUMNS), and the durations whose exact values are kept, gathered
-// group by group for the value counts (trt_trace/readers/value_counts.py).
+// group by group for the value counts (trt_trace/io/readers/value_counts.py).
 #include <algorithm>
 #include <cstdint>
 #include <unordered_map>
@@ -13,7 +13,7 @@ using namespace trt_trace;
 
 namespace {
 
-// Columns of the stats rows, as trt_trace/records.py STATS_COLUMNS (the first nine; the tenth,
+// Columns of the stats rows, as trt_trace/schema/records.py STATS_COLUMNS (the first nine; the tenth,
 // gpu_sampled_out, is its own output: a summary counts it only where GPU timing was sampled).
 enum StatColumn : int {
   kCalls = 0, kErrors, kTotalNs, kWorkspaceNs, kInputsNs, kOutputsNs, kEnqueueNs, kGpuNs, kGpuCalls, kSampledOut,

@@ -1,4 +1,4 @@
-// Joins a trace's slices into whole calls, streaming: the rules of trt_trace/readers/calls.py
+// Joins a trace's slices into whole calls, streaming: the rules of trt_trace/io/readers/calls.py
 // (what makes a call whole), in bounded memory.
 //
 // A call is whole when its execute_engine slice is there and its host phases add up to it (the

@@ -2,7 +2,7 @@
 // fixed layout (format/chrome_json_events.h), parsed straight into Slice structs, about 20 times
 // faster than building a Python dict per event. Every other line (metadata, another tool's events,
 // numbers in another notation, a line cut by a kill) is handed back by position to the general
-// path (trt_trace/readers/chrome_json.py, orjson), which gives the same result for these lines.
+// path (trt_trace/io/readers/chrome_json.py, orjson), which gives the same result for these lines.
 #if defined(__SSE2__)
 #include <emmintrin.h>  // SSE2: part of x86-64 itself
 #endif

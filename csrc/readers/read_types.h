@@ -1,6 +1,6 @@
-// What the torch-free reader library (libtrt_trace_read: trt_trace/readers/native.py loads it with
+// What the torch-free reader library (libtrt_trace_read: trt_trace/io/readers/native.py loads it with
 // ctypes) hands to Python: slices parsed from a trace, and whole calls joined from them. Both are
-// plain structs that numpy views as structured arrays (trt_trace/readers/columns.py mirrors them;
+// plain structs that numpy views as structured arrays (trt_trace/io/readers/columns.py mirrors them;
 // tt_layout() lets a test compare the two).
 #pragma once
 
@@ -34,7 +34,7 @@ struct Slice {
   uint8_t has_device; // the event names a device (JSON: a "device" arg; the call is a CUDA call)
   uint8_t pad[6];
 };
-static_assert(sizeof(Slice) == 64, "Slice layout is shared with trt_trace/readers/columns.py");
+static_assert(sizeof(Slice) == 64, "Slice layout is shared with trt_trace/io/readers/columns.py");
 
 // Columns of Call::ns, as trt_trace_format.DURATIONS: the call, its four host phases, its GPU span.
 enum CallColumn : int { kNsTotal = 0, kNsWorkspace, kNsInputs, kNsOutputs, kNsEnqueue, kNsGpu, kNumNs };
@@ -61,6 +61,6 @@ struct Call {
   uint8_t flags;  // CallFlags
   uint8_t pad;
 };
-static_assert(sizeof(Call) == 88, "Call layout is shared with trt_trace/readers/columns.py");
+static_assert(sizeof(Call) == 88, "Call layout is shared with trt_trace/io/readers/columns.py");
 
 }  // namespace trt_trace

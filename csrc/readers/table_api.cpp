@@ -1,6 +1,6 @@
 // The per-engine table for readers that never load torch (`trt-trace summary`): the same C++
 // formatter as dump_engine_timing() and the torch op (stats/timing_table.cpp, compiled into both
-// libraries), behind a C interface that trt_trace/readers/native.py calls through ctypes.
+// libraries), behind a C interface that trt_trace/io/readers/native.py calls through ctypes.
 #include <cstddef>
 #include <cstring>
 #include <string>
@@ -54,7 +54,7 @@ TT_API void tt_scaled_gpu_ns(const int64_t* stats, int64_t n, int64_t* out) {
   }
 }
 
-// sizeof and field offsets of Slice and Call, for the test against trt_trace/readers/columns.py.
+// sizeof and field offsets of Slice and Call, for the test against trt_trace/io/readers/columns.py.
 TT_API int64_t tt_layout(int64_t* out, int64_t cap) {
   const int64_t v[] = {
       sizeof(Slice), offsetof(Slice, pid), offsetof(Slice, tid), offsetof(Slice, name_off), offsetof(Slice, kind),

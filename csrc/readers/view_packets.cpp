@@ -1,4 +1,4 @@
-// The slice packets of `trt-trace merge ... -o all.pftrace` (trt_trace/writers/perfetto_view.py): one
+// The slice packets of `trt-trace merge ... -o all.pftrace` (trt_trace/analysis/perfetto_view.py): one
 // chunk's slices put in the order Perfetto nests and links them, each written as a SLICE_BEGIN and a
 // SLICE_END TracePacket.
 //

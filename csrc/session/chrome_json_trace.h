@@ -2,7 +2,7 @@
 // formats: session/trace_format.h): the track book
 // places each batch (session/lane_book.h), the events are formatted (format/chrome_json_events.h) and
 // the batch is appended to the file (session/trace_file.h). Byte for byte what the Python writer
-// (trt_trace/writers/chrome_json.py) writes for the same records: the array opened by the process's
+// (trt_trace/io/writers/chrome_json.py) writes for the same records: the array opened by the process's
 // metadata (encoded by Python at start) and every track's name events, a batch's new tracks' name
 // events before its events, a batch's layer records (TRT_TRACE_LAYERS) after its other records.
 #pragma once

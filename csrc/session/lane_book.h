@@ -1,6 +1,6 @@
 // Which track each record of a drained batch goes on, so that every track nests (Perfetto's rule for
 // JSON slices): the native writer's track book. The same decisions, batch by batch, as the Python
-// TrackBook (trt_trace/tracks.py) made for the writers before the native writer took their place:
+// TrackBook (trt_trace/io/tracks.py) made for the writers before the native writer took their place:
 //
 // * Host records follow their call. One engine's calls normally share its first lane; calls of one
 //   engine that overlap in time go greedily (in begin order) to the first lane whose last call has
@@ -82,7 +82,7 @@ class LaneBook {
   std::vector<uint32_t> host_idx_, gpu_idx_;  // reused from batch to batch
 };
 
-// Chrome JSON track ids (tids), which the JSON writer writes and the readers rebuild (trt_trace/tracks.py
+// Chrome JSON track ids (tids), which the JSON writer writes and the readers rebuild (trt_trace/io/tracks.py
 // track_ids: engine id * 1000 + lane, + 500 + lane for GPU lanes, + 950 + lane for layer lanes; lanes past
 // those go above 2**31).
 uint64_t track_tid(uint32_t engine_id, int64_t lane, bool gpu);

@@ -1,5 +1,5 @@
 // One trace on disk, streamed by the native writer: the file and its numbered parts, written with
-// POSIX calls from the writer's thread (no Python, no buffering). What trt_trace/writers/trace_file.py
+// POSIX calls from the writer's thread (no Python, no buffering). What trt_trace/io/writers/trace_file.py
 // does for the Python writers (flight dumps and the Perfetto format), the same way:
 //
 // * Lazy creation: with lazy the file is created at the first engine event (processes that never

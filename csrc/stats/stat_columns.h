@@ -6,7 +6,7 @@
 
 namespace trt_trace {
 
-// Column order shared with the Python side (trt_trace/records.py STATS_COLUMNS).
+// Column order shared with the Python side (trt_trace/schema/records.py STATS_COLUMNS).
 enum StatColumn : int {
   kStatCalls = 0,
   kStatErrors,
@@ -20,7 +20,7 @@ enum StatColumn : int {
   kNumStatColumns,
 };
 
-// The columns' names, as trt_trace/records.py STATS_COLUMNS has them (a test compares the two).
+// The columns' names, as trt_trace/schema/records.py STATS_COLUMNS has them (a test compares the two).
 // The column of host phase p (0: workspace, ... in common/phases.h order).
 constexpr int host_phase_column(int p) { return kStatTotalNs + 1 + p; }
 

@@ -23,6 +23,9 @@ import trt_trace  # the package the old module belongs to (its library is not ne
 
 HERE = Path(__file__).resolve().parent
 SOURCE_COMMIT = "6db770f"
+# Its imports, by the package's layers of today (trt_trace/native, runtime, schema).
+LAYERED = {"from . import ops": "from .native import ops", "from .config ": "from .runtime.config ",
+           "from .records ": "from .schema.records ", "from .trace_format ": "from .schema.trace_format "}
 N_BUCKETS = (40 - 4 + 1) * 16  # csrc/stats/duration_histogram.h: kBuckets
 
 
@@ -96,6 +99,8 @@ def prometheus_client_text(c: dict) -> str:
                             capture_output=True, text=True).stdout
     module = types.ModuleType("trt_trace.metrics_before_native")
     module.__package__ = "trt_trace"
+    for before_name, now_name in LAYERED.items():  # that commit's imports, by the package's layers of today
+        source = source.replace(before_name, now_name)
     exec(compile(source, "metrics.py@" + SOURCE_COMMIT, "exec"), module.__dict__)
     module.ops = types.SimpleNamespace(  # the counters above in place of the live ones
         engine_names=lambda: list(c["names"]),

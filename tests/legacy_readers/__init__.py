@@ -1,1 +1,1 @@
-"""The readers as they were before trt_trace/readers: a test oracle (tests/test_readers_oracle.py)."""
+"""The readers as they were before trt_trace/io/readers: a test oracle (tests/test_readers_oracle.py)."""

@@ -1,5 +1,5 @@
 # ruff: noqa
-# Today's reader as it was before trt_trace/readers (issue 24), kept as the oracle that
+# Today's reader as it was before trt_trace/io/readers (issue 24), kept as the oracle that
 # tests/test_readers_oracle.py compares the streaming readers with. Not used by the package.
 """Which engine calls of a trace are whole: a file cut mid-write (a process killed) can hold a
 call's `execute_engine` event with only some of its phases, or phases without their call.
@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from trt_trace.trace_format import CATEGORY, HOST_PHASES, PHASE_NAMES, Phase
+from trt_trace.schema.trace_format import CATEGORY, HOST_PHASES, PHASE_NAMES, Phase
 
 _CALL = PHASE_NAMES[Phase.CALL]
 _HOST_PHASES = frozenset(HOST_PHASES)

@@ -1,5 +1,5 @@
 # ruff: noqa
-# Today's reader as it was before trt_trace/readers (issue 24), kept as the oracle that
+# Today's reader as it was before trt_trace/io/readers (issue 24), kept as the oracle that
 # tests/test_readers_oracle.py compares the streaming readers with. Not used by the package.
 """`trt-trace diff BASE NEW`: what changed per engine and phase between two traces, and whether it
 is more than noise.

@@ -1,5 +1,5 @@
 # ruff: noqa
-# Today's reader as it was before trt_trace/readers (issue 24), kept as the oracle that
+# Today's reader as it was before trt_trace/io/readers (issue 24), kept as the oracle that
 # tests/test_readers_oracle.py compares the streaming readers with. Not used by the package.
 """Merges per-process traces (one per rank of a torchrun job, say) into one Chrome JSON trace.
 
@@ -42,7 +42,7 @@ import orjson
 
 from trt_trace import __version__
 from .complete_calls import drop_partial_calls
-from trt_trace.trace_format import METADATA_EVENT
+from trt_trace.schema.trace_format import METADATA_EVENT
 from .trace_summary import TraceFileError, load_events
 
 FLOW_ID_STRIDE = 1 << 40  # process k's flow ids: id + k * stride (call ids never come near 2**40)

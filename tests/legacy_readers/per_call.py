@@ -1,5 +1,5 @@
 # ruff: noqa
-# Today's reader as it was before trt_trace/readers (issue 24), kept as the oracle that
+# Today's reader as it was before trt_trace/io/readers (issue 24), kept as the oracle that
 # tests/test_readers_oracle.py compares the streaming readers with. Not used by the package.
 """The engine calls of a trace, one row per call with its durations: the one extraction behind the
 summary's sums and exact percentiles (`trt-trace summary`) and `trt-trace diff`.
@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from .complete_calls import partial_calls
-from trt_trace.trace_format import CATEGORY, DURATIONS, PHASE_NAMES, Phase
+from trt_trace.schema.trace_format import CATEGORY, DURATIONS, PHASE_NAMES, Phase
 
 # Columns of CallTable.ns: trace_format.DURATIONS, the call's host time, its four host phases, its GPU span.
 GPU = DURATIONS.index("gpu")

@@ -1,5 +1,5 @@
 # ruff: noqa
-# Today's reader as it was before trt_trace/readers (issue 24), kept as the oracle that
+# Today's reader as it was before trt_trace/io/readers (issue 24), kept as the oracle that
 # tests/test_readers_oracle.py compares the streaming readers with. Not used by the package.
 """Reads a Perfetto trace written by writers/perfetto_trace.py back, with the `perfetto` package's protos.
 
@@ -14,18 +14,10 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from trt_trace.perfetto_protos import protos
-from trt_trace.trace_format import (
-    CATEGORY,
-    ENGINE_UUID_BASE,
-    FLOW_NAME,
-    LAYER_CATEGORY,
-    LAYERS_TRACK,
-    METADATA_EVENT,
-    PERFETTO_SUFFIXES,
-)
+from trt_trace.io.perfetto_protos import protos
+from trt_trace.schema.trace_format import CATEGORY, ENGINE_UUID_BASE, FLOW_NAME, LAYER_CATEGORY, LAYERS_TRACK, METADATA_EVENT, PERFETTO_SUFFIXES
 from .trace_summary import TraceFileError, read_trace_bytes
-from trt_trace.tracks import layer_track_id, track_id
+from trt_trace.io.tracks import layer_track_id, track_id
 
 
 def looks_like_perfetto(path: str) -> bool:

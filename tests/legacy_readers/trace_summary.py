@@ -1,5 +1,5 @@
 # ruff: noqa
-# Today's reader as it was before trt_trace/readers (issue 24), kept as the oracle that
+# Today's reader as it was before trt_trace/io/readers (issue 24), kept as the oracle that
 # tests/test_readers_oracle.py compares the streaming readers with. Not used by the package.
 """Reads a trace file back and aggregates it into the per-engine table."""
 
@@ -13,8 +13,8 @@ import orjson
 
 from .complete_calls import cut_short_note
 from .per_call import DURATIONS, GPU, NO_SPAN, CallTable, durations_of, extract, percentiles
-from trt_trace.records import STATS_COLUMNS
-from trt_trace.trace_format import METADATA_EVENT
+from trt_trace.schema.records import STATS_COLUMNS
+from trt_trace.schema.trace_format import METADATA_EVENT
 
 _COL = {name: i for i, name in enumerate(STATS_COLUMNS)}
 _PHASE_COLUMN = {
@@ -240,7 +240,7 @@ def aggregate(events: list[dict[str, Any]]) -> TraceSummary:
 def _table(s: TraceSummary, phase: str = "total", json: bool = False) -> str:
     import torch
 
-    from trt_trace import ops
+    from trt_trace.native import ops
 
     per_row, overall = s.percentiles(phase)
     table = ops.format_timing_table(s.names, torch.from_numpy(s.stats), s.dropped, s.threads_with_drops,

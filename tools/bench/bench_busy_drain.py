@@ -74,7 +74,7 @@ def main() -> int:
                 break
         _, stderr = proc.communicate()
         executed = int(counter.read_bytes() or b"0")
-        from trt_trace.readers import load_events
+        from trt_trace.io.readers import load_events
 
         events = load_events(str(out)) if out.exists() else []
         in_file = sum(1 for e in events if e.get("ph") == "X" and e.get("name") == "execute_engine")

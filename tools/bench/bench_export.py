@@ -22,10 +22,11 @@ import time
 import numpy as np
 import torch
 
-from trt_trace import ops, standin
-from trt_trace.drainer import BATCH_RECORDS
-from trt_trace.records import RECORD_DTYPE
-from trt_trace.writers import ChromeJsonWriter, PerfettoTraceWriter
+from trt_trace import standin
+from trt_trace.io.writers import ChromeJsonWriter, PerfettoTraceWriter
+from trt_trace.native import ops
+from trt_trace.runtime.drainer import BATCH_RECORDS
+from trt_trace.schema.records import RECORD_DTYPE
 
 # The writers' clock: wall time (default), or the process's CPU time (--cpu-time) on a machine shared with other
 # work, where wall time measures the neighbours as much as the writer.

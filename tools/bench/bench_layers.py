@@ -66,8 +66,8 @@ def engines_and_input(args: argparse.Namespace):  # noqa: ANN201
 
 def call_slices(path: str) -> dict[int, float]:
     """call id -> the execute_engine slice's duration in ns."""
-    from trt_trace.trace_format import CATEGORY
-    from trt_trace.trace_summary import load_events
+    from trt_trace.analysis.trace_summary import load_events
+    from trt_trace.schema.trace_format import CATEGORY
 
     return {e["args"]["call_id"]: e["dur"] * 1000 for e in load_events(path)
             if e.get("ph") == "X" and e.get("cat") == CATEGORY and e["name"] == "execute_engine"}

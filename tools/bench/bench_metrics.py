@@ -36,19 +36,23 @@ BEFORE_COMMIT = "6db770f"
 
 CHILD = r"""
 import os, subprocess, sys, types, torch
-from trt_trace import config
+from trt_trace.runtime import config
 from trt_trace.standin import model
 path, stop, endpoint, port, load, repo, commit = sys.argv[1:8]
 settings = config.MetricsSettings(port=int(port))
+LAYERED = {"from . import ops": "from .native import ops", "from .config ": "from .runtime.config ",
+           "from .records ": "from .schema.records ", "from .trace_format ": "from .schema.trace_format "}
 if endpoint == "prometheus_client":  # the collector and server this tree replaced, on this build's ops
     source = subprocess.run(["git", "show", commit + ":trt_trace/metrics.py"], cwd=repo, check=True,
                             capture_output=True, text=True).stdout
     before = types.ModuleType("trt_trace.metrics_before_native")
     before.__package__ = "trt_trace"
+    for before_name, now_name in LAYERED.items():  # that commit's imports, by the package's layers of today
+        source = source.replace(before_name, now_name)
     exec(compile(source, "metrics.py@" + commit, "exec"), before.__dict__)
     before.serve_when_engines_run(settings, quiet=True)
 else:
-    from trt_trace import metrics
+    from trt_trace.runtime import metrics
     metrics.serve_when_engines_run(settings, quiet=True)
 runner = model.load_package(path)
 x = torch.randn(8, 64)

@@ -198,8 +198,13 @@ calls, engines, threads, repeats, src, build, cuda, gpu_every, batch, which = sy
 calls, engines, threads, repeats, cuda = int(calls), int(engines), int(threads), int(repeats), cuda == "1"
 gpu_every, batch = [int(n) for n in gpu_every.split(",")], int(batch)
 import trt_trace
-from trt_trace import ops, standin
-from trt_trace.records import STATS_COLUMNS
+from trt_trace import standin
+try:  # the package's layers; a BASELINE from before them has these modules at the package's top
+    from trt_trace.native import ops
+    from trt_trace.schema.records import STATS_COLUMNS
+except ImportError:
+    from trt_trace import ops
+    from trt_trace.records import STATS_COLUMNS
 standin.load()
 trt_trace._library.load()
 cpp_extension.load_inline("trt_trace_bench", [open(src).read()], build_directory=build, is_python_module=False,

@@ -24,8 +24,8 @@ from pathlib import Path
 
 import numpy as np
 
-from trt_trace.records import RECORD_DTYPE
-from trt_trace.writers import ChromeJsonWriter, PerfettoTraceWriter
+from trt_trace.io.writers import ChromeJsonWriter, PerfettoTraceWriter
+from trt_trace.schema.records import RECORD_DTYPE
 
 ENGINES = 8
 THREADS = 4

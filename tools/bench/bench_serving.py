@@ -68,18 +68,25 @@ def _specs(n: int) -> list:
     return [dataclasses.replace(s, host_us=0, layers=(), repeat=1) for s in model.demo_specs(n)]
 
 
-def _produced_dropped() -> tuple[int, int]:
-    from trt_trace import ops
+def _ops() -> Any:
+    """trt_trace's typed ops, of this build or of a --baseline from before the package's layers (ops at its top)."""
+    try:
+        from trt_trace.native import ops
+    except ImportError:
+        from trt_trace import ops
+    return ops
 
-    rows = ops.thread_counts().tolist()
+
+def _produced_dropped() -> tuple[int, int]:
+    rows = _ops().thread_counts().tolist()
     return sum(r[1] for r in rows), sum(r[2] for r in rows)
 
 
 def _run_arm(runner: Any, x: Any, arm: str, threads: int, seconds: float, rate: float, buffer: int,
              path: str) -> dict[str, Any]:
     import trt_trace
-    from trt_trace import ops
 
+    ops = _ops()
     counts = [0] * threads
     cpu = [0.0] * threads  # each serving thread's CPU seconds in the loop
     stop = threading.Event()
@@ -191,7 +198,7 @@ def child(args: argparse.Namespace) -> int:
 
 def read_back(path: str) -> dict[str, Any]:
     """Engine calls in the file (whole calls, the project's reader) and its end record's drop counts."""
-    from trt_trace.readers.calls import read_calls
+    from trt_trace.io.readers.calls import read_calls
 
     read = read_calls(path, lambda part, info: None)
     ends = [p.end_metadata for p in read.info.processes.values()]

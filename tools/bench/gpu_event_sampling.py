@@ -32,7 +32,7 @@ def main() -> int:
     args = ap.parse_args()
     import torch
 
-    from trt_trace import ops
+    from trt_trace.native import ops
 
     if not torch.cuda.is_available() or ops.gpu_event_host_ns(0, 10) < 0:
         print("gpu_event_sampling: no GPU timing here (needs a GPU and trt_trace's CUDA build)", file=sys.stderr)

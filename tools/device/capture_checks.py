@@ -101,7 +101,7 @@ def nsys_raw_api_calls(sqlite: Path, pid: int, tid: int, begin: int, end: int) -
 
 def trace_of(path: str) -> dict[int, dict]:
     """trt_trace's own calls: {call_id: {engine, thread, begin, end, gpu (ns or None)}}."""
-    from trt_trace.trace_summary import load_events
+    from trt_trace.analysis.trace_summary import load_events
 
     out: dict[int, dict] = {}
     for e in load_events(path):

@@ -15,10 +15,11 @@ import tempfile
 import torch
 
 import trt_trace
-from trt_trace import ops, standin
-from trt_trace.records import from_bytes
+from trt_trace import standin
+from trt_trace.native import ops
+from trt_trace.schema.records import from_bytes
+from trt_trace.schema.trace_format import Phase
 from trt_trace.standin import model
-from trt_trace.trace_format import Phase
 
 failures = 0
 
@@ -81,7 +82,7 @@ def main() -> int:
             for _ in range(5):
                 got = runner(x)
             torch.cuda.synchronize()
-        from trt_trace.trace_summary import aggregate, load_events
+        from trt_trace.analysis.trace_summary import aggregate, load_events
 
         s = aggregate(load_events(out))
         print(trt_trace.summary(out), end="")

@@ -20,9 +20,10 @@ import torch
 from torch.utils import cpp_extension
 
 import trt_trace
-from trt_trace import ops, standin
+from trt_trace import standin
+from trt_trace.analysis.trace_summary import load_events
+from trt_trace.native import ops
 from trt_trace.standin import model
-from trt_trace.trace_summary import load_events
 
 failures = 0
 REPEATS = (4, 12, 40, 120)  # passes over the tensor: kernels from ~60 us to ~2 ms per call

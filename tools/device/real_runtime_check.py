@@ -70,7 +70,7 @@ def load_runtime(fake_dir: str, runtime: str) -> None:
 
 def calls_of(path: str) -> dict[int, dict]:
     """{call_id: {"engine": name, "error": bool, "captured": bool, slice name: (ts_us, dur_us)}}"""
-    from trt_trace.trace_summary import load_events
+    from trt_trace.analysis.trace_summary import load_events
 
     out: dict[int, dict] = {}
     for e in load_events(path):
@@ -446,7 +446,7 @@ def report_spans(label: str, truth: dict[str, list[int]], sizes: dict[str, float
         # get_caller_wait_every()-th after it have a caller-stream wait, around their engine-stream span.
         both = [c for c in mine if WAIT in c]
         if both:
-            from trt_trace import ops
+            from trt_trace.native import ops
 
             every = ops.get_caller_wait_every()
             inside = [c[WAIT][0] - 0.001 <= c["gpu"][0] and c["gpu"][0] + c["gpu"][1] <= sum(c[WAIT]) + 0.001
@@ -491,7 +491,7 @@ def gpu_truth_eager(d: Path) -> None:
         calls = [c for _, c in sorted(calls_of(path).items())]
         caller = (stream or torch.cuda.current_stream()).stream_id & 0xFFFFFFFF
         report_spans(label, truth, {p.name: p.gpu_us for p in plans}, calls, caller)
-    from trt_trace import ops
+    from trt_trace.native import ops
 
     print(f"      c10 GPU trace reports to trt_trace (engine-stream spans): {ops.gpu_stream_trace_installed()}")
 
@@ -640,8 +640,8 @@ LAYER_RUNS = 30  # calls of each engine: the first, LAYER_CALLS profiled, the re
 def layered_calls(path: str) -> tuple[dict[str, list[dict]], dict[int, list[tuple[str, float]]]]:
     """Per engine its calls in order (calls_of's dicts, with their call id); per call id its layers
     (name, us) in order, from a trace file."""
-    from trt_trace.trace_format import LAYER_CATEGORY
-    from trt_trace.trace_summary import load_events
+    from trt_trace.analysis.trace_summary import load_events
+    from trt_trace.schema.trace_format import LAYER_CATEGORY
 
     events = load_events(path)
     by_engine: dict[str, list[dict]] = {}
@@ -754,7 +754,7 @@ def layers(d: Path, args: argparse.Namespace) -> None:
     import torch
 
     import trt_trace
-    from trt_trace import ops
+    from trt_trace.native import ops
 
     x = torch.randn(16, 16, device="cuda")
     engines = [faketrt.make_engine(p) for p in LAYER_PLANS]

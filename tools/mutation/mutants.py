@@ -15,8 +15,8 @@ mutant. Each mutant's tests get 60 s plus three times what they took in the firs
 runs past that is killed (it hangs the tests). Hypothesis runs derandomized, without its database,
 so that every run meets the same examples.
 
-    .venv/bin/python tools/mutation/mutants.py trt_trace/mann_whitney.py tests/test_mann_whitney.py
-    .venv/bin/python tools/mutation/mutants.py trt_trace/diff.py tests/test_diff.py --lines 120-140
+    .venv/bin/python tools/mutation/mutants.py trt_trace/analysis/mann_whitney.py tests/test_mann_whitney.py
+    .venv/bin/python tools/mutation/mutants.py trt_trace/analysis/diff.py tests/test_diff.py --lines 120-140
     .venv/bin/python tools/mutation/mutants.py trt_trace/captures/join.py tests/test_captures_join.py --max 40
 
 Slow by design (one pytest run per mutant); run it on a module and the tests that should guard it.
@@ -165,7 +165,7 @@ def _failed_test(log: Path) -> str | None:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("module", help="the source file, e.g. trt_trace/mann_whitney.py (relative to the repo root)")
+    ap.add_argument("module", help="the source file, e.g. trt_trace/analysis/diff.py (relative to the repo root)")
     ap.add_argument("tests", nargs="+", help="the test files (or test ids) that should kill the mutants")
     ap.add_argument("--max", type=int, default=0, help="at most this many mutants (spread over the file)")
     ap.add_argument("--lines", default="", help="only the mutants on these lines, e.g. 120,130-140")

@@ -12,7 +12,7 @@ VENV=$(realpath "${TRT_TRACE_VENV:-.venv}")
 : "${MUTATION_TESTS:?name the test files}"
 SITE=$MUTATION_SITE/trt_trace
 export PYTHONPATH=$MUTATION_SITE${PYTHONPATH:+:$PYTHONPATH}
-for f in ${MUTATION_FILES:-trt_trace/session.py trt_trace/config.py trt_trace/flight.py}; do
+for f in ${MUTATION_FILES:-trt_trace/runtime/session.py trt_trace/runtime/config.py trt_trace/runtime/flight.py}; do
   cp "$f" "$SITE/${f#trt_trace/}"
 done
 select=()

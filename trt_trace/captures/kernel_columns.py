@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import orjson
 
+from . import report
 from .model import CaptureCalls
 
 # Per row of the table, int64: calls whose launched work the capture holds, kernels, the sum of each
@@ -135,6 +136,4 @@ def add_json_fields(table_json: str, names: list[str], calls: np.ndarray, sums: 
 
 def top_kernels_text(capture: CaptureCalls, kept: np.ndarray, n: int) -> str:
     """The top kernels of each engine over the calls the table counted (summary --kernels)."""
-    from . import report
-
     return report.format_top_kernels(capture, n=n, calls_kept=kept)

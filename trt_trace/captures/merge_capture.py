@@ -24,8 +24,9 @@ from typing import Any
 
 import numpy as np
 
-from ..readers import TraceFileError, read_calls
-from ..readers.columns import keys_of
+from ..io import formats
+from ..io.readers import TraceFileError, read_calls
+from ..io.readers.columns import keys_of
 from . import align
 from .model import KIND_NAMES, CaptureCalls
 from .trace_readers import CAPTURE_FORMATS
@@ -35,8 +36,6 @@ CAPTURE_TID = 1_900_000_000  # the merged file's capture tracks: far above trt_t
 
 def is_capture(path: str) -> bool:
     """Whether the file is a capture the registry reads (False for anything else, also a missing file)."""
-    from .. import formats
-
     try:
         fmt = formats.sniff(path)
     except OSError:
@@ -45,11 +44,9 @@ def is_capture(path: str) -> bool:
 
 
 def read_capture(path: str) -> CaptureCalls:
-    from .. import formats
-
     fmt = formats.sniff(path)
     assert fmt is not None
-    return fmt.reader_class()(path).capture()
+    return fmt.reader(path).capture()
 
 
 @dataclasses.dataclass

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..trace_format import DURATIONS, HOST_PHASES
+from ..schema.trace_format import DURATIONS, HOST_PHASES
 
 # DeviceActivities.kind
 KERNEL, MEMCPY, MEMSET = 0, 1, 2

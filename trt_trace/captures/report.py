@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..trace_format import HOST_PHASES
+from ..schema.trace_format import HOST_PHASES
 from .model import KIND_NAMES, CaptureCalls
 
 

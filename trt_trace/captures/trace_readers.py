@@ -1,6 +1,6 @@
-"""Captures as inputs of trt_trace's own reading verbs (summary, diff, merge, export): the readers the
-format registry (trt_trace/formats.py) names for torch.profiler Chrome traces and Nsight Systems
-SQLite exports.
+"""Captures as inputs of trt_trace's own reading verbs (summary, diff, merge, export): the readers of
+torch.profiler Chrome traces and Nsight Systems SQLite exports, registered here with the format
+registry (trt_trace/io/formats.py) as kinds trt_trace reads but never writes.
 
 A capture is read whole by its capture reader (torch_profiler.read / nsys_sqlite.read: numpy columns,
 a few tens of bytes per call), and its calls are handed to readers.read_calls as whole calls
@@ -17,8 +17,10 @@ from typing import Any
 
 import numpy as np
 
-from ..readers.columns import CALL_DTYPE, NO_SPAN, SLICE_DTYPE, SLICE_X
-from ..readers.trace_info import CLOSED, TraceFileError, TraceInfo
+from ..io import formats
+from ..io.readers.columns import CALL_DTYPE, NO_SPAN, SLICE_DTYPE, SLICE_X
+from ..io.readers.trace_info import CLOSED, TraceFileError, TraceInfo
+from . import nsys_sqlite, torch_profiler
 from .model import CaptureCalls, CaptureError
 
 CHUNK = 1 << 16  # calls handed on at a time
@@ -119,8 +121,6 @@ class TorchProfilerReader(CaptureReader):
     format = "torch.profiler"
 
     def _read_capture(self) -> CaptureCalls:
-        from . import torch_profiler
-
         return torch_profiler.read(self.path)
 
 
@@ -128,21 +128,15 @@ class NsysReader(CaptureReader):
     format = "nsys"
 
     def _read_capture(self) -> CaptureCalls:
-        from . import nsys_sqlite
-
         return nsys_sqlite.read(self.path)
 
 
-def sniff_torch_profiler(head: bytes) -> bool:
-    from . import torch_profiler
-
-    return torch_profiler.sniff(head)
-
-
-def sniff_nsys(head: bytes) -> bool:
-    from . import nsys_sqlite
-
-    return nsys_sqlite.sniff(head)
-
-
 CAPTURE_FORMATS = ("torch.profiler", "nsys")
+
+# Captures of the profilers that own CUPTI, read (summary, diff, merge, export) but never written.
+formats.register(formats.TraceFormat("torch.profiler", (".json", ".json.gz"), torch_profiler.sniff, TorchProfilerReader,
+                                     priority=10, description="a torch.profiler capture (Chrome trace JSON)",
+                                     noun="torch.profiler capture"))
+formats.register(formats.TraceFormat("nsys", (".sqlite",), nsys_sqlite.sniff, NsysReader, priority=10,
+                                     description="an Nsight Systems SQLite export",
+                                     noun="Nsight Systems SQLite export"))

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import torch
 
-from .. import config
+from ..runtime import config
 from .runtime import EngineSpec, load, make_engine, runtime_version
 
 

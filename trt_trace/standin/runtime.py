@@ -17,7 +17,7 @@ from pathlib import Path
 
 import torch
 
-from .._library import once
+from ..native._library import once
 
 # Serialized-info indices shared by every runtime version; how many fields there are and the ABI
 # string come from the loaded runtime's own ops (torch.ops.tensorrt.SERIALIZATION_LEN, ABI_VERSION).

@@ -1,0 +1,303 @@
+"""The per-engine table of a trace file, streamed: whole calls from trt_trace/io/readers are added up
+per process and engine as they are read, with the exact values of the durations asked for kept as
+value counts (readers/value_counts.py), so memory follows the engines, not the calls."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import orjson
+
+from ..captures import kernel_columns
+from ..io.readers import CallsRead, EventsReader, TraceFileError, TraceInfo, Window, load_events, native, read_calls
+from ..io.readers.end_notes import end_notes, state_fields
+from ..io.readers.trace_info import CLOSED
+from ..io.readers.value_counts import ValueCounts
+from ..schema.records import STATS_COLUMNS
+from ..schema.trace_format import DURATIONS
+
+__all__ = ["TraceFileError", "TraceSummary", "aggregate", "aggregate_by_process", "aggregate_file", "load_events",
+           "read_summaries", "summary_text"]
+
+_COL = {name: i for i, name in enumerate(STATS_COLUMNS)}
+_SAMPLED_OUT = _COL["gpu_sampled_out"]  # counted apart: the table shows it only where GPU timing was sampled
+
+
+def cut_short_note(n_partial: int) -> str:
+    """The one line that says what was left out."""
+    return f"cut short: {n_partial} partial call{'s' if n_partial != 1 else ''} left out"
+
+
+def malformed_note(n: int) -> str:
+    return f"{n} malformed event{'s' if n != 1 else ''} left out (a field of the wrong type or out of range)"
+
+
+@dataclass
+class TraceSummary:
+    names: list[str] = field(default_factory=list)
+    stats: np.ndarray = field(default_factory=lambda: np.zeros((0, len(STATS_COLUMNS)), dtype=np.int64))
+    dropped: int = 0
+    threads_with_drops: int = 0
+    metadata: dict[str, Any] = field(default_factory=dict)
+    label: str = ""  # the process's name (process_name event); "" for several processes together
+    partial_calls: int = 0  # calls left out: the file was cut inside them (readers/calls.py)
+    gpu_every: int = 1  # GPU events on every Nth CUDA call (the session's setting; the largest of merged ranks)
+    values: dict[str, list[ValueCounts]] = field(default_factory=dict)  # duration -> per row, exact
+    ended: str = CLOSED  # why the trace (or this process's part of it) ended: readers/trace_info.py
+    malformed: int = 0
+    orphan_spans: int = 0
+    notes: list[str] = field(default_factory=list)  # the end notes (one line each) for stderr
+    # Another profiler's capture (captures/): its calls' kernel sums per row (kernel_columns.SUMS), the calls counted
+    capture: Any = None
+    kernel_sums: np.ndarray | None = None
+    capture_kept: np.ndarray | None = None
+
+    def percentiles(self, duration: str = "total") -> tuple[np.ndarray, np.ndarray]:
+        """Exact p50 and p99 in ns of one of DURATIONS: int64 [rows, 2] and [2] over every call (-1
+        where no call has it)."""
+        if duration not in DURATIONS:
+            raise ValueError(f"unknown phase {duration!r}; use one of {', '.join(DURATIONS)}")
+        rows = self.values.get(duration)
+        if rows is None and not self.names:
+            rows = []
+        if rows is None:
+            raise ValueError(f"the summary kept no per-call values of {duration!r}")
+        per_row = np.array([vc.quantiles() for vc in rows], dtype=np.int64).reshape(len(rows), 2)
+        overall = np.array(ValueCounts.union(rows).quantiles(), dtype=np.int64)
+        return per_row, overall
+
+
+def gpu_every_of(meta: dict[str, Any]) -> int:
+    """The GPU-timing sampling a process's trace was taken with (1: every CUDA call, older traces, and
+    traces without GPU timing)."""
+    if not meta.get("gpu_timing"):
+        return 1
+    try:
+        return max(1, int(meta.get("gpu_every", 1)))
+    except (TypeError, ValueError, OverflowError):
+        return 1
+
+
+def _int(meta: dict[str, Any], key: str) -> int:
+    value = meta.get(key, 0)
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return 0
+    try:
+        return int(value)
+    except (ValueError, OverflowError):
+        return 0
+
+
+class _Rows:
+    """Per (pid, engine id): the table's sums and exact values, added chunk by chunk."""
+
+    def __init__(self, durations: Iterable[str]) -> None:
+        self.durations = tuple(durations)
+        self.stats: dict[int, np.ndarray] = {}
+        self.sampled_out: dict[int, int] = {}  # CUDA calls without a span, not failed or captured
+        self.values: dict[int, dict[str, ValueCounts]] = {}
+        self._columns = tuple(DURATIONS.index(d) for d in self.durations)
+        self.kernels = kernel_columns.KernelSums()
+
+    def add(self, calls: np.ndarray, info: TraceInfo) -> None:
+        """One chunk of calls: grouped and summed by native code in one pass (native.call_groups)."""
+        keys, sums, values = native.call_groups(calls, self._columns)
+        if info.capture is not None:  # another profiler's capture: its calls' kernels, by the same groups
+            self.kernels.add(keys, calls, info.capture)
+        for g, key in enumerate(keys):
+            st = self.stats.get(key)
+            if st is None:
+                st = self.stats[key] = np.zeros(len(STATS_COLUMNS), dtype=np.int64)
+                self.values[key] = {d: ValueCounts() for d in self.durations}
+                self.sampled_out[key] = 0
+            st[:_SAMPLED_OUT] += sums[g, :_SAMPLED_OUT]
+            self.sampled_out[key] += int(sums[g, _SAMPLED_OUT])
+            for d, per_group in zip(self.durations, values, strict=True):
+                self.values[key][d].add(per_group[g])
+
+
+def _process_summaries(read: CallsRead, rows: _Rows) -> list[TraceSummary]:
+    info = read.info
+    partial = read.partial_by_pid()
+    by_pid: dict[int, list[int]] = {}
+    for key in rows.stats:
+        by_pid.setdefault(key >> 32, []).append(key & 0xFFFFFFFF)
+    out = []
+    for p in sorted(info.processes.values(), key=lambda p: (p.sort_index is None, p.sort_index or 0, p.order)):
+        engine_ids = sorted(by_pid.get(p.pid, []))
+        meta = p.meta
+        if not (engine_ids or p.metas or partial.get(p.pid)):
+            continue  # another tool's process: no engine call, no metadata of ours
+        every = gpu_every_of(meta)
+        keys = [(p.pid << 32) | e for e in engine_ids]
+        stats = np.array([rows.stats[k] for k in keys], dtype=np.int64).reshape(len(keys), len(STATS_COLUMNS))
+        if every > 1:
+            stats[:, _COL["gpu_sampled_out"]] = [rows.sampled_out[k] for k in keys]
+        threads = meta.get("threads", [])
+        out.append(TraceSummary(
+            names=[p.engines.get(e, f"engine_{e}") for e in engine_ids],
+            stats=stats,
+            dropped=_int(meta, "dropped_events"),
+            threads_with_drops=sum(1 for t in threads if isinstance(t, dict) and t.get("dropped"))
+            if isinstance(threads, list) else 0,
+            metadata=meta,
+            label=p.label or f"pid {p.pid}",
+            partial_calls=partial.get(p.pid, 0),
+            gpu_every=every,
+            values={d: [rows.values[k][d] for k in keys] for d in rows.durations},
+            ended=p.ended if info.merged is not None else info.ended,
+            malformed=0,
+            **_capture_fields(rows, keys),
+        ))
+    return out
+
+
+def _capture_fields(rows: _Rows, keys: list[int]) -> dict[str, Any]:
+    k = rows.kernels
+    if k.capture is None:
+        return {}
+    return {"capture": k.capture, "kernel_sums": k.rows(keys), "capture_kept": k.kept_rows()}
+
+
+def aggregate_parts(parts: list[TraceSummary], read: CallsRead) -> TraceSummary:
+    """The table of all processes: engines added up by name, the k-th engine called `n` in each
+    process in row (n, k) (two engines of one process may share a name)."""
+    if len(parts) == 1:
+        whole = parts[0]
+    elif not parts:
+        whole = TraceSummary()
+    else:
+        keys: dict[tuple[str, int], int] = {}
+        meta: dict[str, Any] = {}
+        row_ofs = []
+        for part in parts:
+            meta.update(part.metadata)
+            seen: dict[str, int] = {}
+            row_of = []
+            for name in part.names:
+                k = seen.get(name, 0)
+                seen[name] = k + 1
+                row_of.append(keys.setdefault((name, k), len(keys)))
+            row_ofs.append(row_of)
+        stats = np.zeros((len(keys), len(STATS_COLUMNS)), dtype=np.int64)
+        durations = list(parts[0].values)
+        values: dict[str, list[list[ValueCounts]]] = {d: [[] for _ in keys] for d in durations}
+        for part, row_of in zip(parts, row_ofs, strict=True):
+            for i, row in enumerate(row_of):
+                stats[row] += part.stats[i]
+                for d in durations:
+                    values[d][row].append(part.values[d][i])
+        capture = next((p.capture for p in parts if p.capture is not None), None)
+        kernel_sums = None
+        if capture is not None:
+            kernel_sums = np.zeros((len(keys), len(kernel_columns.SUMS)), dtype=np.int64)
+            for part, row_of in zip(parts, row_ofs, strict=True):
+                for i, row in enumerate(row_of):
+                    if part.kernel_sums is not None:
+                        kernel_sums[row] += part.kernel_sums[i]
+        whole = TraceSummary(
+            capture=capture, kernel_sums=kernel_sums, capture_kept=parts[0].capture_kept,
+            names=[name for name, _ in keys], stats=stats, dropped=sum(p.dropped for p in parts),
+            threads_with_drops=sum(p.threads_with_drops for p in parts), metadata=meta,
+            partial_calls=sum(p.partial_calls for p in parts), gpu_every=max(p.gpu_every for p in parts),
+            values={d: [ValueCounts.union(v) for v in values[d]] for d in durations})
+    whole = _with_file_facts(whole, read)
+    return whole
+
+
+def _with_file_facts(s: TraceSummary, read: CallsRead) -> TraceSummary:
+    s.ended = read.info.ended
+    s.malformed = read.info.malformed
+    s.orphan_spans = read.orphan_spans
+    s.notes = end_notes(read)
+    if read.info.capture is not None:
+        s.notes += kernel_columns.notes(read.info.capture)
+    return s
+
+
+def read_summaries(path: str | Any, durations: Iterable[str] = ("total",), window: Window | None = None,
+                   ) -> tuple[list[TraceSummary], TraceSummary, CallsRead]:
+    """(one summary per process, the summary of all of them, what the reader found), with exact
+    values kept of `durations`."""
+    rows = _Rows(durations)
+    read = read_calls(path, rows.add, window=window)
+    parts = _process_summaries(read, rows)
+    for part in parts:
+        part.malformed = read.info.malformed
+    return parts, aggregate_parts(parts, read), read
+
+
+def aggregate(events: list[dict[str, Any]]) -> TraceSummary:
+    """The per-engine table of a trace's events (load_events: in memory, for tests and scripts)."""
+    return read_summaries(EventsReader(events), DURATIONS)[1]
+
+
+def aggregate_by_process(events: list[dict[str, Any]]) -> list[TraceSummary]:
+    """One summary per process (per rank in a merged trace) of a trace's events, in the trace's order."""
+    return read_summaries(EventsReader(events), DURATIONS)[0]
+
+
+def aggregate_file(path: str, durations: Iterable[str] = DURATIONS, window: Window | None = None) -> TraceSummary:
+    """The per-engine table of a trace file (JSON, Perfetto, merged)."""
+    return read_summaries(path, durations, window)[1]
+
+
+def _table(s: TraceSummary, phase: str = "total", json: bool = False) -> str:
+    per_row, overall = s.percentiles(phase)
+    table = native.format_table(s.names, s.stats, per_row, tuple(overall.tolist()), phase, json, s.gpu_every,
+                                s.dropped, s.threads_with_drops)
+    capture = s.capture
+    with_kernels = capture is not None and capture.has_device_activity and s.kernel_sums is not None
+    calls = s.stats[:, _COL["calls"]] if len(s.stats) else np.zeros(0, dtype=np.int64)
+    if json:
+        doc = orjson.loads(table)
+        if capture is not None:
+            doc = kernel_columns.add_json_fields(table, s.names, calls, s.kernel_sums, capture)
+        doc["partial_calls"] = s.partial_calls
+        if s.label:
+            doc["process"] = s.label
+        doc.update(state_fields(s))
+        return orjson.dumps(doc).decode()
+    if with_kernels:
+        order_doc = orjson.loads(native.format_table(s.names, s.stats, per_row, tuple(overall.tolist()), phase, True,
+                                                     s.gpu_every, s.dropped, s.threads_with_drops))
+        table = kernel_columns.add_columns(table, order_doc, s.names, calls, s.kernel_sums)
+    notes = ""
+    if s.partial_calls:
+        notes += cut_short_note(s.partial_calls) + "\n"
+    if s.malformed:
+        notes += malformed_note(s.malformed) + "\n"
+    return table + notes
+
+
+def summary_parts(path: str, by_process: bool = False, phase: str = "total", json: bool = False,
+                  window: Window | None = None) -> tuple[str, TraceSummary]:
+    """(the table text, the summary of all processes): see summary_text."""
+    if phase not in DURATIONS:
+        raise TraceFileError(f"unknown phase {phase!r}; use one of {', '.join(DURATIONS)}")
+    parts, whole, _read = read_summaries(path, (phase,), window)
+    if not by_process:
+        return _table(whole, phase, json) + ("\n" if json else ""), whole
+    tables = [_table(p, phase, json) for p in parts]
+    if len(parts) > 1:
+        tables.append(_table(whole, phase, json))
+    if json:
+        return "[" + ",".join(tables) + "]\n", whole
+    labels = [f"== {p.label} ==" for p in parts] + ([f"== all {len(parts)} processes =="] if len(parts) > 1 else [])
+    return "\n".join(f"{label}\n{table}" for label, table in zip(labels, tables, strict=True)), whole
+
+
+def summary_text(path: str, by_process: bool = False, phase: str = "total", json: bool = False,
+                 window: Window | None = None) -> str:
+    """The per-engine table of a trace file; by_process=True puts one table per process (rank)
+    before the table of all of them. phase: the p50/p99 columns are of the call's total (default)
+    or of one phase (DURATIONS), exact over the file's calls. json=True: the table as JSON (one
+    object; with by_process, a list of them, the last for all processes). Text tables end with
+    the trace's end notes (cut short, size limit, split) where there are any."""
+    text, whole = summary_parts(path, by_process, phase, json, window)
+    if json or not whole.notes:
+        return text
+    return text + "".join(note + "\n" for note in whole.notes)

@@ -1,0 +1,496 @@
+"""Typed Python access to torch.ops.trt_trace (loads the library on first use)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import numpy as np
+import orjson
+
+from . import _library
+
+if TYPE_CHECKING:
+    import torch
+
+
+def _op(name: str):
+    # torch is imported here, not at module import: the start-up hook imports this package in
+    # every process that has TRT_TRACE_OUT set, and must not make them all import torch.
+    import torch
+
+    _library.load()
+    return getattr(torch.ops.trt_trace, name)
+
+
+def set_profile_execution(enable: bool) -> None:
+    _op("set_profile_execution")(bool(enable))
+
+
+def get_profile_execution() -> bool:
+    return bool(_op("get_profile_execution")())
+
+
+def set_recording(enable: bool) -> None:
+    """A session's switch: traced calls also go into the rings (a fresh epoch each time it goes on)."""
+    _op("_set_recording")(bool(enable))
+
+
+def get_recording() -> bool:
+    return bool(_op("_get_recording")())
+
+
+def dump_engine_timing() -> str:
+    return str(_op("dump_engine_timing")())
+
+
+LIVE_PERCENTILES = ("total", "gpu")  # the durations the hot path keeps histograms of
+
+
+def timing_table(percentiles_of: str = "total", json: bool = False) -> str:
+    """The live table; its p50/p99 are of the call's total or of its GPU span (LIVE_PERCENTILES),
+    from the histograms (within 3.1%); json=True: the same table as one JSON object."""
+    if percentiles_of not in LIVE_PERCENTILES:
+        raise ValueError(f"live percentiles are kept of the call's total and of its GPU span, not of "
+                         f"{percentiles_of!r}: give 'total' or 'gpu', or summarise a trace file for a host phase")
+    return str(_op("timing_table")(percentiles_of, bool(json)))
+
+
+def engine_histograms(series: int) -> torch.Tensor:
+    """int64 [engine ids, buckets]: the live duration histograms, series 0 of the call's total, 1 of
+    its GPU span (csrc/stats/duration_histogram.h), counted since the last reset()."""
+    return _op("_engine_histograms")(int(series))
+
+
+def histogram_bounds() -> list[int]:
+    """The histogram buckets' lower bounds in ns, then the last bucket's upper bound."""
+    return list(_op("_histogram_bounds")())
+
+
+def set_nvtx(enable: bool) -> bool:
+    """NVTX ranges for traced calls on/off; returns False where NVTX was not compiled in."""
+    return bool(_op("set_nvtx")(bool(enable)))
+
+
+def get_nvtx() -> bool:
+    return bool(_op("get_nvtx")())
+
+
+def reset() -> None:
+    _op("reset")()
+
+
+def drain(max_records: int, wait_gpu: bool = False) -> torch.Tensor:
+    """Raw records (uint8 tensor) drained from every ring, GPU spans resolved so far included.
+    wait_gpu=True waits for every pending GPU span (the final drain only)."""
+    return _op("_drain")(int(max_records), bool(wait_gpu))
+
+
+def drain_into(out: torch.Tensor, wait_gpu: bool = False) -> int:
+    """Like drain(), into `out` (a contiguous CPU uint8 tensor, reused by the drainer); returns the
+    number of records written at its start."""
+    return int(_op("_drain_into")(out, bool(wait_gpu)))
+
+
+def after_fork_in_child() -> None:
+    _op("_after_fork_in_child")()
+    _op("_layers_after_fork_in_child")()
+
+
+def new_layer_report() -> None:
+    """A session starts: the layer windows' report (layer_report) starts afresh. Per-layer timing itself
+    is the `layers` setting (apply_settings)."""
+    _op("_new_layer_report")()
+
+
+def layer_report() -> dict:
+    """What the layer windows of this session did, per engine (csrc/layers/layer_window.h report_json)."""
+    return orjson.loads(_op("_layer_report")())
+
+
+def layer_names() -> list[str]:
+    """Every interned layer name, by the id layer records carry in their `stream` field."""
+    return list(_op("_layer_names")())
+
+
+def layer_private_folder() -> str:
+    """The folder the runtime writes its profile files into now ("" when there is none)."""
+    return str(_op("_layer_private_folder")())
+
+
+def parse_layer_trace(text: str) -> tuple[list[str], list[int]]:
+    """(names, ns) of a layer trace as Torch-TensorRT's profiler writes it; RuntimeError if it is not one."""
+    names, ns = _op("_parse_layer_trace")(text)
+    return list(names), list(ns)
+
+
+def set_gpu_timing(enable: bool) -> bool:
+    """GPU spans (CUDA events) for traced CUDA calls on/off; returns False in a CPU-only build."""
+    return bool(_op("set_gpu_timing")(bool(enable)))
+
+
+def get_gpu_timing() -> bool:
+    return bool(_op("get_gpu_timing")())
+
+
+def set_gpu_every(n: int) -> None:
+    """GPU events on every nth traced CUDA call of each engine (counted per calling thread), 1: every
+    call; raises RuntimeError for n outside 1..2**20."""
+    _op("set_gpu_every")(int(n))
+
+
+def get_gpu_every() -> int:
+    return int(_op("get_gpu_every")())
+
+
+def set_engine_stream_spans(enable: bool) -> None:
+    """Whether GPU spans may move to an engine's own stream (see csrc/hook/engine_stream_trace.h)."""
+    _op("_set_engine_stream_spans")(bool(enable))
+
+
+def get_engine_stream_spans() -> bool:
+    return bool(_op("_get_engine_stream_spans")())
+
+
+def gpu_stream_trace_installed() -> bool:
+    """Whether c10's GPU trace reports event records and waits to trt_trace, so that calls of engines that
+    run on a stream of their own get spans of that stream (see README, GPU time)."""
+    return bool(_op("_gpu_stream_trace_installed")())
+
+
+def set_caller_wait_every(n: int) -> None:
+    """Where an engine runs on a stream of its own: 1 in `n` of its measured calls (per calling thread,
+    from the first of a session on) also get a `caller stream wait` span, the others record the engine
+    stream's events only (1: every measured call gets both; see README, GPU time). n outside 1 to
+    1048576 raises RuntimeError and the value stays. A session sets it from TRT_TRACE_CALLER_WAIT_EVERY."""
+    _op("set_caller_wait_every")(int(n))
+
+
+def get_caller_wait_every() -> int:
+    return int(_op("get_caller_wait_every")())
+
+
+def gpu_event_host_ns(device: int = 0, calls: int = 1000, every: int = 1, hand_off: bool | int = False,
+                      kernels: int = 0, scrub_kib: int = 0) -> float:
+    """Benchmark support: host ns per traced call spent on its GPU events alone (start and end event
+    recorded on `device`'s current stream, then handed back), averaged over `calls` of which 1 in
+    `every` gets events by the hook's sampling decision (TRT_TRACE_GPU_EVERY); -1.0 where no event can
+    be recorded (CPU-only build, no such device, every < 1). hand_off: each call hands its work to a
+    stream of its own and back, as the 2.11 runtime does (so a measured call records four events),
+    through two c10 events kept for all calls (True or 1) or made and destroyed by each call as the
+    runtime's are (2); kernels=K: each call launches K small kernels as its engine's work;
+    scrub_kib=S: S KiB written between calls, evicting the caches as a real call's other work does.
+    With any of these, the figure is the difference to the same calls untraced."""
+    return float(_op("_gpu_event_host_ns")(int(device), int(calls), int(every), int(hand_off), int(kernels),
+                                           int(scrub_kib)))
+
+
+GPU_SELF_STEPS = ("begin", "engine start", "engine end", "end")  # csrc/hook/gpu_self_time.h SelfStep, in order
+
+
+def gpu_self_time(enable: bool) -> dict[str, tuple[int, int]]:
+    """Benchmark support: switches the timing of GPU timing's own steps on the calling threads on or
+    off, and returns what was timed since the last call, per step (GPU_SELF_STEPS: the capture check
+    and start event, the engine stream's start and end events, the end event): (ns in all, times run).
+    Off by default; on, each step reads the clock twice."""
+    v = [int(n) for n in _op("_gpu_self_time")(bool(enable))]
+    k = len(GPU_SELF_STEPS)
+    return {step: (v[i], v[k + i]) for i, step in enumerate(GPU_SELF_STEPS)}
+
+
+def gpu_clock_stats() -> dict[str, float]:
+    """How GPU times were placed on the host clock: anchors made, the largest distance of an anchor from
+    the clock line through the two before it (ns: the placement error that remains), the last one,
+    the last anchor's record->sync window (ns), the GPU clock's rate difference (ppm) and the median and
+    99th percentile of the anchors' distances from the line (ns)."""
+    return {str(k): float(v) for k, v in _op("gpu_clock_stats")().items()}
+
+
+def pending() -> int:
+    return int(_op("_pending")())
+
+
+def thread_counts() -> torch.Tensor:
+    """int64 [threads, 6]: thread id, produced, dropped (events), capacity, alive, dropped calls."""
+    return _op("_thread_counts")()
+
+
+def reset_thread_counts() -> None:
+    """Restarts the per-thread produced/dropped counts (each session reports its own)."""
+    _op("_reset_thread_counts")()
+
+
+def serve_metrics(addr: str, port: int) -> tuple[int, str, int, int, str]:
+    """Binds the metrics endpoint now (csrc/metrics): (state, host, port, errno, message); state 2: serving."""
+    state, host, bound, error, message = _op("_serve_metrics")(str(addr), int(port))
+    return int(state), str(host), int(bound), int(error), str(message)
+
+
+def serve_metrics_from_first_engine(addr: str, port: int, quiet: bool) -> None:
+    """The endpoint from the first engine call on; its thread writes the "metrics at" line (unless quiet)."""
+    _op("_serve_metrics_from_first_engine")(str(addr), int(port), bool(quiet))
+
+
+def metrics_status() -> tuple[int, str, int, int, str]:
+    """(state, host, port, 0, ""): state 0 off, 1 waiting for the first engine call, 2 serving."""
+    state, host, port, error, message = _op("_metrics_status")()
+    return int(state), str(host), int(port), int(error), str(message)
+
+
+def stop_metrics() -> None:
+    _op("_stop_metrics")()
+
+
+def metrics_text() -> str:
+    """The exposition text a scrape gets now."""
+    return str(_op("_metrics_text")())
+
+
+def metrics_text_of(name_bytes: torch.Tensor, name_ends: torch.Tensor, stats: torch.Tensor, hist_total: torch.Tensor,
+                    hist_gpu: torch.Tensor, dropped: int) -> bytes:
+    """Test op: the exposition text of the counters given (names as UTF-8 bytes and end offsets)."""
+    out = _op("_metrics_text_of")(name_bytes, name_ends, stats, hist_total, hist_gpu, int(dropped))
+    return out.numpy().tobytes()
+
+
+def metrics_sample_values(values: list[float]) -> list[str]:
+    """Test op: each value as the metrics text writes a sample's number."""
+    return str(_op("_metrics_sample_values")([float(v) for v in values])).splitlines()
+
+
+def engine_names() -> list[str]:
+    return list(_op("_engine_names")())
+
+
+def engine_stats() -> torch.Tensor:
+    """int64 [engine ids, len(records.STATS_COLUMNS)]: the live counters since the last reset()."""
+    return _op("_engine_stats")()
+
+
+def stats_columns() -> list[str]:
+    """The names of engine_stats()'s columns as C++ has them (records.STATS_COLUMNS must agree)."""
+    return list(_op("_stats_columns")())
+
+
+def scaled_gpu_ns(stats: torch.Tensor) -> torch.Tensor:
+    """Each row's GPU ns (records.STATS_COLUMNS rows) scaled to all its CUDA calls, as the tables
+    scale it: the measured spans' mean times measured + sampled-out calls (int64 [rows])."""
+    return _op("_scaled_gpu_ns")(stats)
+
+
+def format_timing_table(names: list[str], stats: torch.Tensor, dropped: int = 0, threads_with_drops: int = 0,
+                        percentiles: torch.Tensor | None = None, all_percentiles: tuple[int, int] = (-1, -1),
+                        percentiles_of: str = "total", json: bool = False, gpu_every: int = 1) -> str:
+    """The table of numbers aggregated elsewhere (a trace file); percentiles: int64 [len(names), 2]
+    p50 and p99 in ns (-1: none), all_percentiles over every call; gpu_every: the GPU-timing sampling
+    the figures were taken with (the note under the table)."""
+    return str(_op("_format_timing_table")(names, stats, int(dropped), int(threads_with_drops), percentiles,
+                                          int(all_percentiles[0]), int(all_percentiles[1]), percentiles_of,
+                                          bool(json), int(gpu_every)))
+
+
+class FormatBuffer:
+    """The byte buffer a writer lends the formatters below, batch after batch (replaced by a larger
+    one when a batch needs more): a long trace then formats without batch-sized allocations."""
+
+    def __init__(self) -> None:
+        self.tensor: torch.Tensor | None = None
+
+    def take(self, result: tuple[torch.Tensor, int]) -> memoryview:
+        """Keeps the formatter's buffer; the formatted bytes (valid until the buffer's next use)."""
+        self.tensor, n = result
+        return self.tensor.numpy().data[: int(n)]
+
+
+def chrome_json_events(records, tids, pid: int, engine_json: list[str], flows: bool,
+                       buffer: FormatBuffer | None = None) -> memoryview:
+    """Chrome JSON text (comma-separated events) of a record batch; tids: the track of each record;
+    buffer: the caller's, reused (the text is valid until its next use)."""
+    import torch  # heavy: kept out of this module's import (the reading verbs import it)
+
+    raw = torch.from_numpy(np.ascontiguousarray(records).view(np.uint8).reshape(-1))
+    buffer = buffer or FormatBuffer()
+    return buffer.take(_op("_chrome_json_events")(raw, torch.from_numpy(np.ascontiguousarray(tids, dtype=np.int64)),
+                                                 int(pid), engine_json, bool(flows), buffer.tensor))
+
+
+def perfetto_slice_packets(records, track_uuids, seq_id: int, annotation_iids: list[int], flows: bool,
+                           buffer: FormatBuffer | None = None) -> memoryview:
+    """Framed Perfetto TracePackets (SLICE_BEGIN/SLICE_END) of a record batch, ready to append to a
+    trace file; track_uuids: the track of each record; annotation_iids: see csrc/format/perfetto_slices.h;
+    buffer: as for chrome_json_events."""
+    import torch  # heavy: kept out of this module's import (the reading verbs import it)
+
+    raw = torch.from_numpy(np.ascontiguousarray(records).view(np.uint8).reshape(-1))
+    uuids = torch.from_numpy(np.ascontiguousarray(track_uuids, dtype=np.int64))
+    buffer = buffer or FormatBuffer()
+    return buffer.take(_op("_perfetto_slice_packets")(raw, uuids, int(seq_id), list(annotation_iids), bool(flows),
+                                                     buffer.tensor))
+
+
+def layer_json_events(records, tids, pid: int, engine_json: list[str], layer_json: list[str],
+                      buffer: FormatBuffer | None = None) -> memoryview:
+    """Chrome JSON text of a batch of layer records (csrc/ops/layer_format.cpp); layer_json: every
+    layer name as a JSON string literal, by layer id."""
+    import torch  # heavy: kept out of this module's import (the reading verbs import it)
+
+    raw = torch.from_numpy(np.ascontiguousarray(records).view(np.uint8).reshape(-1))
+    buffer = buffer or FormatBuffer()
+    return buffer.take(_op("_layer_json_events")(raw, torch.from_numpy(np.ascontiguousarray(tids, dtype=np.int64)),
+                                                int(pid), engine_json, layer_json, buffer.tensor))
+
+
+def layer_perfetto_packets(records, track_uuids, seq_id: int, annotation_iids: list[int], name_iid_base: int,
+                           buffer: FormatBuffer | None = None) -> memoryview:
+    """Framed Perfetto packets of a batch of layer records (csrc/ops/layer_format.cpp)."""
+    import torch  # heavy: kept out of this module's import (the reading verbs import it)
+
+    raw = torch.from_numpy(np.ascontiguousarray(records).view(np.uint8).reshape(-1))
+    uuids = torch.from_numpy(np.ascontiguousarray(track_uuids, dtype=np.int64))
+    buffer = buffer or FormatBuffer()
+    return buffer.take(_op("_layer_perfetto_packets")(raw, uuids, int(seq_id), list(annotation_iids),
+                                                     int(name_iid_base), buffer.tensor))
+
+
+def perfetto_field_numbers() -> dict[str, tuple[int, int]]:
+    """The proto field numbers and enum values the C++ encoders use (csrc/format/perfetto_fields.h), by proto
+    name: (number, the wire type it is written with; -1 for an enum value), for the test against the descriptors."""
+    names, numbers, wires = _op("_perfetto_field_numbers")()
+    return {name: (number, wire) for name, number, wire in zip(names, numbers, wires, strict=True)}
+
+
+# The process-wide C++ settings a session sets from its Settings (config.Settings.native()), in the order of
+# the one op that takes them whole: a session takes a snapshot when it starts and puts it back when it stops,
+# so that none outlives it.
+NATIVE_SETTINGS = ("buffer_capacity", "gpu_timing", "gpu_every", "engine_stream_spans", "caller_wait_every", "nvtx",
+                   "layers")
+_BOOL_SETTINGS = ("gpu_timing", "engine_stream_spans", "nvtx")
+
+
+def apply_settings(settings: dict[str, int | bool]) -> dict[str, bool]:
+    """Sets every C++ setting of a session in one op; returns whether GPU timing and NVTX are available."""
+    gpu, nvtx = _op("_apply_settings")(*(type_of(name)(settings[name]) for name in NATIVE_SETTINGS))
+    return {"gpu_timing": bool(gpu), "nvtx": bool(nvtx)}
+
+
+def type_of(name: str) -> type:
+    return bool if name in _BOOL_SETTINGS else int
+
+
+def session_switches() -> dict[str, int | bool]:
+    """The C++ settings a session changes, as they are now (restore_session_switches puts them back)."""
+    values = _op("_native_settings")()
+    return {name: type_of(name)(v) for name, v in zip(NATIVE_SETTINGS, values, strict=True)}
+
+
+def restore_session_switches(saved: dict[str, int | bool]) -> None:
+    apply_settings(saved)
+
+
+def reserve_ring(records: int) -> bool:
+    """Whether a ring of `records` events can be allocated; when True one waits for the first thread that writes."""
+    return bool(_op("_reserve_ring")(int(records)))
+
+
+def set_buffer_capacity(records: int) -> None:
+    _op("_set_buffer_capacity")(int(records))
+
+
+def buffer_capacity() -> int:
+    return int(_op("_buffer_capacity")())
+
+
+def sweep_engines() -> int:
+    return int(_op("_sweep_engines")())
+
+
+def clock_now_ns() -> int:
+    return int(_op("_clock_now_ns")())
+
+
+def parse_engine_name(text: str) -> str:
+    return str(_op("_parse_engine_name")(text))
+
+
+def push_synthetic(count: int, engine_id: int, first_seq: int) -> None:
+    _op("_push_synthetic")(int(count), int(engine_id), int(first_seq))
+
+
+def record_layout() -> list[int]:
+    return list(_op("_record_layout")())
+
+
+# -- the native writer (csrc/session/native_writer.h): control only --------------------------------
+
+
+def _byte_tensor(data: bytes) -> torch.Tensor:
+    """Encoded bytes for an op's Tensor argument (a uint8 view of a copy)."""
+    import torch  # heavy: kept out of this module's import (the reading verbs import it)
+
+    return torch.frombuffer(bytearray(data), dtype=torch.uint8) if data else torch.empty(0, dtype=torch.uint8)
+
+
+def writer_start(path: str, fmt: str, lazy: bool, max_bytes: int, split: bool, pid: int, gpu_flows: bool,
+                 head: bytes, process_name: str = "", start_ns: int = 0, interval_ms: int = 50) -> None:
+    """Starts the writer thread on `path` (opened now unless lazy) in format `fmt` ("json" or "perfetto").
+    head: the JSON array's first events, encoded, or the Perfetto start instant's debug annotations
+    (then process_name names the process track and start_ns is the start metadata's monotonic_ns). A file
+    that cannot be opened raises RuntimeError with "[Errno N] ..." in it."""
+    _op("_writer_start")(str(path), str(fmt), bool(lazy), int(max_bytes), bool(split), int(pid), bool(gpu_flows),
+                         _byte_tensor(head), str(process_name), int(start_ns), int(interval_ms))
+
+
+def writer_stop() -> None:
+    """Stops the writer thread and drains the rest (waiting for GPU spans still in flight)."""
+    _op("_writer_stop")()
+
+
+def writer_end(end_record: bytes, end_ns: int = 0, after_failure: bool = False) -> bool:
+    """Ends the file with the end record `end_record` (the JSON event's args, or the Perfetto instant's debug
+    annotations), stamped (Perfetto) at end_ns or the last record's end if earlier; whether an end was written."""
+    return bool(_op("_writer_end")(_byte_tensor(end_record), int(end_ns), bool(after_failure)))
+
+
+def writer_drain(wait_gpu: bool = False, discard: bool = False) -> int:
+    return int(_op("_writer_drain")(bool(wait_gpu), bool(discard)))
+
+
+def writer_hold(held: bool) -> None:
+    _op("_writer_hold")(bool(held))
+
+
+WRITER_COUNTS = ("records_drained", "events_written", "events_not_written", "bytes_written", "max_bytes", "wakes",
+                 "created", "failed", "running")
+
+
+def writer_status() -> dict[str, object]:
+    counts, paths, error, in_use = _op("_writer_status")()
+    status: dict[str, object] = dict(zip(WRITER_COUNTS, (int(c) for c in counts), strict=True))
+    status.update(paths=list(paths), error=str(error), in_use=str(in_use))
+    return status
+
+
+def writer_abandon() -> None:
+    _op("_writer_abandon")()
+
+
+def json_trace_from_records(path: str, records: torch.Tensor, batch: int, pid: int, gpu_flows: bool,
+                            process_head: bytes, engine_names: list[str], layer_names: list[str], max_bytes: int,
+                            split: bool, end_args_json: bytes) -> tuple[int, int, list[str]]:
+    """The native writer's JSON trace of given records in batches of `batch` (tests; see session_ops.cpp)."""
+    written, not_written, paths = _op("_json_trace_from_records")(
+        str(path), records, int(batch), int(pid), bool(gpu_flows), process_head.decode(), list(engine_names),
+        list(layer_names), int(max_bytes), bool(split), end_args_json.decode())
+    return int(written), int(not_written), list(paths)
+
+
+def perfetto_trace_from_records(path: str, records: torch.Tensor, batch: int, pid: int, gpu_flows: bool,
+                                process_name: str, start_annotations: bytes, start_ns: int, engine_names: list[str],
+                                layer_names: list[str], max_bytes: int, split: bool, end_annotations: bytes,
+                                end_ns: int, clocks: list[int]) -> tuple[int, int, list[str]]:
+    """The native writer's Perfetto trace of given records in batches of `batch`, its clock snapshots at
+    `clocks` (boottime, monotonic, realtime; [] reads them) (tests; see session_ops.cpp)."""
+    written, not_written, paths = _op("_perfetto_trace_from_records")(
+        str(path), records, int(batch), int(pid), bool(gpu_flows), str(process_name), _byte_tensor(start_annotations),
+        int(start_ns), list(engine_names), list(layer_names), int(max_bytes), bool(split),
+        _byte_tensor(end_annotations), int(end_ns), [int(c) for c in clocks])
+    return int(written), int(not_written), list(paths)

@@ -1,0 +1,482 @@
+"""A tracing session: switch on, drain to a writer in the background, finish the file.
+
+At most one session per process. `start()` raises TraceError for a path it cannot write; the
+environment-variable start-up path turns that into a one-line warning instead (see trt_trace_autostart.py).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from ..io import formats
+from ..io.perfetto_protos import protos
+from ..native import ops
+from ..schema.errors import BufferUnavailable, TraceError
+from ..schema.version import __version__
+from . import config, metrics, process_hooks
+from .config import (
+    Settings,
+    check_gpu_every,
+    check_layers,
+    expand_path,
+    from_keywords,
+    host_name,
+    rank_info,
+    shown,
+    warn,
+)
+from .drainer import Drainer
+from .flight import FlightWindow
+from .native_trace import FORMATS as NATIVE_FORMATS
+from .native_trace import NativeTrace
+
+__all__ = ["Session", "TraceError", "active", "check_output_path", "dump", "flight", "start", "start_session", "stop"]
+
+_lock = threading.RLock()
+_active: Session | None = None
+
+
+def check_output_path(path: str) -> Path:
+    """The path a session (or the demo) can write, else TraceError saying why in one line."""
+    if path.strip() == "":
+        raise TraceError("the trace output path is empty; give a file name such as trace.json")
+    p = Path(path)
+    shown_path = shown(path)
+    try:
+        if p.is_dir():
+            raise TraceError(f"{shown_path} is a directory; give a file name such as {shown(p / 'trace.json')}")
+        parent = p.parent if str(p.parent) != "" else Path(".")
+        if not parent.is_dir():
+            raise TraceError(f"cannot write {shown_path}: directory {shown(parent)} does not exist; create it or pick "
+                             "another path")
+        if p.exists() and not os.access(p, os.W_OK):
+            raise TraceError(f"cannot write {shown_path}: permission denied; pick a writable path")
+    except (OSError, ValueError) as exc:  # a name too long, a NUL byte: the file system's word
+        raise TraceError(f"cannot write {shown_path}: {getattr(exc, 'strerror', None) or exc}; pick another path") \
+            from None
+    try:  # the only sure test (root passes os.access on read-only file systems)
+        with tempfile.TemporaryFile(dir=parent):
+            pass
+    except OSError as exc:
+        raise TraceError(f"cannot write into {shown(parent)}: {exc.strerror or exc}; pick a writable path") from None
+    return p
+
+
+def program_name() -> str:
+    """What ran, for the trace's process name: the script (`serve.py`), the module of `python -m`
+    (`pkg.serve`), the console script (`torchrun`), else `python` (`python -c`, an interactive shell)."""
+    main = sys.modules.get("__main__")
+    spec = getattr(main, "__spec__", None)
+    if spec is not None and spec.name and spec.name != "__main__":
+        return spec.name.removesuffix(".__main__")
+    argv0 = sys.argv[0] if sys.argv else ""
+    if argv0 and not argv0.startswith("-"):
+        return os.path.basename(argv0)
+    return "python"
+
+
+class Session:
+    def __init__(self, settings: Settings) -> None:
+        if settings.out is None:
+            raise TraceError("no trace output path; give a file name such as trace.json")
+        self.settings = settings
+        self.path = str(check_output_path(expand_path(settings.out)))
+        try:
+            self.format = formats.resolve_format(self.path, settings.format)
+        except ValueError as exc:
+            raise TraceError(str(exc)) from None
+        fmt = formats.get(self.format)
+        if not formats.suffix_matches(self.path, self.format):
+            warn(f"{self.path}: writing {fmt.description} (name the file *{fmt.suffixes[0]} to say so)")
+        check_gpu_every(settings.gpu_every)  # a Settings made by hand gets the keyword's line too
+        if not ops.reserve_ring(settings.buffer_events):  # now, not silently at a thread's first call
+            raise BufferUnavailable(
+                f"a trace buffer of {config.events_text(settings.buffer_events)} cannot be allocated in this "
+                "process; give a smaller TRT_TRACE_BUFFER / buffer_events / --buffer")
+        self.layers_used = check_layers(settings.layers) > 0  # per-layer timing was on at some point
+        self.pid = os.getpid()
+        writer_class = fmt.writer_class()
+
+        def file_writer(path: str, lazy: bool = False):  # noqa: ANN202 (any registered writer)
+            return writer_class(path, ops.engine_names, lazy=lazy, max_bytes=settings.max_bytes, split=settings.split)
+
+        self.writer: Any
+        self.drainer: Any
+        try:
+            if settings.flight_s == 0 and self.format in NATIVE_FORMATS:
+                # The native writer thread drains, formats and writes; Python keeps control only.
+                self.writer = self.drainer = NativeTrace(self.path, lazy=settings.lazy_file,
+                                                         max_bytes=settings.max_bytes, split=settings.split,
+                                                         fmt=self.format)
+            elif settings.flight_s > 0:  # the flight recorder: a window in memory, files only on dump()
+                if self.format == "perfetto":
+                    protos()  # a missing `perfetto` package fails now, not at the first dump
+                self.writer = FlightWindow(self.path, file_writer, settings.flight_s, settings.flight_max_bytes,
+                                           on_exit=settings.flight_on_exit)
+            else:
+                self.writer = file_writer(self.path, lazy=settings.lazy_file)
+        except OSError as exc:
+            raise TraceError(f"cannot write {shown(self.path)}: {exc.strerror or exc}; pick a writable path") from exc
+        except ImportError as exc:  # the perfetto package's protos
+            raise TraceError(f"cannot write a Perfetto trace ({exc}); pip install perfetto, or write *.json") from exc
+        if not isinstance(self.writer, NativeTrace):
+            self.drainer = Drainer(self.writer.write)
+        self.failure: str | None = None  # why writing the file failed, if it did (stop())
+        self.end_written = False  # after a failure: whether the file still got its end record
+        self.started_ns = 0
+        self._switch_before = False  # set_profile_execution as the session found it
+        self._switches_before: dict[str, int | bool] = {}  # the other C++ settings as it found them
+
+    @property
+    def records_written(self) -> int:
+        """Records handed to the writer (what reached the files: writer.events_written)."""
+        return self.drainer.records_drained
+
+    def _metadata(self) -> dict[str, Any]:
+        import torch  # loaded by now (a session has started); the module's import stays torch-free for the CLI
+
+        return {
+            "tool": "trt_trace",
+            "trt_trace_version": __version__,
+            "torch_version": torch.__version__,
+            "clock": "CLOCK_MONOTONIC",
+            "clock_domain": "monotonic ns since boot, ts in microseconds",
+            "monotonic_ns": ops.clock_now_ns(),
+            "wall_ns": time.time_ns(),
+            "pid": self.pid,
+            "host": host_name(),
+            # Which rank this process is: `trt-trace merge` names and orders its process group by it.
+            **rank_info(),
+            "argv": sys.argv,
+            "program": program_name(),
+            "buffer_events_per_thread": self.settings.buffer_events,
+            "nvtx_domain": "trt_trace" if self.settings.nvtx else None,
+            "gpu_timing": self.settings.gpu and ops.get_gpu_timing(),
+            # GPU events on every Nth CUDA call of each engine: `trt-trace summary` scales the GPU column by it.
+            "gpu_every": ops.get_gpu_every(),
+            # Where an engine runs on a stream of its own: 1 in N measured calls also have a caller-stream wait.
+            "caller_wait_every": self.settings.caller_wait_every,
+            # Each engine's next N calls after its first profiled layer by layer (docs/layers.md); 0: off.
+            "layers": self.settings.layers,
+        }
+
+    def start(self) -> None:
+        # Every C++ setting this session changes goes back as it was when it stops (stop()).
+        self._switches_before = ops.session_switches()
+        # Per-layer timing is a session's alone: it goes off when the session stops, also in a forked child,
+        # which finds its parent's switch on (the engines back to normal calls, the private folder removed).
+        self._switches_before["layers"] = 0
+        # Only this session's calls reach its file: whatever the rings still hold (the tail of an
+        # earlier session, a call that outlived it) is dropped before recording starts afresh.
+        ops.set_recording(False)
+        self.drainer.discard_pending()
+        ops.reset_thread_counts()
+        ops.new_layer_report()  # the layer windows' report is this session's alone
+        available = ops.apply_settings(self.settings.native())  # C++ gets the session's settings whole
+        self.writer.gpu_flows = available["gpu_timing"] and self.settings.gpu
+        metadata = self._metadata()
+        rank = "" if metadata["rank"] is None else f" rank {metadata['rank']}"
+        # No "(pid N)": the viewers show the pid after every process name themselves.
+        self.writer.begin(f"{metadata['program']}{rank}", metadata)
+        self.started_ns = time.monotonic_ns()
+        try:
+            self.drainer.start()
+        except OSError as exc:  # the native writer opens its file here (unless lazy)
+            ops.restore_session_switches(self._switches_before)
+            raise TraceError(f"cannot write {shown(self.path)}: {exc.strerror or exc}; pick a writable path") from exc
+        if not available["nvtx"] and self.settings.nvtx:
+            warn("TRT_TRACE_NVTX: this build has no NVTX (install nvidia-nvtx and reinstall trt_trace)")
+        self._switch_before = ops.get_profile_execution()
+        ops.set_recording(True)
+        ops.set_profile_execution(True)
+
+    @property
+    def flight(self) -> FlightWindow | None:
+        return self.writer if isinstance(self.writer, FlightWindow) else None
+
+    def dump(self, trigger: str = "dump()") -> str:
+        """Flight recorder: writes the last seconds of calls as a complete trace and says so in one line
+        (where, how many calls, the window it really holds); returns its path. Tracing goes on."""
+        flight = self.flight
+        if flight is None:
+            raise TraceError(f"not a flight recorder: {self.path} is written as the calls come; "
+                             "start one with TRT_TRACE_FLIGHT=SECONDS or trt_trace.flight()")
+        self.drainer.drain_once()  # what the rings hold now belongs in the window
+        try:
+            done = flight.dump(self._end_metadata(), trigger)
+        except OSError as exc:
+            raise TraceError(f"cannot write the flight recorder's dump: {exc.strerror or exc}") from exc
+        warn(done.line())
+        return done.path
+
+    def set_layers(self, n: int) -> None:
+        """Per-layer timing from now on: each engine's next n calls after its first (0: off)."""
+        check_layers(n)
+        self.settings = dataclasses.replace(self.settings, layers=n)  # (a forked child starts with them)
+        self.layers_used |= n > 0
+        ops.apply_settings(self.settings.native())  # the one settings op: every engine's window starts afresh
+
+    def _layer_metadata(self) -> dict[str, Any] | None:
+        """What the layer windows did per engine, with each engine's layer information (the engine
+        inspector's JSON) as an object where it parses; None when per-layer timing was never on."""
+        if not self.layers_used:
+            return None
+        report = ops.layer_report()
+        for engine in report["engines"]:
+            text = engine.pop("layer_information", "")
+            if text:
+                try:
+                    engine["layer_information"] = orjson.loads(text)
+                except orjson.JSONDecodeError:
+                    engine["layer_information"] = text
+        report["calls_per_engine"] = self.settings.layers
+        return report
+
+    def drop_counts(self) -> list[dict[str, int]]:
+        rows = ops.thread_counts().tolist()
+        return [
+            {"thread": r[0], "produced": r[1], "dropped": r[2], "dropped_calls": r[5], "capacity": r[3]}
+            for r in rows if r[1] > 0
+        ]
+
+    def _end_metadata(self) -> dict[str, Any]:
+        """The session's part of the end record (the writer adds what the file knows: why it ended, its
+        parts, the events written and left out: StreamedTrace.end_record)."""
+        threads = self.drop_counts()
+        layers = self._layer_metadata()
+        return ({"layers": layers} if layers is not None else {}) | {
+            "monotonic_ns": ops.clock_now_ns(),
+            "wall_ns": time.time_ns(),
+            "records_drained": self.records_written,
+            "dropped_events": sum(t["dropped"] for t in threads),
+            # The calls behind them (a call's records are dropped whole): calls executed while the session
+            # recorded = calls in its files + dropped_calls.
+            "dropped_calls": sum(t["dropped_calls"] for t in threads),
+            "threads": threads,
+            "write_failed": self.drainer.failed,
+            "gpu_clock": ops.gpu_clock_stats(),
+        }
+
+    def stop(self, report_limit: bool = True) -> None:
+        """Stops recording, drains the rest and finishes the file. report_limit=False: the size limit's
+        loss is left to the caller's line (the exit line says it)."""
+        ops.set_recording(False)
+        ops.set_profile_execution(self._switch_before or metrics.serving())  # served metrics keep counting
+        self.drainer.stop()
+        # After the last drain: it waited for GPU spans. Per-layer timing goes off with it (every engine back to
+        # normal calls, the runtime's private folder removed) before the end record reports the windows.
+        ops.restore_session_switches(self._switches_before)
+        end = self._end_metadata()
+        threads, dropped = end["threads"], end["dropped_events"]
+        if self.drainer.failed:
+            self.failure = self.drainer.error
+        else:
+            try:
+                self.writer.finish(end)
+            except Exception as exc:  # the disk filled at the end, or a flight recorder's exit dump failed
+                self.failure = (exc.strerror if isinstance(exc, OSError) else None) or str(exc) or repr(exc)
+                if self.flight is not None:
+                    warn(f"could not write the flight recorder's exit dump: {self.failure}")
+        if self.failure is not None and self.flight is None:
+            # Cut back to the last whole batch and ended "write failed", where that can still be written.
+            self.end_written = self.writer.finish_after_failure(dict(end, write_failed=True), self.failure)
+        if report_limit and self.writer.events_not_written:
+            warn(f"{self.writer.events_not_written} event(s) not written: {self.path} reached the size limit of "
+                 f"{config.mib(self.writer.max_bytes)} MiB (TRT_TRACE_MAX_MB); set TRT_TRACE_ON_LIMIT=split to "
+                 "continue in numbered files")
+        if dropped:
+            n = sum(1 for t in threads if t["dropped"])
+            warn(
+                f"{end['dropped_calls']} call(s) ({dropped} event(s)) dropped in {n} thread(s): the trace buffer was "
+                "full; "
+                f"raise TRT_TRACE_BUFFER (now {self.settings.buffer_events} events per thread)"
+            )
+
+    def outcome(self) -> str:
+        """One line saying what is on disk now (after stop()): the files, the events in them, what the
+        size limit left out, or that writing failed and what the file holds."""
+        w = self.writer
+        if self.failure is not None:
+            held = "its end record says so and it loads" if self.end_written else (
+                "it has no end record (readers take it as cut short)")
+            return (f"writing {self.path} failed ({self.failure}) after {w.events_written} events; {held}; "
+                    f"{self.records_written - w.events_written} events drained since are not in it")
+        files = w.paths
+        if len(files) > 1:
+            where = (f"{', '.join(files)} ({w.events_written} events in {len(files)} files split at the size "
+                     f"limit of {config.mib(w.max_bytes)} MiB; trt-trace merge joins them)")
+        else:
+            where = f"{files[0]} ({w.events_written} events)"
+        if w.events_not_written:
+            where += (f"; stopped at the size limit of {config.mib(w.max_bytes)} MiB (TRT_TRACE_MAX_MB): "
+                      f"{w.events_not_written} more events not written (TRT_TRACE_ON_LIMIT=split keeps them)")
+        in_use = getattr(w, "in_use", "")
+        if in_use:  # another process was writing the path: this one wrote a file of its own
+            where += f"; {in_use} was in use by another process"
+        return f"trace written to {where}; open it in ui.perfetto.dev"
+
+
+def start(path: str | os.PathLike, **overrides: Any) -> Session:
+    """Starts tracing every engine call of this process into `path`.
+
+    path: the trace file; {pid}, {rank} and {host} in it are replaced (and a forked child, with
+    {pid} in the path, gets a trace of its own with the same settings).
+    Keywords (config.Settings, each checked: a bad one is one TraceError line):
+    format: "json" (Chrome trace JSON) or "perfetto" (native Perfetto protobuf); None picks by the
+    suffix: *.pftrace, *.perfetto-trace and *.pb are Perfetto, anything else JSON.
+    buffer_events: ring capacity per thread (a number, or '256k' / '1M'; None: 64k).
+    nvtx=True also emits NVTX ranges (domain "trt_trace") for Nsight Systems. lazy_file=True creates
+    the file only when the first engine call is traced (the TRT_TRACE_OUT start-up path). gpu=False
+    turns off GPU spans (CUDA events) of CUDA calls; gpu_every=N gives them to every Nth CUDA call of
+    each engine only (per calling thread; the table's GPU column is then scaled and marked sampled).
+    max_bytes: size limit of one file (default 1 GiB, 0 none); past it split=True continues in
+    numbered files, split=False stops writing. layers=N: each engine's first call runs as usual, its
+    next N calls with per-layer timing (Torch-TensorRT's own profiler; docs/layers.md), then normal
+    calls again; `trt-trace layers` reads them back."""
+    return start_session(from_keywords(path, overrides))
+
+
+def start_session(settings: Settings) -> Session:
+    """start() with the settings in one object (the environment's, or a parent session's)."""
+    global _active
+    with _lock:
+        if _active is not None:
+            raise TraceError(f"already tracing into {_active.path}; call trt_trace.stop() first")
+        session = Session(settings)
+        session.start()
+        _active = session
+        # SIGTERM ends the process: the trace is finished and said as at any exit (the line, the exit dump).
+        process_hooks.install_exit_paths(_finish_at_exit)
+        if session.flight is not None:
+            process_hooks.install_flight_triggers(_dump_on_trigger)
+        return session
+
+
+def flight(seconds: float, path: str, on_exit: bool = False, max_bytes: int | None = None, **start_kwargs: Any,
+           ) -> Session:
+    """Starts the flight recorder: every engine call is traced, the last `seconds` of calls are kept
+    in memory (at most `max_bytes`, default 256 MiB; the oldest go first) and nothing is written until
+    a dump: trt_trace.dump(), SIGUSR1, an unhandled exception, or the exit with on_exit=True. Dump N
+    goes to `path` with `.dumpN` before its suffix (trace.dump1.json); the format is by suffix as for
+    start(), whose other keywords it takes."""
+    if isinstance(seconds, bool) or not isinstance(seconds, int | float) or not 0 < seconds < float("inf"):
+        raise TraceError(f"the flight recorder's window must be a positive number of seconds, not {seconds!r}; "
+                         "give e.g. 30")
+    unknown = sorted(set(start_kwargs) - set(config.start_keywords()))
+    if unknown:
+        raise TraceError(f"flight() takes no keyword {unknown[0]!r}; it takes on_exit=, max_bytes= and start()'s")
+    settings = from_keywords(path, start_kwargs)
+    return start_session(dataclasses.replace(
+        settings, flight_s=float(seconds), flight_on_exit=config.check_flag("on_exit", on_exit),
+        flight_max_bytes=settings.flight_max_bytes if max_bytes is None else config.check_count(
+            "max_bytes", max_bytes, "bytes", "the flight recorder's memory cap, e.g. 256 * 2**20")))
+
+
+def layers(n: int) -> None:
+    """Per-layer timing in a running process: from now on, each engine's first call runs as usual
+    and its next n calls run with Torch-TensorRT's own per-layer profiling (their layers go into
+    the session's trace; `trt-trace layers` reads them), then normal calls again; n=0 turns it off
+    (engines inside their window are back to normal at once). Needs a tracing session in this
+    process (TRT_TRACE_OUT, trt_trace.start()); raises TraceError otherwise or for a bad n."""
+    check_layers(n)
+    session = _active
+    if session is None or session.pid != os.getpid():
+        raise TraceError("no tracing session in this process: per-layer timing records into a session's trace; "
+                         "start one with TRT_TRACE_OUT=trace.json or trt_trace.start(path, layers=N)")
+    session.set_layers(n)
+
+
+def dump() -> str:
+    """Writes the flight recorder's window now (see flight()); returns the file's path."""
+    session = _active
+    if session is None or session.pid != os.getpid():
+        raise TraceError("no flight recorder is running; start one with TRT_TRACE_FLIGHT=SECONDS or trt_trace.flight()")
+    return session.dump()
+
+
+def stop() -> str | None:
+    """Stops tracing and finishes the file; returns its path (None when not tracing)."""
+    with process_hooks.finishing():  # a SIGTERM meanwhile waits for the file's end
+        session = _take_active()
+        if session is None:
+            return None
+        session.stop()
+    return session.path
+
+
+def _take_active() -> Session | None:
+    """The process's session, no longer active (None when not tracing, or when it is a parent's)."""
+    global _active
+    with _lock:
+        session, _active = _active, None
+    if session is None or session.pid != os.getpid():  # a fork child's copy: the file is the parent's
+        return None
+    return session
+
+
+def active() -> Session | None:
+    return _active
+
+
+def _dump_on_trigger(trigger: str) -> None:
+    """A trigger's dump (its line is Session.dump's); never raises into the program."""
+    session = _active
+    if session is None or session.flight is None or session.pid != os.getpid():
+        return
+    try:
+        session.dump(trigger)
+    except Exception as exc:
+        warn(f"flight recorder ({trigger}): could not write the dump ({exc})")
+
+
+def _after_fork_in_child() -> None:
+    """A forked child must not write into the parent's file: its copy of the session is dropped
+    (the file object closed without a write); with {pid} in TRT_TRACE_OUT it gets a trace of its own."""
+    global _active
+    session, _active = _active, None
+    if session is None:
+        return
+    session.writer.abandon()
+    ops.after_fork_in_child()
+    if "{pid}" in (session.settings.out or ""):
+        # The parent's settings whole; only GPU timing is off (CUDA cannot be used in a forked child).
+        child = dataclasses.replace(session.settings, gpu=False, lazy_file=True)
+        try:
+            start_session(child)
+        except Exception as exc:
+            warn(f"could not trace the forked child ({exc})")
+    else:
+        ops.set_recording(False)
+        ops.set_profile_execution(False)
+        ops.restore_session_switches(session._switches_before)  # the parent's session is not the child's
+
+
+def _finish_at_exit() -> None:
+    """Finishes this process's trace at exit and says what is on disk, in one line."""
+    session = _take_active()
+    if session is None:
+        return
+    quiet = session.settings.quiet
+    session.stop(report_limit=quiet)  # not quiet: the line below says what the size limit left out
+    if quiet:
+        return
+    if session.flight is not None:
+        if session.flight.on_exit and session.flight.last_dump is not None:
+            warn(session.flight.last_dump.line())
+        return
+    if session.writer.created or session.failure is not None:
+        warn(session.outcome())
+
+
+process_hooks.at_fork(before=_lock.acquire, after_in_parent=_lock.release,
+                      after_in_child=lambda: (_lock._at_fork_reinit(), _after_fork_in_child()))
+process_hooks.at_exit(_finish_at_exit)
