@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import os
+import signal
 import subprocess
 import sys
 import tempfile
@@ -173,6 +174,15 @@ def trt_trace_cli() -> list[str]:
 # `import torch`, which starts tracing under TRT_TRACE_OUT (trt_trace keeps an ignored signal ignored).
 TERMINAL_SIGNALS = ("import signal; signal.signal(signal.SIGINT, signal.default_int_handler); "
                     "signal.signal(signal.SIGTERM, signal.SIG_DFL); signal.signal(signal.SIGUSR1, signal.SIG_DFL)\n")
+
+
+def terminal_signals() -> None:
+    """TERMINAL_SIGNALS for a child that is not a Python program we write (a console script): as
+    `preexec_fn`, it sets the dispositions before the exec (Python then installs its KeyboardInterrupt
+    handler, which it never does for a SIGINT it finds ignored)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    signal.signal(signal.SIGUSR1, signal.SIG_DFL)
 
 
 def with_signals_ignored(command: list[str], signals: tuple[str, ...] = ("SIGINT", "SIGTERM")) -> list[str]:

@@ -20,8 +20,9 @@ HERE = Path(__file__).resolve().parent
 SAMPLE = [
     "test_viewer.py::test_a_relative_path_is_served_as_the_readme_runs_it",
     "test_viewer.py::test_a_busy_port_moves_to_the_next_free_one",
-    "test_robustness.py::test_exit_paths_leave_a_loadable_trace[SIGINT-True]",
-    "test_robustness.py::test_exit_paths_leave_a_loadable_trace[SIGTERM-True]",
+    "test_robustness.py::test_exit_paths_leave_a_loadable_trace[SIGINT-True-.json]",
+    "test_robustness.py::test_exit_paths_leave_a_loadable_trace[SIGTERM-True-.pftrace]",
+    "test_verb_inputs_outputs.py::test_ctrl_c_on_the_demo_is_one_line_and_no_traceback",
     "test_layers.py::test_nothing_is_left_in_the_temporary_directory[SIGTERM]",
     "test_flight_recorder.py::test_sigusr1_dumps_and_the_program_runs_on",
 ]

@@ -27,6 +27,7 @@ import time
 from pathlib import Path
 
 import pytest
+from conftest import terminal_signals
 
 from trt_trace.io.readers.in_memory import load_events
 
@@ -136,13 +137,6 @@ def _env(tmp_path: Path, suffix: str = ".json") -> dict[str, str]:
     return env
 
 
-def _default_signals() -> None:
-    """The child starts with the dispositions a terminal gives (the suite may run as a background job,
-    which inherits SIGINT ignored: Python would then never raise KeyboardInterrupt)."""
-    signal.signal(signal.SIGINT, signal.SIG_DFL)
-    signal.signal(signal.SIGTERM, signal.SIG_DFL)
-
-
 def run_cell(tmp_path: Path, kind: str, suffix: str = ".json") -> subprocess.CompletedProcess:
     (tmp_path / "program.py").write_text(COUNTER + PROGRAMS[kind])
     env = {**_env(tmp_path, suffix), **ENV.get(kind, {})}
@@ -155,9 +149,9 @@ def run_cell(tmp_path: Path, kind: str, suffix: str = ".json") -> subprocess.Com
                "--master-port", str(port), "program.py"]
     if kind not in SIGNALLED:
         return subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=240,
-                              preexec_fn=_default_signals)
+                              preexec_fn=terminal_signals)
     proc = subprocess.Popen(cmd, cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, preexec_fn=_default_signals)
+                            text=True, preexec_fn=terminal_signals)
     try:
         assert proc.stdout.readline().strip() == "ready"
         time.sleep(1.0)  # a second of busy calls: the drain must keep up while they run
