@@ -23,13 +23,14 @@ import numpy as np
 import torch
 
 from trt_trace import ops, standin
-from trt_trace.drainer import BATCH_RECORDS
 from trt_trace.records import RECORD_DTYPE
 from trt_trace.writers import ChromeJsonWriter, PerfettoTraceWriter
 
 # The writers' clock: wall time (default), or the process's CPU time (--cpu-time) on a machine shared with other
 # work, where wall time measures the neighbours as much as the writer.
 CLOCK = time.perf_counter
+
+BATCH_RECORDS = 1 << 14  # records per drain (csrc/session/native_writer.cpp kBatchRecords)
 
 WRITERS = {"Chrome JSON": (ChromeJsonWriter, "t.json"), "Perfetto protobuf": (PerfettoTraceWriter, "t.pftrace"),
            "Chrome JSON, native writer": (None, "n.json")}
