@@ -112,11 +112,12 @@ e = standin.make_engine("served")
 for _ in range(4):
     torch.ops.tensorrt.execute_engine([torch.ones(4)], e)
 if sys.argv[1] == "signal":
-    import threading
-    os.kill(os.getpid(), signal.SIGUSR1)  # its handler runs before the next line, and starts the dump's thread
-    for t in threading.enumerate():
-        if t.name == "trt_trace-flight-dump":
-            t.join()  # the dump runs on a thread of its own
+    import time, trt_trace
+    os.kill(os.getpid(), signal.SIGUSR1)  # the native handler asks the writer thread for a dump
+    if signal.getsignal(signal.SIGUSR1) == signal.SIG_DFL:  # trt_trace took it (not the program's own handler)
+        t0 = time.monotonic()
+        while trt_trace.active().flight.dumps == 0 and time.monotonic() < t0 + 30:
+            time.sleep(0.01)  # the thread dumps at its next wake (a status read waits for the dump's end)
     torch.ops.tensorrt.execute_engine([torch.ones(4)], e)
     print("still running")
 elif sys.argv[1] == "raise":
@@ -180,3 +181,62 @@ def test_bad_settings_are_one_line_and_the_cli_flag(tmp_path):
     cli = subprocess.run([*trt_trace_cli(), "run", "--flight", "-1", "--", "true"],
                          capture_output=True, text=True, cwd=tmp_path)
     assert cli.returncode == 2 and "positive number of seconds" in cli.stderr
+
+
+# The main thread makes its calls, says so, then keeps the GIL in a pure Python loop for HOLD_S (a switch interval
+# of 1000 s: no other Python thread runs meanwhile). Prints the hold's bounds.
+GIL_HOLDER = TERMINAL_SIGNALS + """
+import sys, time, torch
+from trt_trace import standin
+e = standin.make_engine("gil_flight")
+x = [torch.ones(4)]
+for _ in range(int(sys.argv[1])):
+    torch.ops.tensorrt.execute_engine(x, e)
+sys.setswitchinterval(1000)
+t0 = time.monotonic_ns()
+print("holding", flush=True)
+while time.monotonic_ns() < t0 + %d:
+    pass
+print(t0, time.monotonic_ns(), flush=True)
+"""
+HOLD_S = 4
+
+
+@pytest.mark.parametrize("suffix", [".json", ".pftrace"])
+def test_sigusr1_dumps_every_call_while_the_main_thread_holds_the_gil(tmp_path, suffix):
+    # The window is drained and the dump written on the native writer thread: while the program's thread keeps the
+    # GIL, SIGUSR1's dump is on disk, whole, with every call of the window, and its line on stderr. A recorder that
+    # needs Python (a Python drainer, a Python signal handler's dump thread) would write nothing until the hold ends.
+    import signal
+    import time
+
+    calls = 2000
+    script = tmp_path / "hold.py"
+    script.write_text(GIL_HOLDER % (HOLD_S * 10**9))
+    base = {k: v for k, v in os.environ.items() if not k.startswith("TRT_TRACE_")}
+    out = tmp_path / f"t{suffix}"
+    dump = tmp_path / f"t.dump1{suffix}"
+    proc = subprocess.Popen([sys.executable, str(script), str(calls)], cwd=tmp_path, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True,
+                            env={**base, "TRT_TRACE_FLIGHT": "60", "TRT_TRACE_OUT": str(out)})
+    try:
+        assert proc.stdout.readline().strip() == "holding"
+        proc.send_signal(signal.SIGUSR1)
+        seen_ns = 0  # when the dump was whole on disk
+        while proc.poll() is None and not seen_ns:
+            time.sleep(0.02)
+            try:  # (a file the writer thread is still writing may not read yet)
+                read = read_calls(str(dump), lambda part, info: None) if dump.exists() else None
+            except Exception:
+                read = None
+            if read is not None and read.info.ended == "closed":
+                assert read.calls == calls and len(read.partial) == 0
+                seen_ns = time.monotonic_ns()
+        stdout, stderr = proc.communicate(timeout=120)
+    finally:
+        proc.kill()
+    assert proc.returncode == 0, stderr
+    held_from, held_to = map(int, stdout.split())
+    assert seen_ns and seen_ns < held_to, (seen_ns, held_from, held_to, stderr)  # while the GIL was still held
+    assert f"flight recorder (SIGUSR1): last 60 s written to {dump} ({calls} calls)" in stderr, stderr
+    assert not out.exists() and aggregate(load_events(str(dump))).stats[0][0] == calls

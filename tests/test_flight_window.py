@@ -1,24 +1,35 @@
-"""The flight recorder's window (trt_trace/runtime/flight.py) on records made up here, to the record: what it
-keeps by age and by memory, what a dump holds and says. The recorder end to end, with engines and
-triggers: tests/test_flight_recorder.py."""
+"""The flight recorder's window (csrc/session/flight_window.h, kept by the native writer thread) on records
+made up here, to the record: what it keeps by age and by memory, what a dump holds and says, and that a dump
+is the file the Python writers make of the same records and metadata (the path dumps took before the window
+moved to the native side). The recorder end to end, with engines and triggers: tests/test_flight_recorder.py."""
 
 from __future__ import annotations
 
 import dataclasses
+import os
+import random
 
 import numpy as np
+import orjson
 import pytest
+import torch
+from trace_checks import load_strict
 
+import trt_trace
+from trt_trace.analysis.trace_summary import load_events
+from trt_trace.io.writers import ChromeJsonWriter, PerfettoTraceWriter
 from trt_trace.native import ops
-from trt_trace.runtime.flight import Dump, FlightWindow, dump_path
+from trt_trace.runtime import config, session
+from trt_trace.runtime.flight import Dump
 from trt_trace.schema.records import RECORD_DTYPE
 from trt_trace.schema.trace_format import Phase
 
 S = 1_000_000_000  # ns
+FLIGHT_KEYS = ["window_s", "held_s", "capped", "dump", "trigger", "calls", "records_let_go", "max_records"]
 
 
 def calls(first_id: int, begins_ns: list[int], length_ns: int = 1000) -> np.ndarray:
-    """A batch as the drainer hands it over: per call its record and one phase (two records)."""
+    """A batch as a drain hands it over: per call its record and one phase (two records)."""
     rows = []
     for k, begin in enumerate(begins_ns):
         cid = first_id + k
@@ -27,149 +38,235 @@ def calls(first_id: int, begins_ns: list[int], length_ns: int = 1000) -> np.ndar
     return np.array(rows, dtype=RECORD_DTYPE)
 
 
-class StubWriter:
-    """A dump's writer that keeps what it is given (and says it left `not_written` events out)."""
-
-    made: list[StubWriter] = []
-
-    def __init__(self, path: str, not_written: int = 0) -> None:
-        self.path, self.paths, self.created, self.gpu_flows = path, [path], True, None
-        self.events_not_written = not_written
-        self.begun = self.written = self.finished = None
-        StubWriter.made.append(self)
-
-    def begin(self, process_name, metadata):  # noqa: ANN001
-        self.begun = (process_name, metadata)
-
-    def write(self, records):  # noqa: ANN001
-        self.written = records.copy()
-
-    def finish(self, end_metadata):  # noqa: ANN001
-        self.finished = end_metadata
-
-    def abandon(self) -> None:
-        pass
+def add(batch: np.ndarray, now_ns: int = 100 * S) -> None:
+    """The batch into the running recorder's window, as a drain at now_ns adds it."""
+    ops.writer_flight_add(torch.frombuffer(bytearray(batch.tobytes()), dtype=torch.uint8), now_ns)
 
 
 @pytest.fixture
-def clock(monkeypatch):
-    """The window's clock, set by the test (ns)."""
-    now = {"ns": 100 * S}
-    monkeypatch.setattr(ops, "clock_now_ns", lambda: now["ns"])
-    StubWriter.made = []
-    return now
+def recorder(tmp_path):
+    """A flight recorder with no engine calls of its own: its window holds what the test adds."""
+
+    def start(seconds: float = 2.0, max_records: int = 1000, on_exit: bool = False, **settings) -> session.Session:
+        base = config.from_keywords(str(tmp_path / "f.json"), {})
+        return session.start_session(dataclasses.replace(
+            base, flight_s=float(seconds), flight_max_bytes=max_records * 40, flight_on_exit=on_exit, **settings))
+
+    yield start
+    trt_trace.stop()
 
 
-def window(seconds: float = 2.0, max_records: int = 1000, not_written: int = 0, **kwargs) -> FlightWindow:
-    w = FlightWindow("f.json", lambda path: StubWriter(path, not_written), seconds, max_records * 40, **kwargs)
-    w.begin("serve.py", {"tool": "trt_trace"})
-    return w
+def dumped_calls(path: str) -> list[int]:
+    """The call ids of a JSON dump's records, in file order."""
+    return [e["args"]["call_id"] for e in load_strict(path) if e.get("ph") == "X"]
 
 
-def test_batches_older_than_the_window_go_and_one_ending_at_its_edge_stays(clock):
-    w = window(seconds=2)
-    w.write(calls(1, [90 * S]))            # ends long before the window
-    w.write(calls(2, [98 * S - 1000]))     # ends exactly at the window's edge (now - 2 s)
-    w.write(calls(3, [99 * S]))
-    clock["ns"] = 100 * S
-    w.write(calls(4, [100 * S - 10]))      # the write trims by age
-    assert w.records_held == 6 and w.records_let_go == 0  # the first batch went (by age, not counted)
-    kept = w.window()
-    assert sorted(set(kept["call_id"].tolist())) == [3, 4]  # call 2 began before the window: not in it
-    assert len(w.window(now_ns=99 * S + 500)) == 6  # an explicit clock: calls 2 (at the edge), 3, 4
+def metadata(path: str) -> list[dict]:
+    return [e["args"] for e in load_strict(path) if e.get("ph") == "M" and e.get("name") == "trt_trace_metadata"]
 
 
-def test_the_memory_cap_lets_the_oldest_go_exactly(clock):
-    w = window(seconds=3600, max_records=6)
-    w.write(calls(1, [99 * S, 99 * S + 10]))   # 4 records
-    w.write(calls(3, [99 * S + 20]))           # 6: exactly the cap, nothing goes
-    assert (w.records_held, w.records_let_go) == (6, 0)
-    w.write(calls(4, [99 * S + 30, 99 * S + 40]))  # 10: the first batch (4) goes
-    assert (w.records_held, w.records_let_go) == (6, 4)
-    w.write(calls(6, [99 * S + 50, 99 * S + 60, 99 * S + 70, 99 * S + 80]))  # one batch larger than the cap
-    assert (w.records_held, w.records_let_go) == (6, 12)  # 4 before, the two older batches (6), 2 of its own 8
-    assert w.window()["call_id"].tolist() == [7, 7, 8, 8, 9, 9]  # the newest, whole calls
+def test_batches_older_than_the_window_go_and_one_ending_at_its_edge_stays(recorder):
+    s = recorder(seconds=2)
+    add(calls(1, [90 * S]))            # ends long before the window
+    add(calls(2, [98 * S - 1000]))     # ends exactly at the window's edge (now - 2 s)
+    add(calls(3, [99 * S]))
+    add(calls(4, [100 * S - 10]))      # the add trims by age
+    assert s.flight.records_held == 6 and s.flight.records_let_go == 0  # the first batch went (by age, not counted)
+    kept = s.flight.dump("dump()", 100 * S)
+    assert sorted(set(dumped_calls(kept.path))) == [3, 4]  # call 2 began before the window: not in it
+    assert kept.calls == 2 and not kept.capped
+    earlier = s.flight.dump("dump()", 99 * S + 500)  # an explicit clock: calls 2 (at the edge), 3, 4
+    assert len(dumped_calls(earlier.path)) == 6 and earlier.calls == 3
 
 
-def test_a_one_record_batch_is_kept_and_an_empty_window_is_empty(clock):
-    w = window()
-    assert len(w.window(now_ns=1000)) == 0  # nothing written: no record, whatever the clock
-    w.write(calls(1, [99 * S])[:1])  # a batch of one record: a call whose phase comes in the next
-    assert w.records_held == 1 and w.window()["call_id"].tolist() == [1]
+def test_the_memory_cap_lets_the_oldest_go_exactly(recorder):
+    s = recorder(seconds=3600, max_records=6)
+    add(calls(1, [99 * S, 99 * S + 10]))   # 4 records
+    add(calls(3, [99 * S + 20]))           # 6: exactly the cap, nothing goes
+    assert (s.flight.records_held, s.flight.records_let_go) == (6, 0)
+    add(calls(4, [99 * S + 30, 99 * S + 40]))  # 10: the first batch (4) goes
+    assert (s.flight.records_held, s.flight.records_let_go) == (6, 4)
+    add(calls(6, [99 * S + 50, 99 * S + 60, 99 * S + 70, 99 * S + 80]))  # one batch larger than the cap
+    assert (s.flight.records_held, s.flight.records_let_go) == (6, 12)  # 4, 6 (two batches), 2 of its 8
+    done = s.flight.dump("dump()", 100 * S)
+    assert dumped_calls(done.path) == [7, 7, 8, 8, 9, 9]  # the newest, whole calls
+    assert metadata(done.path)[-1]["flight"]["records_let_go"] == 12 and done.capped
 
 
-def test_a_dump_holds_the_calls_that_began_in_the_window_and_says_so(clock):
-    w = window(seconds=2)
-    assert not w.created and w.last_dump is None
-    w.write(calls(1, [97 * S, 98 * S, 99 * S]))
-    clock["ns"] = 100 * S
-    done = w.dump({"end": 1}, "dump()")
-    (writer,) = StubWriter.made
-    assert writer.path == dump_path("f.json", 1) == "f.dump1.json" and w.created and w.paths == ["f.dump1.json"]
-    assert sorted(set(writer.written["call_id"].tolist())) == [2, 3]  # 98 s is the window's first ns
+def test_a_one_record_batch_is_kept_and_an_empty_window_is_an_empty_trace(recorder):
+    s = recorder()
+    empty = s.flight.dump("dump()", 1000)  # nothing added: no record, whatever the clock
+    assert empty.calls == 0 and dumped_calls(empty.path) == [] and metadata(empty.path)[-1]["flight"]["calls"] == 0
+    add(calls(1, [99 * S])[:1])  # a batch of one record: a call whose phase comes in the next
+    assert s.flight.records_held == 1
+    assert dumped_calls(s.flight.dump("dump()", 100 * S).path) == [1]
+
+
+def test_a_dump_holds_the_calls_that_began_in_the_window_and_says_so(recorder, tmp_path):
+    s = recorder(seconds=2)
+    assert not s.writer.created and s.flight.last_dump is None
+    add(calls(1, [97 * S, 98 * S, 99 * S]))
+    done = s.flight.dump("dump()", 100 * S)
+    path = str(tmp_path / "f.dump1.json")
+    assert done.path == path and s.writer.created and s.writer.paths == [path]
+    assert sorted(set(dumped_calls(path))) == [2, 3]  # 98 s is the window's first ns
     flight = {"window_s": 2.0, "held_s": 2.0, "capped": False, "dump": 1, "trigger": "dump()", "calls": 2,
               "records_let_go": 0, "max_records": 1000}
-    assert writer.begun == ("serve.py", {"tool": "trt_trace", "flight": flight})
-    assert writer.finished == {"end": 1, "flight": flight}
-    assert writer.gpu_flows is True  # the session's choice, passed on
-    assert done == Dump("f.dump1.json", "dump()", 2, 2.0, 2.0, False, 1000 * 40) and w.last_dump == done
+    start, end = metadata(path)
+    assert start["tool"] == "trt_trace" and start["flight"] == flight and list(start)[-1] == "flight"
+    assert end["flight"] == flight and end["monotonic_ns"] == 100 * S and end["records_written"] == 4
+    assert (end["ended"], end["files"], end["events_not_written"]) == ("closed", [path], 0)
+    assert done == Dump(path, "dump()", 2, 2.0, 2.0, False, 1000 * 40) and s.flight.last_dump == done
     with pytest.raises(dataclasses.FrozenInstanceError):
         done.calls = 3  # type: ignore[misc]
-    assert done.line() == "flight recorder (dump()): last 2 s written to f.dump1.json (2 calls)"
+    assert done.line() == f"flight recorder (dump()): last 2 s written to {path} (2 calls)"
 
 
-def test_a_capped_dump_says_the_window_it_holds(clock):
-    w = window(seconds=10, max_records=4)
-    w.write(calls(1, [95 * S, 96 * S]))
-    w.write(calls(3, [97 * S + 123_456_789, 98 * S]))  # the cap lets calls 1 and 2 go
-    clock["ns"] = 100 * S
-    done = w.dump({}, "SIGUSR1")
+def test_a_capped_dump_says_the_window_it_holds(recorder, tmp_path):
+    s = recorder(seconds=10, max_records=4)
+    add(calls(1, [95 * S, 96 * S]))
+    add(calls(3, [97 * S + 123_456_789, 98 * S]))  # the cap lets calls 1 and 2 go
+    done = s.flight.dump("SIGUSR1", 100 * S)
     assert done.capped and done.calls == 2 and done.held_s == 2.876543  # rounded once, to the µs
-    assert StubWriter.made[0].finished["flight"]["held_s"] == done.held_s  # the line and the file agree
-    assert done.line() == ("flight recorder (SIGUSR1): 2.88 s of the last 10 s written to f.dump1.json (2 calls; the "
+    assert metadata(done.path)[-1]["flight"]["held_s"] == done.held_s  # the line and the file agree
+    assert done.line() == (f"flight recorder (SIGUSR1): 2.88 s of the last 10 s written to {done.path} (2 calls; the "
                            "memory cap of 0.000153 MiB let older calls go: raise TRT_TRACE_FLIGHT_MAX_MB or "
                            "flight(max_bytes=) for the whole window)")
 
 
-def test_a_cap_that_let_go_only_calls_before_the_window_is_no_cut(clock):
-    w = window(seconds=2, max_records=2)
-    w.write(calls(1, [90 * S]))   # let go by the cap, but long out of the window anyway
-    w.write(calls(2, [99 * S]))
-    clock["ns"] = 100 * S
-    done = w.dump({}, "dump()")
-    assert not done.capped and done.held_s == 2.0 and w.records_let_go == 0  # aged out first, not capped
+def test_a_cap_that_let_go_only_calls_before_the_window_is_no_cut(recorder):
+    s = recorder(seconds=2, max_records=2)
+    add(calls(1, [90 * S]))   # let go by age first, long out of the window anyway
+    add(calls(2, [99 * S]))
+    done = s.flight.dump("dump()", 100 * S)
+    assert not done.capped and done.held_s == 2.0 and s.flight.records_let_go == 0
 
 
-def test_the_cap_at_the_windows_very_edge_and_a_capped_window_with_no_call(clock):
-    w = window(seconds=2, max_records=2)
-    w.write(calls(1, [98 * S - 1000]))  # ends exactly at the edge of the window at 100 s
-    w.write(calls(2, [98 * S - 500]))   # the cap lets call 1 go
-    w.write(calls(3, [101 * S])[:0])
-    clock["ns"] = 100 * S
-    only = w.dump({}, "dump()")
+def test_the_cap_at_the_windows_very_edge_and_a_capped_window_with_no_call(recorder):
+    s = recorder(seconds=2, max_records=2)
+    add(calls(1, [98 * S - 1000]))  # ends exactly at the edge of the window at 100 s
+    add(calls(2, [98 * S - 500]))   # the cap lets call 1 go
+    only = s.flight.dump("dump()", 100 * S)
     assert only.capped and only.calls == 0 and only.held_s == 0.0  # cut at the edge: nothing of it left
 
 
-def test_one_call_is_one_call_and_dumps_add_up(clock):
-    w = window(not_written=3)
-    w.write(calls(1, [99 * S]))
-    first = w.dump({}, "dump()")
-    second = w.dump({}, "exit")
-    assert first.line().endswith("(1 call)") and w.paths == ["f.dump1.json", "f.dump2.json"]
-    assert second.trigger == "exit" and w.events_not_written == 6 and w.dumps == 2
-    w.write(calls(2, [99 * S + 1]))
-    assert w.dump({}, "dump()").line().endswith("(2 calls)")
+def test_one_call_is_one_call_and_dumps_add_up_past_the_size_limit(recorder, tmp_path):
+    s = recorder(seconds=3600)
+    add(calls(1, [99 * S]))
+    assert s.flight.dump("dump()", 100 * S).line().endswith("(1 call)")
+    add(calls(2, [99 * S + 1]))
+    assert s.flight.dump("dump()", 100 * S).line().endswith("(2 calls)")
+    trt_trace.stop()
+    # A dump is written in drain-sized batches (16384 records), so a file's size limit stops a large one
+    # between them, as it stops a session's file: each dump counts what it left out, and the recorder adds up.
+    n = 9000
+    s = recorder(seconds=3600, max_records=2 * n, max_bytes=1, split=False)
+    add(calls(1, [99 * S + k for k in range(n)]))
+    first = s.flight.dump("dump()", 100 * S)
+    second = s.flight.dump("exit", 100 * S)
+    assert first.calls == second.calls == n and second.trigger == "exit"
+    assert s.writer.paths == [str(tmp_path / "f.dump1.json"), str(tmp_path / "f.dump2.json")] and s.flight.dumps == 2
+    left_out = 2 * n - (1 << 14)
+    assert s.writer.events_not_written == 2 * left_out
+    end = metadata(second.path)[-1]
+    assert (end["ended"], end["events_not_written"], end["limit_bytes"]) == ("size limit", left_out, 1)
+    assert len(dumped_calls(second.path)) == 1 << 14
 
 
-def test_finish_dumps_only_when_asked_and_abandon_lets_all_go(clock):
-    quiet = window()
-    quiet.write(calls(1, [99 * S]))
-    quiet.finish({})
-    assert not quiet.created and not quiet.on_exit
-    asked = window(on_exit=True)
-    asked.write(calls(1, [99 * S]))
-    asked.finish({"end": 1})
-    assert asked.on_exit and asked.paths == ["f.dump1.json"] and asked.last_dump.trigger == "exit"
-    assert asked.finish_after_failure({}, "disk full") is False
-    asked.abandon()
-    assert asked.records_held == 0 and len(asked.window()) == 0
+def test_stop_dumps_only_when_asked(recorder, tmp_path):
+    recorder()
+    add(calls(1, [99 * S]))
+    trt_trace.stop()
+    assert not list(tmp_path.iterdir())
+    s = recorder(on_exit=True, seconds=3600)
+    add(calls(1, [ops.clock_now_ns() - S]))
+    trt_trace.stop()
+    assert s.writer.paths == [str(tmp_path / "f.dump1.json")] and s.flight.last_dump.trigger == "exit"
+    assert s.flight.finish_after_failure({}, "disk full") is False
+    assert dumped_calls(s.flight.last_dump.path) == [1, 1]
+
+
+# -- the same file as the Python writers make of the same records (the path dumps took before) ----------------
+
+
+def window_records(batches: list[np.ndarray], now_ns: int, seconds: float) -> np.ndarray:
+    """The whole calls that began in the window, in drain order: what the Python window handed its writer."""
+    records = np.concatenate(batches)
+    cutoff = now_ns - int(seconds * 1e9)
+    began = records[(records["phase"] == Phase.CALL) & (records["begin_ns"] >= cutoff)]
+    return records[np.isin(records["call_id"], began["call_id"])]
+
+
+def random_batches(seed: int, engines: int, now_ns: int) -> list[np.ndarray]:
+    """Calls of a few engines on a few threads, some overlapping, each with phases, in drain-sized batches."""
+    rng = random.Random(seed)
+    rows, t = [], now_ns - 3 * S
+    for cid in range(1, 400):
+        t += rng.randrange(1000, 12_000_000)
+        length = rng.randrange(2000, 30_000_000)
+        engine, thread = rng.randrange(1, engines + 1), rng.choice([101, 102, 103])
+        rows.append((t, t + length, cid, engine, thread, Phase.CALL, 0, 0xFFFF, 0))
+        rows.append((t + 500, t + length - 500, cid, engine, thread, Phase.ENQUEUE, 0, 0xFFFF, 0))
+    records = np.array(rows, dtype=RECORD_DTYPE)
+    cuts = sorted(rng.sample(range(1, len(records)), 5))
+    return np.split(records, cuts)
+
+
+@pytest.mark.parametrize("suffix", [".json", ".pftrace"])
+def test_a_dump_is_the_python_writers_file_of_the_same_records(recorder, tmp_path, suffix):
+    engines = 3  # named as the registry names them (or engine_N past it), by both writers alike
+    now = ops.clock_now_ns()
+    seconds = 1.6
+    s = recorder(seconds=seconds, out=str(tmp_path / f"f{suffix}"), gpu=False)
+    batches = random_batches(7, engines, now)
+    for b in batches:
+        add(b, now - 2 * S)  # nothing trimmed by age before the dump
+    done = s.flight.dump("dump()", now)
+    assert 0 < done.calls < 399 and not done.capped
+    native = tmp_path / f"native{suffix}"
+    os.rename(done.path, native)
+    # The Python writer, given the same records and the metadata the dump wrote, into the same path.
+    events = load_events(str(native))
+    start, end = (e["args"] for e in events if e.get("name") == "trt_trace_metadata")
+    name = start["program"] + ("" if start.get("rank") is None else f" rank {start['rank']}")  # as the session names it
+    writer = (ChromeJsonWriter if suffix == ".json" else PerfettoTraceWriter)(done.path, ops.engine_names)
+    writer.gpu_flows = False
+    writer.begin(name, start)
+    writer.write(window_records(batches, now, seconds))
+    session_end = {k: v for k, v in end.items() if k not in ("ended", "files", "records_written", "events_not_written")}
+    writer.finish(session_end)
+    if suffix == ".json":
+        assert native.read_bytes() == open(done.path, "rb").read()  # byte for byte
+    else:  # the clock snapshots are read as each file is written: the same trace, read back
+        assert load_events(str(native)) == load_events(done.path)
+
+
+def random_value(rng: random.Random, depth: int = 0) -> object:
+    kind = rng.randrange(8 if depth < 3 else 6)
+    if kind == 0:
+        return rng.choice([None, True, False])
+    if kind == 1:
+        return rng.choice([0, -1, 1, rng.randrange(-(1 << 63), 1 << 63), rng.randrange(1 << 63, 1 << 64)])
+    if kind in (2, 3):  # doubles of every magnitude, the layouts' edges among them
+        return rng.choice([0.0, -0.0, 2.0, 0.6, 2.876543, 1e15, 1e16, 1.5e16, 1e-4, 1e-5, 1.25e-5, 1e-6, 5e-324,
+                           1.7976931348623157e308, rng.uniform(-1e3, 1e3), 10 ** rng.uniform(-30, 30),
+                           float(rng.randrange(1 << 53))])
+    if kind == 4:
+        return "".join(rng.choice(['a', '"', "\\", "\n", "\x01", "\x7f", "é", "引", "😀", "/"])
+                       for _ in range(rng.randrange(6)))
+    if kind == 5:
+        return rng.randrange(-1000, 1000)
+    if kind == 6:
+        return [random_value(rng, depth + 1) for _ in range(rng.randrange(4))]
+    return {f"k{i}": random_value(rng, depth + 1) for i in range(rng.randrange(4))}
+
+
+def test_the_native_metadata_json_is_orjsons():
+    # A dump's metadata is written by the native side (format/json_value.h) as orjson writes the same values:
+    # read back and written again, every orjson text comes out byte for byte.
+    rng = random.Random(5)
+    for _ in range(3000):
+        text = orjson.dumps(random_value(rng)).decode()
+        assert ops._op("_json_value_roundtrip")(text) == text
+    for bad in ["", "{", "[1,]", '{"a" 1}', "01", "1.", "nul", '"\\x"', "[1] 2", '"\\ud800"']:
+        assert ops._op("_json_value_roundtrip")(bad) is None, bad

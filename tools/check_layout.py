@@ -45,7 +45,7 @@ PY_LAYERS: list[tuple[str, ...]] = [
     ("native",),  # the compiled library: its load (once, start-up order), its ops with types
     ("io",),  # the format registry, the track book, writers, readers, Perfetto's protos, verbs' output files
     ("captures",),  # other profilers' captures, read (their formats registered with io's registry)
-    ("runtime", "analysis"),  # recording (settings, session, drainers, flight, exits, metrics); reading back
+    ("runtime", "analysis"),  # recording (settings, session, native writer control, flight, exits); reading back
     ("standin",),  # the stand-in Torch-TensorRT runtime for tests and the demo (its cache folder: runtime.config)
     ("demo", "viewer"),  # `trt-trace demo`; `trt-trace view`'s server of the Perfetto UI
     ("cli",),  # trt-trace: one _cmd_<verb> per verb

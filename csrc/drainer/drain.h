@@ -1,6 +1,6 @@
 // One drain step: records moved out of every thread's ring, GPU spans resolved so far appended. The
 // one consumer of the rings and the GPU resolver: the native writer's thread in a session, the
-// drain ops (tests, the Python drainer of flight and Perfetto sessions) otherwise; a lock keeps
+// drain ops (tests) otherwise; a lock keeps
 // them one at a time.
 #pragma once
 

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <array>
+#include <stdexcept>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -37,7 +38,7 @@ session::TraceKind trace_kind(const std::string& format) {
 // head: the JSON array's first events, or the Perfetto start instant's debug annotations (WriterSettings).
 void writer_start(const std::string& path, const std::string& format, bool lazy, int64_t max_bytes, bool split,
                   int64_t pid, bool gpu_flows, const at::Tensor& head, const std::string& process_name,
-                  int64_t start_ns, int64_t interval_ms) {
+                  int64_t start_ns, int64_t interval_ms, double flight_s, int64_t flight_memory_bytes) {
   session::WriterSettings s;
   s.file = session::TraceFileOptions{path, lazy, max_bytes, split, pid};
   s.format = trace_kind(format);
@@ -47,6 +48,7 @@ void writer_start(const std::string& path, const std::string& format, bool lazy,
   s.pid = pid;
   s.gpu_flows = gpu_flows;
   s.interval_ms = interval_ms;
+  s.flight = session::FlightSettings{flight_s > 0, flight_s, flight_memory_bytes};
   try {
     session::start_writer(s);
   } catch (const WriteFailed& e) {
@@ -65,14 +67,38 @@ bool writer_end(const at::Tensor& end_record, int64_t end_ns, bool after_failure
 }
 
 // (counts, paths, error, in_use); counts: records_drained, events_written, events_not_written,
-// bytes_written, max_bytes, wakes, created, failed, running.
+// bytes_written, max_bytes, wakes, created, failed, running, records_held, records_let_go, dumps.
 std::tuple<std::vector<int64_t>, std::vector<std::string>, std::string, std::string> writer_status() {
   const session::WriterStatus s = session::writer_status();
   return {{s.records_drained, s.events_written, s.events_not_written, s.bytes_written, s.max_bytes, s.wakes,
-           s.created, s.failed, s.running},
+           s.created, s.failed, s.running, s.records_held, s.records_let_go, s.dumps},
           s.paths,
           s.error,
           s.in_use};
+}
+
+// A flight dump now: (paths, number, calls, held_s, capped, events_not_written, line).
+std::tuple<std::vector<std::string>, int64_t, int64_t, double, bool, int64_t, std::string> writer_flight_dump(
+    const std::string& trigger, int64_t now_ns) {
+  try {
+    const session::FlightDump d = session::dump_flight(trigger, now_ns);
+    return {d.paths, d.number, d.calls, d.held_s, d.capped, d.events_not_written, d.line};
+  } catch (const WriteFailed& e) {
+    TORCH_CHECK(false, "trt_trace writer: ", e.shown);
+  } catch (const std::logic_error& e) {
+    TORCH_CHECK(false, "trt_trace writer: ", e.what());
+  }
+}
+
+void writer_flight_add(const at::Tensor& records, int64_t now_ns) {
+  TORCH_CHECK(records.dtype() == at::kByte && records.is_contiguous() && records.numel() % sizeof(Record) == 0,
+              "writer_flight_add: records must be contiguous uint8 of whole records");
+  try {
+    session::flight_add(reinterpret_cast<const Record*>(records.data_ptr<uint8_t>()),
+                        static_cast<size_t>(records.numel() / static_cast<int64_t>(sizeof(Record))), now_ns);
+  } catch (const std::logic_error& e) {
+    TORCH_CHECK(false, "trt_trace writer: ", e.what());
+  }
 }
 
 // A whole JSON trace written from given records in batches of `batch`, with given names: the
@@ -144,8 +170,17 @@ std::tuple<int64_t, int64_t, std::vector<std::string>> perfetto_trace_from_recor
 TORCH_LIBRARY_FRAGMENT(trt_trace, m) {
   using namespace trt_trace;
   m.def("_writer_start(str path, str format, bool lazy, int max_bytes, bool split, int pid, bool gpu_flows, "
-        "Tensor head, str process_name, int start_ns, int interval_ms) -> ()",
+        "Tensor head, str process_name, int start_ns, int interval_ms, float flight_s=0, "
+        "int flight_memory_bytes=0) -> ()",
         &writer_start);
+  m.def("_writer_flight_dump(str trigger, int now_ns) -> (str[], int, int, float, bool, int, str)",
+        &writer_flight_dump);
+  m.def("_writer_flight_layers(int calls_per_engine) -> ()", [](int64_t n) { session::flight_layers(n); });
+  m.def("_writer_flight_add(Tensor records, int now_ns) -> ()", &writer_flight_add);
+  m.def("_flight_take_sigusr1() -> bool", [] { return session::take_sigusr1(); });
+  m.def("_flight_line(str trigger, str path, int calls, float window_s, float held_s, bool capped, "
+        "int memory_bytes) -> str",
+        &session::flight_line);
   m.def("_writer_stop() -> ()", [] { session::stop_writer(); });
   m.def("_writer_end(Tensor end_record, int end_ns, bool after_failure) -> bool", &writer_end);
   m.def("_writer_drain(bool wait_gpu=False, bool discard=False) -> int",

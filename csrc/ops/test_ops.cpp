@@ -17,6 +17,7 @@
 #include "common/phases.h"
 #include "common/record.h"
 #include "engines/engine_registry.h"
+#include "format/json_value.h"
 #include "format/perfetto_track_packets.h"
 #include "format/utf8_text.h"
 #include "hook/engine_stream_trace.h"
@@ -285,6 +286,12 @@ TORCH_LIBRARY_FRAGMENT(trt_trace, m) {
   m.def("_set_buffer_capacity(int records) -> ()", &set_buffer_capacity);
   m.def("_buffer_capacity() -> int", &buffer_capacity);
   m.def("_parse_engine_name(str text) -> str", &trt_trace::parse_engine_name);
+  // A JSON text read into a metadata value and written back (format/json_value.h); None where it does not parse.
+  m.def("_json_value_roundtrip(str text) -> str?", [](const std::string& text) -> std::optional<std::string> {
+    const auto value = trt_trace::json_value::parse(text);
+    if (!value) return std::nullopt;
+    return trt_trace::json_value::to_json(*value);
+  });
   m.def("_push_synthetic(int count, int engine_id, int first_seq) -> ()", &push_synthetic);
   m.def("_record_layout() -> int[]", &record_layout);
   m.def("_phase_names() -> str[]", &phase_names);

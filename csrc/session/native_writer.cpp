@@ -4,18 +4,30 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
+#include <cmath>
 #include <condition_variable>
+#include <cstdio>
+#include <cstdlib>
 #include <memory>
 #include <mutex>
 #include <new>
 #include <stdexcept>
 #include <thread>
 
+#include "buffer/thread_rings.h"
+#include "common/clock.h"
 #include "drainer/drain.h"
+#include "drainer/gpu_resolver.h"
 #include "engines/engine_registry.h"
+#include "format/json_text.h"
+#include "format/json_value.h"
+#include "format/perfetto_track_packets.h"
 #include "layers/layer_names.h"
+#include "layers/layer_window.h"
 #include "session/chrome_json_trace.h"
+#include "session/flight_window.h"
 #include "session/perfetto_trace.h"
 
 namespace trt_trace {
@@ -25,9 +37,18 @@ namespace {
 constexpr size_t kBatchRecords = 1 << 14;  // 640 KiB per drain: the writer's memory stays a few MiB
 constexpr int64_t kSweepEvery = 20;        // drains between sweeps of dead engines
 
+using perfetto_packets::Value;
+
 struct Writer {
   std::mutex mutex_;  // the trace and the counters (held for a whole batch)
   std::unique_ptr<TraceFormat> trace;
+  // Flight mode: the window in place of the trace, the settings a dump needs, and the dumps so far.
+  std::unique_ptr<FlightWindow> window;
+  WriterSettings settings;
+  int64_t dumps = 0;
+  std::vector<std::string> dump_paths;
+  int64_t dump_events_written = 0, dump_events_not_written = 0;
+  int64_t layers_calls = -1;  // per-layer timing's calls per engine, once on in this session (-1: never)
   std::vector<Record> buffer;
   int64_t records_drained = 0;
   int64_t interval_ms = 50;
@@ -44,6 +65,10 @@ struct Writer {
 
 Writer* g_writer = nullptr;  // never destroyed: the thread may outlive static destruction
 
+// SIGUSR1 asked for a dump (set by the signal handler, taken by the writer thread).
+std::atomic<bool> g_dump_asked{false};
+static_assert(std::atomic<bool>::is_always_lock_free, "set from a signal handler");
+
 void after_fork_in_child() {
   Writer& c = *g_writer;
   new (&c.mutex_) std::mutex();
@@ -54,6 +79,8 @@ void after_fork_in_child() {
   c.held = false;
   if (c.trace) c.trace->file().abandon();
   (void)c.trace.release();  // the parent's state, possibly mid-batch: never touched again
+  (void)c.window.release();  // the parent's window, likewise (its pages stay shared, never written)
+  g_dump_asked.store(false);
 }
 
 Writer& writer() {
@@ -82,7 +109,7 @@ void warn_line(const std::string& message) {
 int64_t drain_all(Writer& w, bool wait_gpu, bool discard) {
   if (w.buffer.empty()) w.buffer.resize(kBatchRecords);
   int64_t total = 0;
-  if (!discard && (w.failed || !w.trace)) return 0;  // after a failure the records stay in the rings
+  if (!discard && (w.failed || (!w.trace && !w.window))) return 0;  // after a failure the records stay in the rings
   while (true) {
     const size_t n = drainer::drain_batch(w.buffer.data(), w.buffer.size(), wait_gpu);
     if (n == 0) break;
@@ -90,7 +117,11 @@ int64_t drain_all(Writer& w, bool wait_gpu, bool discard) {
     if (discard) continue;
     w.records_drained += static_cast<int64_t>(n);  // handed over, whether or not the write then succeeds
     try {
-      w.trace->write(w.buffer.data(), n);
+      if (w.window) {
+        w.window->add(w.buffer.data(), n, now_ns());
+      } else {
+        w.trace->write(w.buffer.data(), n);
+      }
     } catch (const WriteFailed& e) {
       w.failed = true;
       w.error = e.reason;
@@ -105,6 +136,195 @@ int64_t drain_all(Writer& w, bool wait_gpu, bool discard) {
   }
   return total;
 }
+
+// ---- the flight recorder's dumps ------------------------------------------------------------------
+
+std::string printed(const char* format, double value) {
+  char buf[64];
+  std::snprintf(buf, sizeof(buf), format, value);
+  return buf;
+}
+
+// round(value, digits) as Python rounds: the correctly rounded decimal, read back.
+double rounded(double value, int digits) {
+  char buf[64];
+  std::snprintf(buf, sizeof(buf), "%.*f", digits, value);
+  return std::strtod(buf, nullptr);
+}
+
+// config.mib(): a size in MiB as TRT_TRACE_MAX_MB gives it.
+std::string mib_text(int64_t bytes) {
+  const double value = static_cast<double>(bytes) / (1 << 20);
+  return value >= 0.01 || value == 0 ? printed("%g", rounded(value, 3)) : printed("%.3g", value);
+}
+
+// The session's per-layer report as its end record holds it (session.Session._layer_metadata): each
+// engine's layer information (the inspector's JSON text) as an object where it parses, last among the
+// engine's entries, and the calls per engine.
+Value layers_value(int64_t calls_per_engine) {
+  const std::string text = layers::report_json();
+  std::optional<Value> report = json_value::parse(text);
+  if (!report || report->kind != Value::Kind::kDict) return Value::of_string(text);
+  for (auto& [key, engines] : report->entries) {
+    if (key != "engines" || engines.kind != Value::Kind::kList) continue;
+    for (Value& engine : engines.items) {
+      if (engine.kind != Value::Kind::kDict) continue;
+      std::string info;
+      for (auto it = engine.entries.begin(); it != engine.entries.end(); ++it) {
+        if (it->first == "layer_information") {
+          if (it->second.kind == Value::Kind::kString) info = it->second.text;
+          engine.entries.erase(it);
+          break;
+        }
+      }
+      if (info.empty()) continue;
+      std::optional<Value> parsed = json_value::parse(info);
+      engine.add("layer_information", parsed ? std::move(*parsed) : Value::of_string(info));
+    }
+  }
+  report->add("calls_per_engine", Value::of_int(calls_per_engine));
+  return std::move(*report);
+}
+
+// The session's part of a dump's end record (session.Session._end_metadata's fields, in its order).
+Value session_end(const Writer& w, int64_t now_ns) {
+  Value end = Value::dict();
+  if (w.layers_calls >= 0) end.add("layers", layers_value(w.layers_calls));
+  timespec wall;
+  clock_gettime(CLOCK_REALTIME, &wall);
+  end.add("monotonic_ns", Value::of_int(now_ns));
+  end.add("wall_ns", Value::of_int(static_cast<int64_t>(wall.tv_sec) * 1000000000LL + wall.tv_nsec));
+  end.add("records_drained", Value::of_int(w.records_drained));
+  int64_t dropped = 0, dropped_calls = 0;
+  Value threads = Value::list();
+  for (const ThreadCounts& c : ThreadRings::instance().thread_counts()) {
+    if (c.produced == 0) continue;
+    dropped += static_cast<int64_t>(c.dropped);
+    dropped_calls += static_cast<int64_t>(c.dropped_calls);
+    threads.push(Value::dict()
+                     .add("thread", Value::of_int(c.thread_id))
+                     .add("produced", Value::of_int(static_cast<int64_t>(c.produced)))
+                     .add("dropped", Value::of_int(static_cast<int64_t>(c.dropped)))
+                     .add("dropped_calls", Value::of_int(static_cast<int64_t>(c.dropped_calls)))
+                     .add("capacity", Value::of_int(static_cast<int64_t>(c.capacity))));
+  }
+  end.add("dropped_events", Value::of_int(dropped));
+  end.add("dropped_calls", Value::of_int(dropped_calls));
+  end.add("threads", std::move(threads));
+  end.add("write_failed", Value::of_bool(w.failed));
+  const gpu::ClockStats g = gpu::Resolver::instance().clock_stats();
+  end.add("gpu_clock", Value::dict()
+                           .add("anchors", Value::of_double(static_cast<double>(g.anchors)))
+                           .add("max_abs_residual_ns", Value::of_double(static_cast<double>(g.max_abs_residual_ns)))
+                           .add("last_residual_ns", Value::of_double(static_cast<double>(g.last_residual_ns)))
+                           .add("anchor_window_ns", Value::of_double(static_cast<double>(g.anchor_window_ns)))
+                           .add("gpu_clock_rate_ppm", Value::of_double(g.gpu_clock_rate_ppm))
+                           .add("p50_abs_residual_ns", Value::of_double(static_cast<double>(g.p50_abs_residual_ns)))
+                           .add("p99_abs_residual_ns", Value::of_double(static_cast<double>(g.p99_abs_residual_ns))));
+  return end;
+}
+
+// A metadata dict as the format's end record / start instant holds it.
+std::string encoded(TraceKind kind, const Value& dict) {
+  return kind == TraceKind::kChromeJson ? json_value::to_json(dict) : perfetto_packets::debug_annotations(dict.entries);
+}
+
+FlightDump dump_locked(Writer& w, const std::string& trigger, int64_t now_ns) {
+  if (!w.window) throw std::logic_error("not a flight recorder");
+  drain_all(w, false, false);  // what the rings hold now belongs in the window
+  bool capped = false;
+  const std::vector<Record> records = w.window->whole_calls(now_ns, &capped);
+  int64_t calls = 0, first_call_ns = 0;
+  for (const Record& r : records) {
+    if (r.phase != static_cast<uint8_t>(Phase::kCall)) continue;
+    first_call_ns = calls++ == 0 ? r.begin_ns : std::min(first_call_ns, r.begin_ns);
+  }
+  const WriterSettings& s = w.settings;
+  // The window the dump really covers: as asked, or from its oldest call where the cap cut it; rounded
+  // once, so that the file and the line say the same.
+  double held_s = capped ? (calls ? static_cast<double>(now_ns - first_call_ns) / 1e9 : 0.0) : s.flight.window_s;
+  held_s = rounded(held_s, 6);
+  FlightDump done;
+  done.number = ++w.dumps;
+  done.calls = calls;
+  done.held_s = held_s;
+  done.capped = capped;
+  Value flight = Value::dict()
+                     .add("window_s", Value::of_double(s.flight.window_s))
+                     .add("held_s", Value::of_double(held_s))
+                     .add("capped", Value::of_bool(capped))
+                     .add("dump", Value::of_int(done.number))
+                     .add("trigger", Value::of_string(trigger))
+                     .add("calls", Value::of_int(calls))
+                     .add("records_let_go", Value::of_int(w.window->records_let_go()))
+                     .add("max_records", Value::of_int(w.window->max_records()));
+  TraceFileOptions options = s.file;
+  options.path = before_suffix(s.file.path, "dump" + std::to_string(done.number));
+  options.lazy = false;
+  NameSource names{[] { return EngineRegistry::instance().names(); },
+                   [] { return layers::LayerNames::instance().names(); }};
+  std::unique_ptr<TraceFormat> trace;
+  if (s.format == TraceKind::kPerfetto) {
+    PerfettoStart start;
+    start.pid = s.pid;
+    start.process_name = s.process_name;
+    start.start_annotations = s.head + perfetto_packets::debug_annotations({{"flight", flight}});
+    start.start_ns = s.start_ns;
+    start.flows = s.gpu_flows;
+    trace = std::make_unique<PerfettoTrace>(options, std::move(start), std::move(names));
+  } else {
+    // process_head(): the process's name and the start metadata with the dump's `flight` last.
+    const std::string pid = std::to_string(s.pid);
+    std::string head = "{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":" + pid + ",\"tid\":0,\"args\":{\"name\":";
+    append_json_string(head, s.process_name);
+    head += "}},{\"ph\":\"M\",\"name\":\"trt_trace_metadata\",\"pid\":" + pid + ",\"tid\":0,\"args\":";
+    const std::string& start = s.head.size() >= 2 ? s.head : std::string("{}");
+    head.append(start, 0, start.size() - 1);
+    head += start.size() > 2 ? ",\"flight\":" : "\"flight\":";
+    json_value::append_json(head, flight);
+    head += "}}";
+    trace = std::make_unique<ChromeJsonTrace>(options, std::move(head), s.pid, s.gpu_flows, std::move(names));
+  }
+  // In batches of a drain's size, so that a large window needs no formatting buffer of its own size.
+  for (size_t i = 0; i < records.size(); i += kBatchRecords) {
+    trace->write(records.data() + i, std::min(kBatchRecords, records.size() - i));
+  }
+  TraceFile& file = trace->file();
+  Value end = session_end(w, now_ns);
+  end.add("flight", std::move(flight));
+  // What the file knows (writers/trace_file.StreamedTrace.end_record).
+  end.add("ended", Value::of_string(file.events_not_written() ? "size limit" : "closed"));
+  Value files = Value::list();
+  for (const std::string& p : file.paths()) files.push(Value::of_string(p));
+  end.add("files", std::move(files));
+  end.add("records_written", Value::of_int(file.events_written()));
+  end.add("events_not_written", Value::of_int(file.events_not_written()));
+  if (file.events_not_written()) end.add("limit_bytes", Value::of_int(file.max_bytes()));
+  trace->finish(TraceEnd{encoded(s.format, end), now_ns});
+  done.paths = file.paths();
+  done.events_not_written = file.events_not_written();
+  w.dump_paths.insert(w.dump_paths.end(), done.paths.begin(), done.paths.end());
+  w.dump_events_written += file.events_written();
+  w.dump_events_not_written += file.events_not_written();
+  done.line = flight_line(trigger, done.paths.front(), calls, s.flight.window_s, held_s, capped,
+                          s.flight.memory_bytes);
+  return done;
+}
+
+// SIGUSR1's dump, on the writer thread (its lock held): the line, or why there is no dump, on stderr.
+void dump_on_signal(Writer& w) {
+  const std::string trigger = "SIGUSR1";
+  try {
+    warn_line(dump_locked(w, trigger, now_ns()).line);
+  } catch (const WriteFailed& e) {
+    warn_line("flight recorder (" + trigger + "): could not write the dump (cannot write the flight recorder's dump: " +
+              e.reason + ")");
+  } catch (const std::exception& e) {
+    warn_line("flight recorder (" + trigger + "): could not write the dump (" + std::string(e.what()) + ")");
+  }
+}
+
+void on_sigusr1(int) { g_dump_asked.store(true); }
 
 void run(Writer* w) {
   int64_t ticks = 0;
@@ -121,6 +341,7 @@ void run(Writer* w) {
     {
       std::lock_guard<std::mutex> lock(w->mutex_);
       drain_all(*w, false, false);
+      if (w->window && g_dump_asked.exchange(false)) dump_on_signal(*w);
     }
     if (++ticks % kSweepEvery == 0) EngineRegistry::instance().sweep();  // memory of engines that died reused
   }
@@ -134,8 +355,21 @@ void start_writer(const WriterSettings& settings) {
   if (w.thread != nullptr) throw std::logic_error("a native trace writer is already running");
   NameSource names{[] { return EngineRegistry::instance().names(); },
                    [] { return layers::LayerNames::instance().names(); }};
-  // The session's format (each opens the file unless lazy, and may throw).
-  if (settings.format == TraceKind::kPerfetto) {
+  w.window.reset();
+  w.trace.reset();
+  w.settings = settings;
+  w.dumps = 0;
+  w.dump_paths.clear();
+  w.dump_events_written = w.dump_events_not_written = 0;
+  w.layers_calls = -1;
+  // The session's format (each opens the file unless lazy, and may throw); a flight recorder's window
+  // instead (its dumps make their own files).
+  if (settings.flight.on) {
+    const auto window_ns = static_cast<int64_t>(settings.flight.window_s * 1e9);
+    w.window = std::make_unique<FlightWindow>(window_ns, settings.flight.memory_bytes /
+                                                             static_cast<int64_t>(sizeof(Record)));
+    g_dump_asked.store(false);  // a signal before this session is not its
+  } else if (settings.format == TraceKind::kPerfetto) {
     PerfettoStart start;
     start.pid = settings.pid;
     start.process_name = settings.process_name;
@@ -188,6 +422,8 @@ void stop_writer() {
   }
   std::lock_guard<std::mutex> lock(w.mutex_);
   drain_all(w, true, false);
+  // A SIGUSR1 the thread had no wake left to see (the program ended right after it): its dump, now.
+  if (w.window && g_dump_asked.exchange(false)) dump_on_signal(w);
 }
 
 bool end_writer(const TraceEnd& end, bool after_failure) {
@@ -228,7 +464,16 @@ WriterStatus writer_status() {
   s.records_drained = w.records_drained;
   s.failed = w.failed;
   s.error = w.error;
-  if (w.trace) {
+  if (w.window) {
+    s.events_written = w.dump_events_written;
+    s.events_not_written = w.dump_events_not_written;
+    s.max_bytes = w.settings.file.max_bytes;
+    s.created = w.dumps > 0;
+    s.paths = w.dump_paths;
+    s.records_held = w.window->records_held();
+    s.records_let_go = w.window->records_let_go();
+    s.dumps = w.dumps;
+  } else if (w.trace) {
     const TraceFile& f = w.trace->file();
     s.events_written = f.events_written();
     s.events_not_written = f.events_not_written();
@@ -239,6 +484,45 @@ WriterStatus writer_status() {
     s.paths = f.paths();
   }
   return s;
+}
+
+FlightDump dump_flight(const std::string& trigger, int64_t now_ns) {
+  Writer& w = writer();
+  std::lock_guard<std::mutex> lock(w.mutex_);
+  return dump_locked(w, trigger, now_ns);
+}
+
+void flight_layers(int64_t calls_per_engine) {
+  Writer& w = writer();
+  std::lock_guard<std::mutex> lock(w.mutex_);
+  if (calls_per_engine > 0) w.layers_calls = calls_per_engine;  // on at some point: the end record says so
+  else if (w.layers_calls >= 0) w.layers_calls = 0;
+}
+
+void flight_add(const Record* recs, size_t n, int64_t now_ns) {
+  Writer& w = writer();
+  std::lock_guard<std::mutex> lock(w.mutex_);
+  if (!w.window) throw std::logic_error("not a flight recorder");
+  w.records_drained += static_cast<int64_t>(n);
+  w.window->add(recs, n, now_ns);
+}
+
+bool take_sigusr1() {
+  struct sigaction action {};
+  action.sa_handler = on_sigusr1;
+  sigemptyset(&action.sa_mask);
+  action.sa_flags = SA_RESTART;  // the program's blocking calls go on as if nothing came
+  return sigaction(SIGUSR1, &action, nullptr) == 0;
+}
+
+std::string flight_line(const std::string& trigger, const std::string& path, int64_t calls, double window_s,
+                        double held_s, bool capped, int64_t memory_bytes) {
+  const std::string count = std::to_string(calls) + " call" + (calls == 1 ? "" : "s");
+  const std::string head = "flight recorder (" + trigger + "): ";
+  if (!capped) return head + "last " + printed("%g", window_s) + " s written to " + path + " (" + count + ")";
+  return head + printed("%.3g", held_s) + " s of the last " + printed("%g", window_s) + " s written to " + path +
+         " (" + count + "; the memory cap of " + mib_text(memory_bytes) +
+         " MiB let older calls go: raise TRT_TRACE_FLIGHT_MAX_MB or flight(max_bytes=) for the whole window)";
 }
 
 void abandon_writer() {

@@ -9,6 +9,18 @@
 // batch; the drain lock (drainer/drain.h) guards the rings' and the GPU resolver's consumer side;
 // `wake_mutex_` guards the thread's stop and hold flags. Order: mutex_, then the drain lock.
 //
+// Flight mode (TRT_TRACE_FLIGHT, trt_trace.flight()): the thread drains into an in-memory window
+// (session/flight_window.h) instead of a file, and a dump writes the window's whole calls as a complete
+// trace through a fresh TraceFormat of the session's format (`<stem>.dumpN<suffix>`), with the
+// metadata built here: the start metadata Python encoded at start plus the `flight` entry, and an end
+// record of counts this side keeps (the same fields the session's end record has). A dump runs under
+// the writer's lock: on the thread of the Python caller that asks for it (dump(), an unhandled exception,
+// the exit), or on the writer thread for SIGUSR1. SIGUSR1 is taken here, not by Python: a Python handler
+// runs only between two bytecodes of the main thread, never while that thread is busy in C++ or holds the
+// GIL in a long call, which is when a dump is wanted most. The native handler only sets an atomic flag
+// (async-signal-safe); the writer thread sees it at its next wake (within 50 ms), dumps and prints the
+// line itself.
+//
 // fork: the writer thread does not exist in a child. The child's handler (pthread_atfork) makes its
 // locks usable again, forgets the thread (never joined there) and closes the inherited descriptors
 // without a write (TraceFile::abandon: the parent's file lock stays the parent's).
@@ -18,6 +30,7 @@
 #include <string>
 #include <vector>
 
+#include "common/record.h"
 #include "session/trace_file.h"
 #include "session/trace_format.h"
 
@@ -26,17 +39,25 @@ namespace session {
 
 enum class TraceKind : uint8_t { kChromeJson, kPerfetto };
 
+struct FlightSettings {
+  bool on = false;
+  double window_s = 0;        // the window asked for
+  int64_t memory_bytes = 0;   // the memory cap (TRT_TRACE_FLIGHT_MAX_MB): max_records = memory_bytes / 40
+};
+
 struct WriterSettings {
   TraceFileOptions file;
   TraceKind format = TraceKind::kChromeJson;
   // Chrome JSON: the array's first events (process name, start metadata), comma-separated; Perfetto: the
-  // start metadata instant's debug annotations, encoded.
+  // start metadata instant's debug annotations, encoded. Flight mode, Chrome JSON: the start metadata
+  // object alone (each dump adds its `flight` entry and the process name event).
   std::string head;
-  std::string process_name;  // Perfetto: the process track's name
+  std::string process_name;  // Perfetto: the process track's name; flight mode: the process's name in either format
   int64_t start_ns = 0;      // Perfetto: the start metadata's monotonic_ns (stamps a part with no record)
   int64_t pid = 0;
   bool gpu_flows = true;     // launch flow arrows (GPU timing on)
   int64_t interval_ms = 50;  // between drains
+  FlightSettings flight;
 };
 
 struct WriterStatus {
@@ -51,7 +72,22 @@ struct WriterStatus {
   bool running = false;
   std::string error;            // why writing failed (strerror's words)
   std::string in_use;           // the path another process held, where this one wrote its own
-  std::vector<std::string> paths;
+  std::vector<std::string> paths;  // flight mode: every dump's files, in order
+  // Flight mode: the records in memory now, those the memory cap let go, dumps written.
+  int64_t records_held = 0;
+  int64_t records_let_go = 0;
+  int64_t dumps = 0;
+};
+
+// What one flight dump holds (the flight dict of its metadata) and its one line.
+struct FlightDump {
+  std::vector<std::string> paths;  // its files (more than one where it split at the size limit)
+  int64_t number = 0;
+  int64_t calls = 0;
+  double held_s = 0;  // the window it covers, rounded to the µs: window_s, or less where the memory cap cut it
+  bool capped = false;
+  int64_t events_not_written = 0;  // left out at the size limit
+  std::string line;
 };
 
 // Starts the process's writer (one at a time; throws WriteFailed when the file cannot be opened, or
@@ -69,6 +105,20 @@ int64_t drain_writer_now(bool wait_gpu, bool discard);
 // While held, the thread wakes but does not drain (benchmarks that tell the writer's work apart from the calls').
 void hold_writer(bool held);
 WriterStatus writer_status();
+// Flight mode: writes the window as it is at `now_ns` (after draining the rings) as dump number N+1;
+// `trigger` names what asked (dump(), SIGUSR1, exit, ...). Throws WriteFailed (the dump's file), or
+// std::logic_error when the writer is not a flight recorder.
+FlightDump dump_flight(const std::string& trigger, int64_t now_ns);
+// Flight mode: per-layer timing was on in this session, n calls per engine (the end record's `layers`).
+void flight_layers(int64_t calls_per_engine);
+// Flight mode: a batch into the window as a drain at now_ns would add it (tests of the window's rules).
+void flight_add(const Record* recs, size_t n, int64_t now_ns);
+// Takes SIGUSR1 for the flight recorder (its native handler, see above); false where sigaction failed.
+bool take_sigusr1();
+// The one line a dump prints (Python's flight.Dump.line() is this).
+std::string flight_line(const std::string& trigger, const std::string& path, int64_t calls, double window_s,
+                        double held_s, bool capped, int64_t memory_bytes);
+
 // Closes the file without a write (a forked child's copy; also done by the fork handler itself).
 void abandon_writer();
 

@@ -1,6 +1,6 @@
 // A native Perfetto trace (protobuf TrackEvent) written from drained batches on the native writer's thread
 // (one of its formats: session/trace_format.h). Byte for byte what the Python writer
-// (trt_trace/writers/perfetto_trace.py, which writes flight dumps) writes for the same records, names and
+// (trt_trace/writers/perfetto_trace.py) writes for the same records, names and
 // clock readings: the same track book decisions (session/lane_book.h, the uuids following its track
 // indices), the same rare packets (format/perfetto_track_packets.h) and slices (format/perfetto_slices.h),
 // the same file handling (session/trace_file.h, with no separator and no closing bracket: a Perfetto trace

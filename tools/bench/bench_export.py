@@ -25,12 +25,13 @@ import torch
 from trt_trace import standin
 from trt_trace.io.writers import ChromeJsonWriter, PerfettoTraceWriter
 from trt_trace.native import ops
-from trt_trace.runtime.drainer import BATCH_RECORDS
 from trt_trace.schema.records import RECORD_DTYPE
 
 # The writers' clock: wall time (default), or the process's CPU time (--cpu-time) on a machine shared with other
 # work, where wall time measures the neighbours as much as the writer.
 CLOCK = time.perf_counter
+
+BATCH_RECORDS = 1 << 14  # records per drain (csrc/session/native_writer.cpp kBatchRecords)
 
 WRITERS = {"Chrome JSON": (ChromeJsonWriter, "t.json"), "Perfetto protobuf": (PerfettoTraceWriter, "t.pftrace"),
            "Chrome JSON, native writer": (None, "n.json")}

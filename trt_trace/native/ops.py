@@ -430,13 +430,46 @@ def _byte_tensor(data: bytes) -> torch.Tensor:
 
 
 def writer_start(path: str, fmt: str, lazy: bool, max_bytes: int, split: bool, pid: int, gpu_flows: bool,
-                 head: bytes, process_name: str = "", start_ns: int = 0, interval_ms: int = 50) -> None:
+                 head: bytes, process_name: str = "", start_ns: int = 0, interval_ms: int = 50,
+                 flight_s: float = 0.0, flight_memory_bytes: int = 0) -> None:
     """Starts the writer thread on `path` (opened now unless lazy) in format `fmt` ("json" or "perfetto").
     head: the JSON array's first events, encoded, or the Perfetto start instant's debug annotations
     (then process_name names the process track and start_ns is the start metadata's monotonic_ns). A file
-    that cannot be opened raises RuntimeError with "[Errno N] ..." in it."""
+    that cannot be opened raises RuntimeError with "[Errno N] ..." in it. flight_s > 0: the flight
+    recorder (a window of flight_s seconds, at most flight_memory_bytes of records; no file until a dump;
+    a JSON head is then the start metadata object and process_name the process's name)."""
     _op("_writer_start")(str(path), str(fmt), bool(lazy), int(max_bytes), bool(split), int(pid), bool(gpu_flows),
-                         _byte_tensor(head), str(process_name), int(start_ns), int(interval_ms))
+                         _byte_tensor(head), str(process_name), int(start_ns), int(interval_ms), float(flight_s),
+                         int(flight_memory_bytes))
+
+
+def writer_flight_dump(trigger: str, now_ns: int) -> tuple[list[str], int, int, float, bool, int, str]:
+    """The flight recorder's dump of its window at now_ns: (paths, number, calls, held_s, capped,
+    events_not_written, line). RuntimeError with "[Errno N] ..." where its file cannot be written."""
+    paths, number, calls, held_s, capped, not_written, line = _op("_writer_flight_dump")(str(trigger), int(now_ns))
+    return list(paths), int(number), int(calls), float(held_s), bool(capped), int(not_written), str(line)
+
+
+def writer_flight_layers(calls_per_engine: int) -> None:
+    """Per-layer timing was on in the flight recorder's session: its dumps' end records carry the report."""
+    _op("_writer_flight_layers")(int(calls_per_engine))
+
+
+def writer_flight_add(records: torch.Tensor, now_ns: int) -> None:
+    """A batch of records (uint8) into the flight recorder's window as a drain at now_ns (tests)."""
+    _op("_writer_flight_add")(records, int(now_ns))
+
+
+def flight_take_sigusr1() -> bool:
+    """SIGUSR1 dumps the flight recorder from now on, taken natively (csrc/session/native_writer.h)."""
+    return bool(_op("_flight_take_sigusr1")())
+
+
+def flight_line(trigger: str, path: str, calls: int, window_s: float, held_s: float, capped: bool,
+                memory_bytes: int) -> str:
+    """The one line a flight dump prints."""
+    return str(_op("_flight_line")(str(trigger), str(path), int(calls), float(window_s), float(held_s), bool(capped),
+                                   int(memory_bytes)))
 
 
 def writer_stop() -> None:
@@ -459,7 +492,7 @@ def writer_hold(held: bool) -> None:
 
 
 WRITER_COUNTS = ("records_drained", "events_written", "events_not_written", "bytes_written", "max_bytes", "wakes",
-                 "created", "failed", "running")
+                 "created", "failed", "running", "records_held", "records_let_go", "dumps")
 
 
 def writer_status() -> dict[str, object]:

@@ -1,29 +1,26 @@
 """The flight recorder: tracing runs all the time, only the last SECONDS of calls are kept, in
 bounded memory, and nothing is written until something asks for it (a dump).
 
-A FlightWindow stands where a session's file writer would: the drainer hands it every batch as
-usual, it keeps copies of the batches and lets the oldest go once they fall out of the window or
-past the memory cap. A dump writes the calls that began inside the window through a fresh file
-writer of the session's format, so each dump is a complete trace that every reader opens. The
-traced threads never see any of this: they write into their rings as in any session.
+The window lives on the native writer thread (csrc/session/flight_window.h): the thread drains the
+rings into it every 50 ms with no Python and no GIL, lets the oldest calls go once they fall out of the
+window or past the memory cap, and a dump writes the window's whole calls through the session format's
+native writer (csrc/session/native_writer.h), so each dump is a complete trace that every reader opens.
+SIGUSR1 is taken by the native side too: its dump is written by the writer thread even while the
+program's main thread is busy in C++ or holds the GIL. This class is the session's control of it:
+start, dump on a Python trigger (dump(), an unhandled exception, the exit), stop.
 """
 
 from __future__ import annotations
 
-import collections
-import threading
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
+import orjson
 
-from ..io.formats import TraceWriter
-from ..io.writers.trace_file import before_suffix
+from ..io.writers import perfetto_trace
 from ..native import ops
 from ..schema.records import RECORD_DTYPE
-from ..schema.trace_format import Phase
-from .config import mib
+from .native_trace import NativeTrace, _as_os_error
 
 
 @dataclass(frozen=True)
@@ -39,140 +36,76 @@ class Dump:
     max_bytes: int
 
     def line(self) -> str:
-        """The one line a trigger prints: where the dump went and the window it really holds."""
-        calls = f"{self.calls} call{'' if self.calls == 1 else 's'}"
-        if not self.capped:
-            return f"flight recorder ({self.trigger}): last {self.window_s:g} s written to {self.path} ({calls})"
-        return (f"flight recorder ({self.trigger}): {self.held_s:.3g} s of the last {self.window_s:g} s written to "
-                f"{self.path} ({calls}; the memory cap of {mib(self.max_bytes)} MiB let older calls "
-                "go: raise TRT_TRACE_FLIGHT_MAX_MB or flight(max_bytes=) for the whole window)")
+        """The one line a trigger prints: where the dump went and the window it really holds (worded by the
+        native side, which prints it itself for SIGUSR1)."""
+        return ops.flight_line(self.trigger, self.path, self.calls, self.window_s, self.held_s, self.capped,
+                               self.max_bytes)
 
 
-def dump_path(path: str, number: int) -> str:
-    """trace.json -> trace.dump1.json."""
-    return before_suffix(path, f"dump{number}")
+class NativeFlight(NativeTrace):
+    """The session's writer and drainer in flight mode: the native writer thread keeps the last `seconds`
+    of records, at most `max_bytes` of them, and writes them out on dump()."""
 
-
-class FlightWindow:
-    """The session's writer in flight mode: keeps the last `seconds` of records, at most
-    `max_bytes` of them, and writes them out on dump()."""
-
-    def __init__(self, path: str, make_writer: Callable[[str], TraceWriter], seconds: float, max_bytes: int,
-                 on_exit: bool = False) -> None:
-        self.path = path
+    def __init__(self, path: str, seconds: float, max_bytes: int, on_exit: bool = False, fmt: str = "json",
+                 file_max_bytes: int = 0, split: bool = True) -> None:
+        """max_bytes: the memory cap; file_max_bytes and split: each dump's size limit (as a session's file)."""
+        super().__init__(path, lazy=False, max_bytes=file_max_bytes, split=split, fmt=fmt)
         self.seconds = seconds
-        self.max_bytes = max_bytes
+        self.memory_bytes = max_bytes
         self.max_records = max(1, max_bytes // RECORD_DTYPE.itemsize)
         self.on_exit = on_exit
-        self._make_writer = make_writer
-        self._chunks: collections.deque[np.ndarray] = collections.deque()
-        self._records = 0
-        self._lock = threading.Lock()
-        self._process_name = ""
-        self._metadata: dict[str, Any] = {}
-        self.gpu_flows = True
-        self.paths: list[str] = []  # every dump written, in order
-        self.dumps = 0
-        self.records_let_go = 0  # fell out of the window early, past the memory cap
-        self._let_go_until_ns = 0  # the latest end of a record the memory cap let go
-        self.events_not_written = 0
         self.last_dump: Dump | None = None
 
-    @property
-    def created(self) -> bool:
-        return bool(self.paths)
-
-    @property
-    def records_held(self) -> int:
-        """Records kept in memory now (at most max_records)."""
-        return self._records
-
-    # -- the writer interface the session drives -------------------------------------------------
-
     def begin(self, process_name: str, metadata: dict[str, Any]) -> None:
-        self._process_name = process_name
-        self._metadata = metadata
+        """The start metadata every dump starts with (each adds its `flight` entry): JSON, the object alone
+        (the native side writes the process name event around it); Perfetto, as a session's."""
+        super().begin(process_name, metadata)
+        if self.format == "json":
+            self._head = orjson.dumps(metadata)
+            self._process_name = perfetto_trace._text(process_name)  # (valid UTF-8 for the op)
 
-    def write(self, records: np.ndarray) -> None:
-        if len(records) == 0:
-            return
-        chunk = records.copy()  # the drainer reuses its buffer
-        with self._lock:
-            self._chunks.append(chunk)
-            self._records += len(chunk)
-            self._trim(ops.clock_now_ns())
+    def start(self) -> None:
+        try:
+            ops.writer_start(self.path, self.format, False, self._max_bytes, self._split, self._pid, self.gpu_flows,
+                             self._head, self._process_name, self._start_ns, flight_s=self.seconds,
+                             flight_memory_bytes=self.memory_bytes)
+        except RuntimeError as exc:
+            raise _as_os_error(exc) from None
+
+    def layers(self, calls_per_engine: int) -> None:
+        """Per-layer timing in this session (its end records then carry the layer report)."""
+        ops.writer_flight_layers(calls_per_engine)
+
+    def dump(self, trigger: str, now_ns: int | None = None) -> Dump:
+        """Writes the window as it is at now_ns (default: now) as a complete trace, the next dump number;
+        returns what it holds. OSError where the file cannot be written."""
+        try:
+            paths, _, calls, held_s, capped, _, _ = ops.writer_flight_dump(
+                trigger, ops.clock_now_ns() if now_ns is None else now_ns)
+        except RuntimeError as exc:
+            raise _as_os_error(exc) from None
+        self.last_dump = Dump(paths[0], trigger, calls, self.seconds, held_s, capped, self.memory_bytes)
+        return self.last_dump
 
     def finish(self, end_metadata: dict[str, Any]) -> None:
+        """The exit dump where asked (each dump's end record is built natively at the dump)."""
         if self.on_exit:
-            self.dump(end_metadata, "exit")
+            self.dump("exit")
+        self._status = ops.writer_status()
 
     def finish_after_failure(self, end_metadata: dict[str, Any], error: str) -> bool:
         return False  # the window is in memory: a failed dump has said so where it failed
 
-    def abandon(self) -> None:
-        with self._lock:
-            self._chunks.clear()
-            self._records = 0
+    @property
+    def records_held(self) -> int:
+        """Records kept in memory now (at most max_records)."""
+        return int(self.status()["records_held"])
 
-    # -- the window --------------------------------------------------------------------------------
+    @property
+    def records_let_go(self) -> int:
+        """Records the memory cap let go before they fell out of the window."""
+        return int(self.status()["records_let_go"])
 
-    def _trim(self, now_ns: int) -> None:
-        """Lets the oldest batches go: those that ended before the window, then, past the cap, the
-        oldest whatever their age. Whole batches; dump() cuts the window exactly."""
-        cutoff = now_ns - int(self.seconds * 1e9)
-        while self._chunks and (int(self._chunks[0]["end_ns"].max()) < cutoff):
-            self._records -= len(self._chunks.popleft())
-        while self._chunks and self._records - len(self._chunks[0]) >= self.max_records:
-            gone = self._chunks.popleft()
-            self._records -= len(gone)
-            self.records_let_go += len(gone)
-            self._let_go_until_ns = max(self._let_go_until_ns, int(gone["end_ns"].max()))
-        if self._chunks and self._records > self.max_records:  # one batch larger than the cap
-            keep = self.max_records - (self._records - len(self._chunks[0]))
-            first = self._chunks.popleft()
-            self.records_let_go += len(first) - keep
-            self._let_go_until_ns = max(self._let_go_until_ns, int(first[:len(first) - keep]["end_ns"].max()))
-            self._chunks.appendleft(first[len(first) - keep:])
-            self._records = self.max_records
-
-    def window(self, now_ns: int | None = None) -> np.ndarray:
-        """The records of every call that began in the last `seconds` (with its phases and GPU span)."""
-        return self._window(ops.clock_now_ns() if now_ns is None else now_ns)[0]
-
-    def _window(self, now_ns: int) -> tuple[np.ndarray, bool]:
-        """window(), and whether the memory cap let calls of it go."""
-        with self._lock:
-            self._trim(now_ns)
-            records = np.concatenate(list(self._chunks)) if self._chunks else np.zeros(0, dtype=RECORD_DTYPE)
-            let_go_until = self._let_go_until_ns
-        cutoff = now_ns - int(self.seconds * 1e9)
-        calls = records[(records["phase"] == Phase.CALL) & (records["begin_ns"] >= cutoff)]
-        # Whole calls only: a call whose own record went (past the cap) leaves its phases out too.
-        return records[np.isin(records["call_id"], calls["call_id"])], let_go_until >= cutoff
-
-    def dump(self, end_metadata: dict[str, Any], trigger: str) -> Dump:
-        """Writes the window as a complete trace (the next dump number); returns what it holds."""
-        now_ns = ops.clock_now_ns()
-        records, capped = self._window(now_ns)
-        with self._lock:
-            self.dumps += 1
-            number = self.dumps
-        path = dump_path(self.path, number)
-        writer = self._make_writer(path)
-        writer.gpu_flows = self.gpu_flows
-        call_begins = records["begin_ns"][records["phase"] == Phase.CALL]
-        # The window the dump really covers: as asked, or from its oldest call where the cap cut it.
-        held_s = (now_ns - int(call_begins.min())) / 1e9 if capped and len(call_begins) else (
-            0.0 if capped else self.seconds)
-        held_s = round(held_s, 6)  # one value for the file and the line (each rounds it again to print it)
-        flight = {"window_s": self.seconds, "held_s": held_s, "capped": capped, "dump": number,
-                  "trigger": trigger, "calls": len(call_begins), "records_let_go": self.records_let_go,
-                  "max_records": self.max_records}
-        writer.begin(self._process_name, dict(self._metadata, flight=flight))
-        writer.write(records)
-        writer.finish(dict(end_metadata, flight=flight))
-        self.events_not_written += writer.events_not_written
-        self.paths += writer.paths
-        self.last_dump = Dump(writer.paths[0], trigger, len(call_begins), self.seconds, held_s, capped,
-                              self.max_bytes)
-        return self.last_dump
+    @property
+    def dumps(self) -> int:
+        return int(self.status()["dumps"])

@@ -7,10 +7,11 @@ session's control of it, nothing per event: it encodes the start metadata, start
 thread, reads its counts, and encodes the end record (the session's end metadata plus what the file
 knows, as StreamedTrace.end_record does for the Python writers) for the thread to write. The metadata
 is encoded here as each format holds it: JSON text (orjson), or a Perfetto instant's debug annotations
-(writers/perfetto_trace.metadata_annotations, the encoding of the Python writer, which flight dumps use).
+(writers/perfetto_trace.metadata_annotations, the encoding of the Python writer). The flight recorder's
+control (flight.NativeFlight) is this class with the thread in flight mode.
 
-It is both the session's writer and its drainer (the interfaces of writers/trace_file.StreamedTrace
-and drainer.Drainer), so the session and the tests use it as they use those.
+It is both the session's writer (the interface of writers/trace_file.StreamedTrace) and its drainer
+(start, stop, drain_once, discard_pending, held), so the session and the tests use it as they use those.
 """
 
 from __future__ import annotations

@@ -5,11 +5,11 @@ to run; this module knows nothing of sessions).
   a process (or a forked worker) leaving through it still finishes its trace;
 - SIGTERM: finish the trace, then die of the signal as the program would have (only where the program left
   the default, and only from the main thread: Python's rule);
-- the flight recorder's triggers: SIGUSR1 (a dump on a thread of its own) and unhandled exceptions (the
-  program's own hooks still run after the dump);
+- the flight recorder's triggers: SIGUSR1 (taken by the native side, whose writer thread dumps: see
+  csrc/session/native_writer.h) and unhandled exceptions (the program's own hooks still run after the dump);
 - fork: `os.register_at_fork` around the session's lock and its child handler.
 
-posix._exit, a C-level _exit, SIGKILL and crashes cannot run Python code: what the drainer wrote until then,
+posix._exit, a C-level _exit, SIGKILL and crashes cannot run Python code: what the writer thread wrote until then,
 up to its last 50 ms, is on disk, with no end record.
 """
 
@@ -111,12 +111,6 @@ def _install_signal_handlers() -> None:
         pass
 
 
-def _on_sigusr1(signum, frame) -> None:  # noqa: ANN001
-    # A signal handler runs between two bytecodes of the main thread, which may hold any lock: the
-    # dump runs on a thread of its own and the program goes on at once.
-    threading.Thread(target=_dump, args=("SIGUSR1",), name="trt_trace-flight-dump", daemon=True).start()
-
-
 _previous_excepthook = sys.excepthook
 _previous_thread_excepthook = threading.excepthook
 
@@ -132,9 +126,11 @@ def _thread_excepthook(args) -> None:  # noqa: ANN001
     _previous_thread_excepthook(args)
 
 
-def install_flight_triggers(dump: Callable[[str], None]) -> None:
-    """SIGUSR1 (only where the program kept the default, from the main thread) and unhandled
-    exceptions (the program's own hooks still run after the dump) call `dump(trigger)`."""
+def install_flight_triggers(dump: Callable[[str], None], take_sigusr1: Callable[[], Any]) -> None:
+    """Unhandled exceptions call `dump(trigger)` (the program's own hooks still run after the dump);
+    SIGUSR1, only where the program kept the default and from the main thread, is handed to
+    `take_sigusr1` (the native side takes the signal: a Python handler would wait for the main thread's
+    next bytecode, which a thread busy in C++ or holding the GIL never reaches)."""
     global _previous_excepthook, _previous_thread_excepthook, _dump
     _dump = dump
     if sys.excepthook is not _excepthook:
@@ -144,7 +140,7 @@ def install_flight_triggers(dump: Callable[[str], None]) -> None:
     if threading.current_thread() is threading.main_thread() and hasattr(signal, "SIGUSR1"):
         try:
             if signal.getsignal(signal.SIGUSR1) == signal.SIG_DFL:
-                signal.signal(signal.SIGUSR1, _on_sigusr1)
+                take_sigusr1()
         except (ValueError, OSError):
             pass
 

@@ -18,7 +18,6 @@ from typing import Any
 import orjson
 
 from ..io import formats
-from ..io.perfetto_protos import protos
 from ..native import ops
 from ..schema.errors import BufferUnavailable, TraceError
 from ..schema.version import __version__
@@ -34,9 +33,7 @@ from .config import (
     shown,
     warn,
 )
-from .drainer import Drainer
-from .flight import FlightWindow
-from .native_trace import FORMATS as NATIVE_FORMATS
+from .flight import NativeFlight
 from .native_trace import NativeTrace
 
 __all__ = ["Session", "TraceError", "active", "check_output_path", "dump", "flight", "start", "start_session", "stop"]
@@ -104,32 +101,20 @@ class Session:
                 "process; give a smaller TRT_TRACE_BUFFER / buffer_events / --buffer")
         self.layers_used = check_layers(settings.layers) > 0  # per-layer timing was on at some point
         self.pid = os.getpid()
-        writer_class = fmt.writer_class()
-
-        def file_writer(path: str, lazy: bool = False):  # noqa: ANN202 (any registered writer)
-            return writer_class(path, ops.engine_names, lazy=lazy, max_bytes=settings.max_bytes, split=settings.split)
-
-        self.writer: Any
-        self.drainer: Any
+        # The native writer thread drains, formats and writes (or, for the flight recorder, keeps the window
+        # and writes the dumps); Python keeps control only. It is the session's writer and its drainer.
+        self.writer: NativeTrace
         try:
-            if settings.flight_s == 0 and self.format in NATIVE_FORMATS:
-                # The native writer thread drains, formats and writes; Python keeps control only.
-                self.writer = self.drainer = NativeTrace(self.path, lazy=settings.lazy_file,
-                                                         max_bytes=settings.max_bytes, split=settings.split,
-                                                         fmt=self.format)
-            elif settings.flight_s > 0:  # the flight recorder: a window in memory, files only on dump()
-                if self.format == "perfetto":
-                    protos()  # a missing `perfetto` package fails now, not at the first dump
-                self.writer = FlightWindow(self.path, file_writer, settings.flight_s, settings.flight_max_bytes,
-                                           on_exit=settings.flight_on_exit)
+            if settings.flight_s > 0:  # the flight recorder: a window in memory, files only on dump()
+                self.writer = NativeFlight(self.path, settings.flight_s, settings.flight_max_bytes,
+                                           on_exit=settings.flight_on_exit, fmt=self.format,
+                                           file_max_bytes=settings.max_bytes, split=settings.split)
             else:
-                self.writer = file_writer(self.path, lazy=settings.lazy_file)
-        except OSError as exc:
-            raise TraceError(f"cannot write {shown(self.path)}: {exc.strerror or exc}; pick a writable path") from exc
-        except ImportError as exc:  # the perfetto package's protos
+                self.writer = NativeTrace(self.path, lazy=settings.lazy_file, max_bytes=settings.max_bytes,
+                                          split=settings.split, fmt=self.format)
+        except ImportError as exc:  # the perfetto package's protos (for the metadata): fails now, not at a dump
             raise TraceError(f"cannot write a Perfetto trace ({exc}); pip install perfetto, or write *.json") from exc
-        if not isinstance(self.writer, NativeTrace):
-            self.drainer = Drainer(self.writer.write)
+        self.drainer = self.writer
         self.failure: str | None = None  # why writing the file failed, if it did (stop())
         self.end_written = False  # after a failure: whether the file still got its end record
         self.started_ns = 0
@@ -193,6 +178,8 @@ class Session:
         except OSError as exc:  # the native writer opens its file here (unless lazy)
             ops.restore_session_switches(self._switches_before)
             raise TraceError(f"cannot write {shown(self.path)}: {exc.strerror or exc}; pick a writable path") from exc
+        if isinstance(self.writer, NativeFlight) and self.settings.layers > 0:
+            self.writer.layers(self.settings.layers)  # its dumps' end records carry the layer report
         if not available["nvtx"] and self.settings.nvtx:
             warn("TRT_TRACE_NVTX: this build has no NVTX (install nvidia-nvtx and reinstall trt_trace)")
         self._switch_before = ops.get_profile_execution()
@@ -200,8 +187,8 @@ class Session:
         ops.set_profile_execution(True)
 
     @property
-    def flight(self) -> FlightWindow | None:
-        return self.writer if isinstance(self.writer, FlightWindow) else None
+    def flight(self) -> NativeFlight | None:
+        return self.writer if isinstance(self.writer, NativeFlight) else None
 
     def dump(self, trigger: str = "dump()") -> str:
         """Flight recorder: writes the last seconds of calls as a complete trace and says so in one line
@@ -210,9 +197,8 @@ class Session:
         if flight is None:
             raise TraceError(f"not a flight recorder: {self.path} is written as the calls come; "
                              "start one with TRT_TRACE_FLIGHT=SECONDS or trt_trace.flight()")
-        self.drainer.drain_once()  # what the rings hold now belongs in the window
-        try:
-            done = flight.dump(self._end_metadata(), trigger)
+        try:  # (the dump drains the rings first: what they hold now belongs in the window)
+            done = flight.dump(trigger, ops.clock_now_ns())
         except OSError as exc:
             raise TraceError(f"cannot write the flight recorder's dump: {exc.strerror or exc}") from exc
         warn(done.line())
@@ -223,6 +209,8 @@ class Session:
         check_layers(n)
         self.settings = dataclasses.replace(self.settings, layers=n)  # (a forked child starts with them)
         self.layers_used |= n > 0
+        if self.flight is not None and self.layers_used:
+            self.flight.layers(n)
         ops.apply_settings(self.settings.native())  # the one settings op: every engine's window starts afresh
 
     def _layer_metadata(self) -> dict[str, Any] | None:
@@ -357,7 +345,7 @@ def start_session(settings: Settings) -> Session:
         # SIGTERM ends the process: the trace is finished and said as at any exit (the line, the exit dump).
         process_hooks.install_exit_paths(_finish_at_exit)
         if session.flight is not None:
-            process_hooks.install_flight_triggers(_dump_on_trigger)
+            process_hooks.install_flight_triggers(_dump_on_trigger, ops.flight_take_sigusr1)
         return session
 
 

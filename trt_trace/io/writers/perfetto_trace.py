@@ -1,8 +1,9 @@
 """Streams records as a native Perfetto trace (protobuf TrackEvent), as ui.perfetto.dev loads it.
 
 A session's .pftrace is written by the native writer thread (csrc/session/perfetto_trace.h), byte for byte
-as this writer writes the same records (tests/test_native_writer.py); this writer writes flight dumps, and
-its metadata encoding (metadata_annotations, start_metadata) is what the session hands the native writer.
+as this writer writes the same records (tests/test_native_writer.py, and flight dumps:
+tests/test_flight_window.py); its metadata encoding (metadata_annotations, start_metadata) is what the
+session hands the native writer.
 
 Format decisions (TrackEvent's rules: docs/trace-formats.md):
 * A Perfetto `Trace` is a run of length-delimited `packet` fields: the file is appended to batch by
