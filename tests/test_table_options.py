@@ -26,6 +26,7 @@ from trt_trace.analysis.merge import merge
 from trt_trace.analysis.summary_table import COLUMNS, FIELDS, SORT_KEYS, TableOptions, parse_columns
 from trt_trace.analysis.table_text import escaped, width
 from trt_trace.analysis.trace_summary import summary_text
+from trt_trace.cli import main
 from trt_trace.schema.phases import HOST_PHASES
 
 # Engines with repeated durations (ties in p50, in totals), one call only, and a wide spread.
@@ -273,18 +274,34 @@ def _cli(*args: str) -> subprocess.CompletedProcess:
                           timeout=120)
 
 
-def test_the_cli_takes_the_options_and_refuses_bad_ones_in_one_line(trace):
+def test_the_cli_prints_csv_and_says_on_stderr_what_top_left_out(trace):
     ok = _cli("summary", str(trace), "--sort", "p99", "--top", "2", "--format", "csv", "--columns", "p50,p99,max")
     assert ok.returncode == 0, ok.stderr
     assert ok.stdout.splitlines()[0] == "engine,p50_ms,p99_ms,max_ms" and len(ok.stdout.splitlines()) == 4
     assert "3 more engines not shown: --top 2" in ok.stderr
-    assert json.loads(_cli("summary", str(trace), "--json", "--top", "1").stdout)["engines_left_out"] == 4
+
+
+
+def _main(capsys, *args: str) -> tuple[int, str, str]:
+    """The CLI in this process (argparse's refusals exit 2)."""
+    try:
+        rc = main(list(args))
+    except SystemExit as exc:
+        rc = exc.code
+    out, err = capsys.readouterr()
+    return rc, out, err
+
+
+@pytest.mark.parametrize("verb", ["summary", "layers"])
+def test_bad_table_options_are_one_line(trace, capsys, verb):
     for bad, said in ((["--json", "--format", "csv"], "--json and --format csv disagree"),
-                      (["--columns", "p95"], "unknown column 'p95'"), (["--top", "0"], "give 1 or more rows"),
-                      (["--sort", "p95"], "invalid choice"), (["--width", "3"], "give 8 to 10000 columns")):
-        p = _cli("summary", str(trace), *bad)
-        assert p.returncode == 2 and len(p.stderr.strip().splitlines()) == 1 and said in p.stderr, (bad, p.stderr)
-        assert "Traceback" not in p.stderr
+                      (["--top", "0"], "give 1 or more rows"), (["--sort", "p95"], "invalid choice"),
+                      (["--width", "3"], "give 8 to 10000 columns"),
+                      *([(["--columns", "p95"], "unknown column 'p95'")] if verb == "summary" else [])):
+        rc, _out, err = _main(capsys, verb, str(trace), *bad)
+        assert rc == 2 and len(err.strip().splitlines()) == 1 and said in err, (bad, err)
+    rc, out, _err = _main(capsys, "summary", str(trace), "--json", "--top", "1", "--sort", "name")
+    assert rc == 0 and json.loads(out)["engines_left_out"] == 4 and json.loads(out)["engines"][0]["engine"] == "alpha"
 
 
 LAYERS = {"conv": [30.0, 31.0, 29.0, 40.0], "fc": [10.0, 10.0, 12.0, 11.0], "add": [1.0, 1.0, 1.0, 5.0],

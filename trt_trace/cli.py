@@ -193,7 +193,8 @@ def _cmd_summary(args: argparse.Namespace) -> int:
         print(f"trt-trace summary: cannot write {args.plot}: {getattr(exc, 'strerror', None) or exc}",
               file=sys.stderr)
         return 1
-    print(f"plot: {args.plot}")
+    # JSON and CSV stay one document on stdout: the line goes to stderr there
+    print(f"plot: {args.plot}", file=sys.stdout if options.format == "text" else sys.stderr)
     return 0
 
 
@@ -474,7 +475,8 @@ def build_parser() -> argparse.ArgumentParser:
                          help="one table per process (rank) of a merged trace, then all of them")
     summary.add_argument("--plot", metavar="PNG", help="also draw per-engine bars by phase into this image")
     summary.add_argument("--phase", default="total", choices=DURATIONS,
-                         help="the p50/p99 columns are of this duration (default: the call's total)")
+                         help="the p50/p99 and min/mean/max/stddev columns are of this duration (default: the "
+                              "call's total)")
     summary.add_argument("--json", action="store_true", help="print the table as JSON (for dashboards, scripts): "
                                                              "--format json")
     _add_table_options(summary, "engine")
