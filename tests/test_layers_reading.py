@@ -103,8 +103,9 @@ def test_the_table_is_exact_in_both_formats(names, tmp_path, suffix):
     gpu, cpu, never = (by_engine(doc)[n] for n in ("gpu_engine", "cpu_engine", "never_engine"))
     assert gpu["layers"] == [
         {"layer": "conv", "calls": 3, "total_ns": 930_000, "share": pytest.approx(100 * 930 / 1230),
-         "p50_ns": 310_000},
-        {"layer": "fc", "calls": 3, "total_ns": 300_000, "share": pytest.approx(100 * 300 / 1230), "p50_ns": 100_000}]
+         "p50_ns": 310_000, "mean_ns": 310_000, "max_ns": 320_000},
+        {"layer": "fc", "calls": 3, "total_ns": 300_000, "share": pytest.approx(100 * 300 / 1230), "p50_ns": 100_000,
+         "mean_ns": 100_000, "max_ns": 110_000}]
     # Per call: 400, 430 and 400 us of layers (p50 400); GPU spans 500, 520, 480 (p50 500); the
     # engine's other calls 450, 470, 460 (p50 460); enqueue 500 us each.
     assert (gpu["profiled_calls"], gpu["partial_calls"], gpu["outside_window"]) == (3, 0, 0)

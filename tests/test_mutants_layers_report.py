@@ -101,7 +101,7 @@ def test_a_long_layer_name_is_cut_in_its_middle():
     exact = "M" * 72
     (t,) = tables(call(1, None) + call(2, None, {long: 30.0, exact: 20.0, "short": 1.0}))
     lines = format_tables([t]).splitlines()
-    assert lines[1] == "  " + "layer".ljust(72) + "   calls   total ms  share %     p50 us"
+    assert lines[1] == "  " + "layer".ljust(72) + "   calls   total ms  share %     p50 us    mean us     max us"
     shown = [ln[2:74] for ln in lines[2:5]]
     assert shown == ["L" * 36 + "…" + "R" * 35, exact, "short".ljust(72)]
     assert format_tables([t], width=200).splitlines()[2][2:102] == long

@@ -6,8 +6,8 @@ The convention, by fence info string (tests/test_readme.py::test_every_block_say
 every block to it):
 
 * ```console  commands that run as written here, one per line (no prompt, no output; `# ...` comments
-  are bash's). They may run `python serve.py` and `train.py`: the test puts its own program under both
-  names (tests/readme_programs/serve.py: the demo's six stand-in engines, called a few times).
+  are bash's), from a directory holding the checkout's examples/ as a user's checkout does: their
+  program is examples/serve.py (the demo's stand-in package served in a loop), run as written.
   Long-running ones (`trt-trace view`) run until they serve, then get Ctrl-C and must stop.
 * ```shell    real commands that cannot run in CI; each is listed in NOT_RUN_IN_CI below with why and
   how it is covered instead, and a new one without an entry fails the test.
@@ -99,11 +99,10 @@ def free_port() -> int:
 
 @pytest.fixture(scope="module")
 def workdir(tmp_path_factory) -> tuple[Path, dict[str, str]]:
-    """The fresh directory the README's commands run in, with serve.py and train.py, and their environment."""
+    """The fresh directory the README's commands run in, with the checkout's examples/, and their environment."""
     work = tmp_path_factory.mktemp("readme")
-    for name in ("serve.py", "train.py"):
-        shutil.copy(HERE / "readme_programs" / "serve.py", work / name)
-    demo_package_now()  # `trt-trace demo` below reuses the package the suite compiles (cached by content)
+    shutil.copytree(HERE.parent / "examples", work / "examples")
+    demo_package_now()  # examples/serve.py and `trt-trace demo` reuse the package the suite compiles (cached)
     env = {k: v for k, v in os.environ.items() if not k.startswith("TRT_TRACE_") or k == "TRT_TRACE_CACHE_DIR"}
     for k in ("DISPLAY", "WAYLAND_DISPLAY", "BROWSER"):  # no browser: `view` serves and says so
         env.pop(k, None)

@@ -28,9 +28,20 @@ import orjson
 from .analysis.diff import diff_files, format_diff, to_json
 from .analysis.diff_plot import plot_diff
 from .analysis.export import ExportError, export_calls
-from .analysis.layers_report import layers_report
+from .analysis.layers_report import LAYER_SORT_KEYS, LayerOptions, layers_report
 from .analysis.merge import MergeError, input_notes, merge
 from .analysis.plot import plot_engines
+from .analysis.summary_table import (
+    COLUMN_GROUPS,
+    COLUMNS,
+    DEFAULT_COLUMNS,
+    DEFAULT_NAME_WIDTH,
+    FORMATS,
+    SORT_KEYS,
+    ColumnsError,
+    TableOptions,
+    parse_columns,
+)
 from .analysis.trace_slice import SliceError, slice_trace
 from .analysis.trace_summary import cut_short_note, summary_parts
 from .captures import report
@@ -117,13 +128,35 @@ def _notes(verb: str, notes: list[str]) -> None:
         print(f"trt-trace {verb}: {note}", file=sys.stderr)
 
 
+def _table_format(args: argparse.Namespace, verb: str) -> str | None:
+    """--format, with --json as its alias; None and one line on stderr where the two disagree."""
+    if args.json and args.format not in (None, "json"):
+        print(f"trt-trace {verb}: --json and --format {args.format} disagree; give one", file=sys.stderr)
+        return None
+    return "json" if args.json else args.format or "text"
+
+
+def _table_options(args: argparse.Namespace, verb: str) -> TableOptions | None:
+    fmt = _table_format(args, verb)
+    if fmt is None:
+        return None
+    try:
+        columns = None if args.columns is None else parse_columns(args.columns)
+    except ColumnsError as exc:
+        print(f"trt-trace {verb}: {exc}", file=sys.stderr)
+        return None
+    return TableOptions(columns=columns, sort=args.sort, top=args.top, format=fmt, name_width=args.width)
+
+
 def _cmd_summary(args: argparse.Namespace) -> int:
     window = _window(args, "summary")
-    if window is None:
+    options = _table_options(args, "summary")
+    if window is None or options is None:
         return 2
+    args.json = options.format == "json"
     try:
-        text, summary = summary_parts(args.trace, by_process=args.by_rank, phase=args.phase, json=args.json,
-                                      window=window)
+        text, summary = summary_parts(args.trace, by_process=args.by_rank, phase=args.phase, window=window,
+                                      options=options)
     except TraceFileError as exc:
         print(f"trt-trace summary: {exc}", file=sys.stderr)
         return bad_input_rc(exc)
@@ -131,9 +164,12 @@ def _cmd_summary(args: argparse.Namespace) -> int:
         text = _with_top_kernels_json(text, summary, args.kernels)
     print(text, end="")
     _notes("summary", summary.notes)
-    if window.active and not args.json:
+    if window.active and options.format == "text":
         print(f"window: {window.describe()}")
     if args.kernels is not None:
+        if options.format == "csv":
+            print("trt-trace summary: --kernels lists kernels in text or JSON; not with --format csv", file=sys.stderr)
+            return 2
         capture = summary.capture
         if capture is None or not capture.has_device_activity:
             what = "trt_trace's own trace (CUDA-event spans, no kernels)" if capture is None else \
@@ -141,7 +177,7 @@ def _cmd_summary(args: argparse.Namespace) -> int:
             print(f"trt-trace summary: --kernels needs a torch.profiler or Nsight Systems capture with CUDA activity; "
                   f"{args.trace} is {what}", file=sys.stderr)
             return 1
-        if not args.json:
+        if options.format == "text":
             print(top_kernels_text(capture, summary.capture_kept, args.kernels))
     if not args.plot:
         return 0
@@ -157,25 +193,28 @@ def _cmd_summary(args: argparse.Namespace) -> int:
         print(f"trt-trace summary: cannot write {args.plot}: {getattr(exc, 'strerror', None) or exc}",
               file=sys.stderr)
         return 1
-    print(f"plot: {args.plot}")
+    # JSON and CSV stay one document on stdout: the line goes to stderr there
+    print(f"plot: {args.plot}", file=sys.stdout if options.format == "text" else sys.stderr)
     return 0
 
 
 def _cmd_layers(args: argparse.Namespace) -> int:
     window = _window(args, "layers")
-    if window is None:
+    fmt = _table_format(args, "layers")
+    if window is None or fmt is None:
         return 2
     def shown(line: str) -> str:  # a path's control characters escaped: each line stays one line
         return "".join(c if c.isprintable() else repr(c)[1:-1] for c in line)
 
     try:
-        text, notes = layers_report(args.trace, json=args.json, window=window)
+        text, notes = layers_report(args.trace, window=window, options=LayerOptions(
+            sort=args.sort, top=args.top, format=fmt, name_width=args.width))
     except TraceFileError as exc:
         print(f"trt-trace layers: {shown(str(exc))}", file=sys.stderr)
         return bad_input_rc(exc)
     print(text, end="")
     _notes("layers", [shown(n) for n in notes])
-    if window.active and not args.json:
+    if window.active and fmt == "text":
         print(f"window: {window.describe()}")
     return 0
 
@@ -310,6 +349,47 @@ def _add_window(p: argparse.ArgumentParser) -> None:
     p.add_argument("--to", dest="to_s", type=float, metavar="SECONDS", help="... and before this many seconds")
 
 
+def _top(value: str) -> int:
+    try:
+        n = int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{value!r} is not a number of rows") from None
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"{n}: give 1 or more rows")
+    return n
+
+
+def _width(value: str) -> int:
+    try:
+        n = int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{value!r} is not a number of columns") from None
+    if n != 0 and not 8 <= n <= 10000:
+        raise argparse.ArgumentTypeError(f"{n}: give 8 to 10000 columns (0: no limit)")
+    return n
+
+
+def _add_table_options(p: argparse.ArgumentParser, row: str) -> None:
+    """--sort, --top, --format and --width of a table verb (summary: engines; layers: each engine's layers)."""
+    keys = SORT_KEYS if row == "engine" else LAYER_SORT_KEYS
+    first = "share: each engine's time, most first" if row == "engine" else "total: most time first"
+    p.add_argument("--sort", choices=keys, default=keys[0], metavar="KEY",
+                   help=f"order of the {row}s: {', '.join(keys)} (default {first}; numbers largest first, names "
+                        "A to Z)")
+    p.add_argument("--top", type=_top, default=0, metavar="N",
+                   help=f"only the first N {row}s in that order"
+                        + (" (the ALL row stays of every engine)" if row == "engine" else " of each engine")
+                        + "; a line says how many were left out")
+    p.add_argument("--format", choices=FORMATS, default=None,
+                   help="text (default), json (as --json) or csv (a header row, one row per "
+                        + ("engine, ALL last)" if row == "engine" else "layer)"))
+    default = DEFAULT_NAME_WIDTH if row == "engine" else 72
+    how = "longer names wrap onto lines of their own" if row == "engine" else "longer names are cut in the middle"
+    p.add_argument("--width", type=_width, default=default, metavar="COLUMNS",
+                   help=f"text: the {row} name column's width (default {default}; 0: as wide as the widest name); "
+                        f"{how}; JSON and CSV keep every name whole")
+
+
 def _cmd_view(args: argparse.Namespace) -> int:
     port = DEFAULT_PORT if args.port is None else args.port
     if not 0 <= port <= 65535:
@@ -395,8 +475,14 @@ def build_parser() -> argparse.ArgumentParser:
                          help="one table per process (rank) of a merged trace, then all of them")
     summary.add_argument("--plot", metavar="PNG", help="also draw per-engine bars by phase into this image")
     summary.add_argument("--phase", default="total", choices=DURATIONS,
-                         help="the p50/p99 columns are of this duration (default: the call's total)")
-    summary.add_argument("--json", action="store_true", help="print the table as JSON (for dashboards, scripts)")
+                         help="the p50/p99 and min/mean/max/stddev columns are of this duration (default: the "
+                              "call's total)")
+    summary.add_argument("--json", action="store_true", help="print the table as JSON (for dashboards, scripts): "
+                                                             "--format json")
+    _add_table_options(summary, "engine")
+    summary.add_argument("--columns", metavar="A,B", help=f"the text and CSV columns, in this order (any of "
+                         f"{', '.join(COLUMNS)}; groups {', '.join(COLUMN_GROUPS)}); +A,B adds them to the default "
+                         f"({', '.join(DEFAULT_COLUMNS)}, gpu); the statistics are of --phase")
     summary.add_argument("--kernels", nargs="?", const=10, type=_kernel_count, metavar="N",
                          help="of a torch.profiler / Nsight Systems capture with CUDA activity: each engine's top N "
                               "kernels by time (default 10)")
@@ -405,7 +491,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     layers = verb("layers", "per engine, its layers by time (a trace recorded with TRT_TRACE_LAYERS)")
     layers.add_argument("trace", help="trace.json / trace.pftrace written by trt_trace with per-layer timing")
-    layers.add_argument("--json", action="store_true", help="print the tables as JSON")
+    layers.add_argument("--json", action="store_true", help="print the tables as JSON: --format json")
+    _add_table_options(layers, "layer")
     _add_window(layers)
     layers.set_defaults(func=_cmd_layers)
 

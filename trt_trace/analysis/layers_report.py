@@ -35,6 +35,7 @@ from ..io.readers.in_memory import EventsReader
 from ..io.readers.trace_info import TraceInfo
 from ..io.readers.value_counts import ValueCounts
 from ..schema.trace_format import LAYER_CATEGORY
+from .table_text import Column, csv_text, cut_middle, escaped, left_out_line, text_table
 
 # Beyond this relative difference between the layers' sum and the GPU span, the table says so.
 NOTABLE_DIFFERENCE = 0.10
@@ -180,6 +181,8 @@ class LayerRow:
     total_ns: int
     share: float  # of the engine's layer time, in %
     p50_ns: int
+    mean_ns: float = -1.0  # over the layer's times (one per report: a layer reported twice in a call counts twice)
+    max_ns: int = -1
 
 
 @dataclass
@@ -247,8 +250,10 @@ def layer_tables(c: LayerCalls) -> list[EngineLayers]:
         for index in np.unique(layers).tolist():
             sel = layers == index
             t = int(ns[sel].sum())
+            times = ns[sel]
             engine.rows.append(LayerRow(c.names[index], int(np.unique(inverse_whole[sel]).size), t,
-                                        100.0 * t / total if total else 0.0, _p50(ns[sel])))
+                                        100.0 * t / total if total else 0.0, _p50(times), t / len(times),
+                                        int(times.max())))
         engine.rows.sort(key=lambda r: (-r.total_ns, r.layer))
         if len(ns):
             per_whole = np.bincount(inverse_whole, weights=ns, minlength=len(uniq))[whole_calls]
@@ -284,22 +289,53 @@ def _us(ns: int) -> str:
     return f"{ns / 1000:.1f} us" if ns >= 0 else "-"
 
 
-def _short(name: str, width: int) -> str:
-    """A layer name cut to `width` characters in its middle (TensorRT's are often long)."""
-    if len(name) <= width:
-        return name
-    keep = width - 1
-    return name[: keep - keep // 2] + "…" + name[len(name) - keep // 2:]
+LAYER_SORT_KEYS = ("total", "calls", "p50", "mean", "max", "name")
+_LAYER_SORT = {"total": lambda r: -r.total_ns, "calls": lambda r: -r.calls, "p50": lambda r: -r.p50_ns,
+               "mean": lambda r: -r.mean_ns, "max": lambda r: -r.max_ns, "name": lambda r: r.layer}
 
 
-def format_tables(tables: list[EngineLayers], width: int = 72) -> str:
+@dataclass(frozen=True)
+class LayerOptions:
+    """How `layers` shows its tables: each engine's layers in `sort` order (ties: most time first, then
+    by name), the first `top` of them (0: all), as text, JSON or CSV; in text the layer name column is
+    at most `name_width` wide (0: as wide as the widest name), longer names cut in the middle."""
+
+    sort: str = "total"
+    top: int = 0
+    format: str = "text"
+    name_width: int = 72
+
+    def __post_init__(self) -> None:
+        if self.sort not in LAYER_SORT_KEYS:
+            raise ValueError(f"unknown sort key {self.sort!r}; use one of {', '.join(LAYER_SORT_KEYS)}")
+        if self.format not in ("text", "json", "csv"):
+            raise ValueError(f"unknown format {self.format!r}; use text, json or csv")
+
+
+def arranged(rows: list[LayerRow], sort: str = "total", top: int = 0) -> tuple[list[LayerRow], int]:
+    """(the rows in `sort` order, the first `top` of them; how many were left out)."""
+    out = sorted(rows, key=lambda r: (_LAYER_SORT[sort](r), -r.total_ns, r.layer))
+    shown = out[:top] if top else out
+    return shown, len(out) - len(shown)
+
+
+_LAYER_COLUMNS = [Column("calls", "calls", lambda r: str(r["calls"]), 8),
+                  Column("total", "total ms", lambda r: f"{r['total_ns'] / 1e6:.3f}", 11),
+                  Column("share", "share %", lambda r: f"{r['share']:.1f}", 9),
+                  Column("p50", "p50 us", lambda r: f"{r['p50_ns'] / 1000:.1f}", 11),
+                  Column("mean", "mean us", lambda r: f"{r['mean_ns'] / 1000:.1f}", 11),
+                  Column("max", "max us", lambda r: f"{r['max_ns'] / 1000:.1f}", 11)]
+
+
+def format_tables(tables: list[EngineLayers], width: int = 72, options: LayerOptions | None = None) -> str:
+    options = options or LayerOptions(name_width=width)
     lines: list[str] = []
     several = len({t.process for t in tables}) > 1
     for t in tables:
-        who = (f"{t.process}: " if several else "") + (t.engine or f"engine {t.engine_id}")
+        who = escaped((f"{t.process}: " if several else "") + (t.engine or f"engine {t.engine_id}"))
         if not t.rows:
             why = t.note or ("no whole profiled call in the window" if t.outside_window else "")
-            lines.append(f"{who}: no per-layer timing" + (f" ({why})" if why else ""))
+            lines.append(f"{who}: no per-layer timing" + (f" ({escaped(why)})" if why else ""))
             if t.partial_calls:
                 lines.append(f"  cut short: {t.partial_calls} profiled call{'s' if t.partial_calls != 1 else ''} "
                              "with layers missing left out")
@@ -307,11 +343,13 @@ def format_tables(tables: list[EngineLayers], width: int = 72) -> str:
             continue
         lines.append(f"{who}: {t.profiled_calls} profiled call{'s' if t.profiled_calls != 1 else ''}, "
                      f"{len(t.rows)} layer{'s' if len(t.rows) != 1 else ''}")
-        w = max(len("layer"), min(width, max(len(r.layer) for r in t.rows)))
-        lines.append(f"  {'layer':<{w}}  {'calls':>6}  {'total ms':>9}  {'share %':>7}  {'p50 us':>9}")
-        for r in t.rows:
-            lines.append(f"  {_short(r.layer, w):<{w}}  {r.calls:>6}  {r.total_ns / 1e6:>9.3f}  {r.share:>7.1f}  "
-                         f"{r.p50_ns / 1000:>9.1f}")
+        rows, left_out = arranged(t.rows, options.sort, options.top)
+        names = [escaped(r.layer) for r in rows]
+        if options.name_width:
+            names = [cut_middle(n, max(options.name_width, len("layer"))) for n in names]
+        lines += text_table("layer", names, [vars(r) for r in rows], _LAYER_COLUMNS, indent="  ")
+        if left_out:
+            lines.append("  " + left_out_line(left_out, "layer", options.top))
         if t.gpu_p50_ns >= 0:
             ratio = t.layers_vs_gpu
             shown = "-" if ratio is None else f"{ratio:.2f}"
@@ -331,18 +369,39 @@ def format_tables(tables: list[EngineLayers], width: int = 72) -> str:
             lines.append(f"  window: {t.outside_window} profiled call{'s' if t.outside_window != 1 else ''} "
                          "outside it left out")
         if t.note:
-            lines.append(f"  note: {t.note}")
+            lines.append(f"  note: {escaped(t.note)}")
         lines.append("")
     return "\n".join(lines)
 
 
-def tables_json(tables: list[EngineLayers], c: LayerCalls | None = None) -> dict[str, Any]:
+LAYER_CSV = ("process", "engine", "engine_id", "layer", "calls", "total_ns", "share", "p50_ns", "mean_ns", "max_ns")
+
+
+def tables_csv(tables: list[EngineLayers], options: LayerOptions) -> tuple[str, list[str]]:
+    """(one CSV of every engine's layers, a header row first; the lines for stderr: layers --top left out)."""
+    rows, notes = [], []
+    for t in tables:
+        shown, left_out = arranged(t.rows, options.sort, options.top)
+        rows += [[t.process, t.engine, t.engine_id, r.layer, r.calls, r.total_ns, round(r.share, 4), r.p50_ns,
+                  round(r.mean_ns, 3), r.max_ns] for r in shown]
+        if left_out:
+            who = t.engine or f"engine {t.engine_id}"
+            notes.append(f"{who}: {left_out_line(left_out, 'layer', options.top)[1:-1]}")
+    return csv_text(LAYER_CSV, rows), notes
+
+
+def tables_json(tables: list[EngineLayers], c: LayerCalls | None = None,
+                options: LayerOptions | None = None) -> dict[str, Any]:
+    options = options or LayerOptions()
+
     def engine(t: EngineLayers) -> dict[str, Any]:
         return {"process": t.process, "engine": t.engine, "engine_id": t.engine_id,
                 "profiled_calls": t.profiled_calls, "partial_calls": t.partial_calls,
                 "outside_window": t.outside_window,
                 "layers": [{"layer": r.layer, "calls": r.calls, "total_ns": r.total_ns, "share": r.share,
-                            "p50_ns": r.p50_ns} for r in t.rows],
+                            "p50_ns": r.p50_ns, "mean_ns": round(r.mean_ns, 3), "max_ns": r.max_ns}
+                           for r in arranged(t.rows, options.sort, options.top)[0]],
+                "layers_left_out": arranged(t.rows, options.sort, options.top)[1],
                 "layers_sum_p50_ns": t.sum_p50_ns, "gpu_p50_ns": t.gpu_p50_ns, "gpu_calls": t.gpu_calls,
                 "layers_vs_gpu": t.layers_vs_gpu, "unprofiled_gpu_p50_ns": t.unprofiled_gpu_p50_ns,
                 "enqueue_p50_ns": t.enqueue_p50_ns, "note": t.note}
@@ -364,16 +423,21 @@ def notes_of(c: LayerCalls) -> list[str]:
     return notes
 
 
-def layers_report(path: str, json: bool = False, window: Window | None = None) -> tuple[str, list[str]]:
+def layers_report(path: str, json: bool = False, window: Window | None = None,
+                  options: LayerOptions | None = None) -> tuple[str, list[str]]:
     """(the per-layer tables of a trace file, the lines for stderr). TraceFileError (one line) for a
     file that is not a trace, and for a trace without per-layer timing (NO_LAYERS)."""
+    options = options or LayerOptions(format="json" if json else "text")
     c = collect(path, window)
     tables = layer_tables(c)
     if not tables:
         raise TraceFileError(f"{path} {NO_LAYERS}")
-    if json:
-        return orjson.dumps(tables_json(tables, c)).decode() + "\n", notes_of(c)
-    return format_tables(tables), notes_of(c)
+    if options.format == "json":
+        return orjson.dumps(tables_json(tables, c, options)).decode() + "\n", notes_of(c)
+    if options.format == "csv":
+        text, left_out = tables_csv(tables, options)
+        return text, notes_of(c) + left_out
+    return format_tables(tables, options=options), notes_of(c)
 
 
 def layers_text(path: str, json: bool = False, window: Window | None = None) -> str:

@@ -18,6 +18,9 @@ from ..io.readers.trace_info import CLOSED
 from ..io.readers.value_counts import ValueCounts
 from ..schema.records import STATS_COLUMNS
 from ..schema.trace_format import DURATIONS
+from . import summary_table
+from .summary_table import TableOptions
+from .table_text import escaped, left_out_line
 
 __all__ = ["TraceFileError", "TraceSummary", "aggregate", "aggregate_by_process", "aggregate_file", "load_events",
            "read_summaries", "summary_text"]
@@ -43,6 +46,7 @@ class TraceSummary:
     threads_with_drops: int = 0
     metadata: dict[str, Any] = field(default_factory=dict)
     label: str = ""  # the process's name (process_name event); "" for several processes together
+    pid: int | None = None  # the process's pid in the file; None for several processes together
     partial_calls: int = 0  # calls left out: the file was cut inside them (readers/calls.py)
     gpu_every: int = 1  # GPU events on every Nth CUDA call (the session's setting; the largest of merged ranks)
     values: dict[str, list[ValueCounts]] = field(default_factory=dict)  # duration -> per row, exact
@@ -145,6 +149,7 @@ def _process_summaries(read: CallsRead, rows: _Rows) -> list[TraceSummary]:
             if isinstance(threads, list) else 0,
             metadata=meta,
             label=p.label or f"pid {p.pid}",
+            pid=p.pid,
             partial_calls=partial.get(p.pid, 0),
             gpu_every=every,
             values={d: [rows.values[k][d] for k in keys] for d in rows.durations},
@@ -245,59 +250,132 @@ def aggregate_file(path: str, durations: Iterable[str] = DURATIONS, window: Wind
     return read_summaries(path, durations, window)[1]
 
 
-def _table(s: TraceSummary, phase: str = "total", json: bool = False) -> str:
+def _native_order(s: TraceSummary) -> tuple[list[int], list[int]]:
+    """The rows as the native formatter orders them (timing_table.cpp: engines with calls, by time, most
+    first, ties in their order here), as indexes into s.names, and each one's time in ns."""
+    if not len(s.stats):
+        return [], []
+    calls = s.stats[:, _COL["calls"]]
+    time = np.maximum(s.stats[:, _COL["total_ns"]], native.scaled_gpu_ns(s.stats)).tolist()
+    order = sorted((i for i in range(len(s.names)) if calls[i] > 0), key=lambda i: -time[i])
+    return order, [time[i] for i in order]
+
+
+def table_doc(s: TraceSummary, phase: str = "total") -> tuple[dict[str, Any], list[int], bool]:
+    """(the table as JSON fields, every row in the table's order, with min/mean/max/stddev of `phase`
+    added; each row's time in ns; whether a capture's kernel columns are in it)."""
     per_row, overall = s.percentiles(phase)
-    table = native.format_table(s.names, s.stats, per_row, tuple(overall.tolist()), phase, json, s.gpu_every,
+    table = native.format_table(s.names, s.stats, per_row, tuple(overall.tolist()), phase, True, s.gpu_every,
                                 s.dropped, s.threads_with_drops)
     capture = s.capture
-    with_kernels = capture is not None and capture.has_device_activity and s.kernel_sums is not None
     calls = s.stats[:, _COL["calls"]] if len(s.stats) else np.zeros(0, dtype=np.int64)
-    if json:
-        doc = orjson.loads(table)
-        if capture is not None:
-            doc = kernel_columns.add_json_fields(table, s.names, calls, s.kernel_sums, capture)
-        doc["partial_calls"] = s.partial_calls
-        if s.label:
-            doc["process"] = s.label
-        doc.update(state_fields(s))
-        return orjson.dumps(doc).decode()
-    if with_kernels:
-        order_doc = orjson.loads(native.format_table(s.names, s.stats, per_row, tuple(overall.tolist()), phase, True,
-                                                     s.gpu_every, s.dropped, s.threads_with_drops))
-        table = kernel_columns.add_columns(table, order_doc, s.names, calls, s.kernel_sums)
-    notes = ""
+    doc = orjson.loads(table)
+    if capture is not None:
+        doc = kernel_columns.add_json_fields(table, s.names, calls, s.kernel_sums, capture)
+    order, time_ns = _native_order(s)
+    rows = s.values.get(phase, [])
+    for row, i in zip(doc["engines"], order, strict=True):
+        if row["engine"] != s.names[i] or row["calls"] != int(calls[i]):
+            raise RuntimeError(f"the table's row {row['engine']!r} is not the summary's {s.names[i]!r}")
+        row.update(summary_table.stat_fields(rows[i]))
+    doc["all"].update(summary_table.stat_fields(ValueCounts.union(rows)))
+    with_kernels = capture is not None and capture.has_device_activity and s.kernel_sums is not None
+    return doc, time_ns, with_kernels
+
+
+def _notes_text(s: TraceSummary, phase: str, rows: int) -> str:
+    """The lines under the table: the native formatter's (GPU sampling, errors, drops; asked of a table
+    with plain names, so that its lines are counted right), then the file's (cut short, malformed)."""
+    per_row, overall = s.percentiles(phase)
+    plain = native.format_table([f"e{i}" for i in range(len(s.names))], s.stats, per_row, tuple(overall.tolist()),
+                                phase, False, s.gpu_every, s.dropped, s.threads_with_drops)
+    notes = "".join(line + "\n" for line in plain.split("\n")[rows + 2:] if line)
     if s.partial_calls:
         notes += cut_short_note(s.partial_calls) + "\n"
     if s.malformed:
         notes += malformed_note(s.malformed) + "\n"
-    return table + notes
+    return notes
+
+
+def _json_doc(s: TraceSummary, phase: str, options: TableOptions) -> dict[str, Any]:
+    doc, time_ns, _ = table_doc(s, phase)
+    doc = summary_table.arrange(doc, time_ns, options.sort, options.top)
+    doc["partial_calls"] = s.partial_calls
+    if s.label:
+        doc["process"] = s.label
+    doc.update(state_fields(s))
+    return doc
+
+
+def _table(s: TraceSummary, phase: str = "total", json: bool = False, options: TableOptions | None = None) -> str:
+    options = options or TableOptions(format="json" if json else "text")
+    if json:
+        return orjson.dumps(_json_doc(s, phase, options)).decode()
+    doc, time_ns, with_kernels = table_doc(s, phase)
+    n_rows = len(doc["engines"])
+    doc = summary_table.arrange(doc, time_ns, options.sort, options.top)
+    columns = options.columns or summary_table.default_columns(doc, with_kernels, "text")
+    return summary_table.render_text(doc, columns, phase, options.name_width, options.top) + \
+        _notes_text(s, phase, n_rows)
+
+
+def _header(p: TraceSummary) -> str:
+    """A process's header line in --by-rank: its label, and its pid where it has no rank (two processes
+    of one program on one host have the same label)."""
+    who = escaped(p.label)
+    if p.pid is not None and p.metadata.get("rank") is None and f"pid {p.pid}" not in who:
+        who += f" · pid {p.pid}"
+    return f"== {who} =="
 
 
 def summary_parts(path: str, by_process: bool = False, phase: str = "total", json: bool = False,
-                  window: Window | None = None) -> tuple[str, TraceSummary]:
+                  window: Window | None = None, options: TableOptions | None = None) -> tuple[str, TraceSummary]:
     """(the table text, the summary of all processes): see summary_text."""
     if phase not in DURATIONS:
         raise TraceFileError(f"unknown phase {phase!r}; use one of {', '.join(DURATIONS)}")
+    options = options or TableOptions(format="json" if json else "text")
     parts, whole, _read = read_summaries(path, (phase,), window)
+    by_process = by_process and bool(parts)  # no process of ours: the one (empty) table
+    shown = parts if by_process else []
+    tables = [*shown, whole] if len(shown) != 1 else shown
+    if options.format == "json":
+        docs = [orjson.dumps(_json_doc(p, phase, options)).decode() for p in tables]
+        return (docs[0] if not by_process else "[" + ",".join(docs) + "]") + "\n", whole
+    if options.format == "csv":
+        return _csv(tables, phase, options, by_process, whole), whole
+    texts = [_table(p, phase, options=options) for p in tables]
     if not by_process:
-        return _table(whole, phase, json) + ("\n" if json else ""), whole
-    tables = [_table(p, phase, json) for p in parts]
-    if len(parts) > 1:
-        tables.append(_table(whole, phase, json))
-    if json:
-        return "[" + ",".join(tables) + "]\n", whole
-    labels = [f"== {p.label} ==" for p in parts] + ([f"== all {len(parts)} processes =="] if len(parts) > 1 else [])
-    return "\n".join(f"{label}\n{table}" for label, table in zip(labels, tables, strict=True)), whole
+        return texts[0], whole
+    labels = [_header(p) for p in parts] + ([f"== all {len(parts)} processes =="] if len(parts) > 1 else [])
+    return "\n".join(f"{label}\n{table}" for label, table in zip(labels, texts, strict=True)), whole
+
+
+def _csv(tables: list[TraceSummary], phase: str, options: TableOptions, by_process: bool, whole: TraceSummary) -> str:
+    """One CSV of the tables (--by-rank: a process column first, the table of all processes last)."""
+    docs = []
+    columns: tuple[str, ...] | None = options.columns
+    for k, t in enumerate(tables):
+        doc, time_ns, with_kernels = table_doc(t, phase)
+        if columns is None:
+            columns = summary_table.default_columns(doc, with_kernels, "csv")
+        label = f"all {len(tables) - 1} processes" if by_process and k == len(tables) - 1 and len(tables) > 1 \
+            else _header(t)[3:-3]
+        doc = summary_table.arrange(doc, time_ns, options.sort, options.top)
+        if doc["engines_left_out"]:  # CSV rows are all data: the count goes to stderr with the notes
+            whole.notes.append(f"{label}: {left_out_line(doc['engines_left_out'], 'engine', options.top)[1:-1]}")
+        docs.append((label, doc))
+    return summary_table.render_csv(docs, columns or ())
 
 
 def summary_text(path: str, by_process: bool = False, phase: str = "total", json: bool = False,
-                 window: Window | None = None) -> str:
+                 window: Window | None = None, options: TableOptions | None = None) -> str:
     """The per-engine table of a trace file; by_process=True puts one table per process (rank)
     before the table of all of them. phase: the p50/p99 columns are of the call's total (default)
     or of one phase (DURATIONS), exact over the file's calls. json=True: the table as JSON (one
     object; with by_process, a list of them, the last for all processes). Text tables end with
-    the trace's end notes (cut short, size limit, split) where there are any."""
-    text, whole = summary_parts(path, by_process, phase, json, window)
-    if json or not whole.notes:
+    the trace's end notes (cut short, size limit, split) where there are any. options: columns, sort,
+    top N, format (text, json, csv) and the name column's width (summary_table.TableOptions)."""
+    text, whole = summary_parts(path, by_process, phase, json, window, options)
+    if json or (options is not None and options.format != "text") or not whole.notes:
         return text
     return text + "".join(note + "\n" for note in whole.notes)
