@@ -43,6 +43,9 @@ WATCHED: dict[str, tuple[tuple[str, str], ...]] = {
 INSTRUMENTED = "_trt_trace_instrumented"  # set on a class once it is
 
 _lock = threading.Lock()
+# Python-runtime calls this thread has open (an attribute `open` > 0): the marks skip their C call outside a
+# traced call (tracing off costs the call method's one C call, not five).
+_this_thread = threading.local()
 # id(engine object) -> (weak reference to it, engine id): the tracer's id for each Python engine object,
 # kept beside the object, not in it (its state is pickled and copied; a copy is another engine).
 _ids: dict[int, tuple[Callable[[], Any] | None, int]] = {}
@@ -101,6 +104,7 @@ def instrument(cls: type, call_method: str) -> bool:
     ids = _ids
 
     call = getattr(cls, call_method)
+    here = _this_thread
 
     def traced_call(self: Any, *args: Any, **kwargs: Any) -> Any:
         known = ids.get(id(self))
@@ -108,16 +112,21 @@ def instrument(cls: type, call_method: str) -> bool:
         handle = begin(eid, _device_of(args))
         if not handle:
             return call(self, *args, **kwargs)
+        here.open = handle
         try:
             out = call(self, *args, **kwargs)
         except BaseException:
             end(handle, 1)
+            here.open = handle - 1
             raise
         end(handle, 0)
+        here.open = handle - 1
         return out
 
     def marked(method: Callable[..., Any], first: Mark, then: Mark) -> Callable[..., Any]:
         def run(self: Any, *args: Any, **kwargs: Any) -> Any:
+            if not getattr(here, "open", 0):
+                return method(self, *args, **kwargs)
             mark(first)
             out = method(self, *args, **kwargs)
             mark(then)
@@ -144,7 +153,8 @@ def instrument(cls: type, call_method: str) -> bool:
 
         def set_stream(self: Any, value: Any) -> None:
             self.__dict__["_caller_stream"] = value
-            mark(Mark.ENQUEUE_BEGIN)
+            if getattr(here, "open", 0):
+                mark(Mark.ENQUEUE_BEGIN)
 
         cls._caller_stream = property(get_stream, set_stream)
     setattr(cls, INSTRUMENTED, True)
