@@ -120,6 +120,20 @@ uint32_t EngineRegistry::register_engine(c10::ivalue::Object* obj, const c10::IV
   return id;
 }
 
+uint32_t EngineRegistry::register_named(const std::string& name) {
+  uint32_t id = 0;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    id = static_cast<uint32_t>(names_.size());
+    names_.push_back(name);
+    shapes_.push_back(OutputShape{});
+  }
+  if (id == 1) {
+    if (FirstEngineListener listener = g_first_engine_listener.load()) listener();
+  }
+  return id;
+}
+
 void EngineRegistry::set_first_engine_listener(FirstEngineListener listener) noexcept {
   g_first_engine_listener.store(listener);
 }

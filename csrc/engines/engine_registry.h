@@ -59,6 +59,10 @@ class EngineRegistry {
     return miss(obj, engine, cache, epoch);
   }
 
+  // A new id for an engine known by its name only (a Python engine object, hook/python_calls.h): its
+  // caller keeps the id for the object's life. Not on the hot path.
+  uint32_t register_named(const std::string& name);
+
   // Names indexed by id; names()[0] is "" (ids start at 1).
   std::vector<std::string> names() const;
   std::string name(uint32_t id) const;

@@ -81,13 +81,70 @@ void CallScope::live_outputs_at_finish() noexcept {
   live_switch(Phase::kEnqueue);
 }
 
+void CallScope::mark(Mark m) noexcept {
+  switch (m) {
+    case Mark::kInputsBegin:
+      if (stage_ == kBeforeInputs) enter(kInputs, Phase::kInputs, &inputs_begin_, &last_input_op_end_);
+      break;
+    case Mark::kInputsEnd:
+      if (stage_ == kInputs) last_input_op_end_ = now_ns();
+      break;
+    case Mark::kOutputsBegin:
+      if (stage_ == kBeforeInputs) {  // no input set-up seen: inputs is empty
+        const int64_t t = now_ns();
+        inputs_begin_ = last_input_op_end_ = outputs_begin_ = enqueue_begin_ = t;
+        stage_ = kOutputs;
+        live_switch(Phase::kOutputs);
+      } else if (stage_ == kInputs) {
+        enter(kOutputs, Phase::kOutputs, &outputs_begin_, &enqueue_begin_);
+      } else {
+        break;
+      }
+      in_op_ = true;  // output set-up is open: its end moves enqueue's start
+      break;
+    case Mark::kOutputsEnd:
+      if (stage_ == kOutputs && in_op_) {
+        in_op_ = false;
+        enqueue_begin_ = now_ns();
+        live_switch(Phase::kEnqueue);
+      }
+      break;
+    case Mark::kEnqueueBegin:
+      switch (stage_) {
+        case kBeforeInputs: {  // no set-up seen: workspace up to here, then enqueue
+          const int64_t t = now_ns();
+          inputs_begin_ = last_input_op_end_ = outputs_begin_ = enqueue_begin_ = t;
+          break;
+        }
+        case kInputs:  // no output set-up (pre-allocated outputs): enqueue from the end of the input set-up
+          outputs_begin_ = enqueue_begin_ = last_input_op_end_;
+          break;
+        case kOutputs:
+          enqueue_begin_ = now_ns();
+          break;
+        case kAfterOutputs:
+          return;
+      }
+      in_op_ = false;
+      stage_ = kAfterOutputs;
+      live_switch(Phase::kEnqueue);
+      break;
+  }
+}
+
 void CallScope::finish(bool error) noexcept {
   if (finished_) return;
   finished_ = true;
   const int64_t end = now_ns();
   end_ = end;
   thread_->current_call = outer_;
-  if (C10_UNLIKELY(live_) && stage_ == kOutputs && !error) live_outputs_at_finish();
+  if (C10_UNLIKELY(live_) && stage_ == kOutputs && !error) {
+    if (marked_) {
+      live_switch(Phase::kEnqueue);  // the call ended in output set-up: its enqueue range opens and closes here
+    } else {
+      live_outputs_at_finish();
+    }
+  }
   observe_.reset();
   if (nvtx_) {
     if (live_phase_ != 0) nvtx::pop();

@@ -71,7 +71,10 @@ class CallScope {
   // false: only torch.profiler scopes (the hook creates such a scope only while
   // one records).
   // me: detail::t_hook of the calling thread.
-  CallScope(detail::HookThread& me, uint32_t engine_id, uint16_t device, bool record = true) noexcept;
+  // observe = false: the op observer stays off and the phases come from mark() alone (a runtime whose
+  // steps dispatch no ops the observer knows: the Python runtime, hook/python_calls.h).
+  CallScope(detail::HookThread& me, uint32_t engine_id, uint16_t device, bool record = true,
+            bool observe = true) noexcept;
   ~CallScope() {
     if (C10_UNLIKELY(!finished_)) finish(true);  // left without finish(): closed and flagged as an error
   }
@@ -92,6 +95,17 @@ class CallScope {
 
   static CallScope* current() noexcept { return detail::t_hook.current_call; }
 
+  // Phase boundaries told by the runtime itself (a scope made with observe = false). Each takes effect
+  // only in the stage it names, so a step the runtime repeats later in the call moves no boundary:
+  //   kInputsBegin   input set-up starts: workspace ends (before inputs only)
+  //   kInputsEnd     input set-up ended: where enqueue starts if no output set-up follows
+  //   kOutputsBegin  output set-up starts (before inputs or in inputs; before inputs, inputs is empty)
+  //   kOutputsEnd    the output allocations ended: enqueue starts here unless kEnqueueBegin comes
+  //   kEnqueueBegin  the launch section starts: outputs (or, with none, the tail after the input set-up)
+  //                  end; every later mark is ignored
+  enum class Mark : uint8_t { kInputsBegin, kInputsEnd, kOutputsBegin, kOutputsEnd, kEnqueueBegin };
+  void mark(Mark m) noexcept;
+
   // Called by the op observer around each op of this call. on_op_start returns
   // false for an op started inside another (not reported; no on_op_end then).
   // The clock is read only where an op marks a boundary.
@@ -104,6 +118,10 @@ class CallScope {
   // _to_copy) still belongs to outputs: its start is learnt here, and its end, after the profiler's, may
   // open enqueue (live_output_op_end).
   void profiled_op_start(OpKind kind) noexcept {
+    if (C10_UNLIKELY(marked_)) {  // the phases follow mark(), never an op
+      profiler_.on_op_start(static_cast<uint8_t>(Phase::kCall));
+      return;
+    }
     if (C10_UNLIKELY(kind == OpKind::kConversion) && stage_ == kOutputs && profiler_.depth() == 0) {
       live_conversion_begins();
       profiled_conversion_ = true;
@@ -204,7 +222,8 @@ class CallScope {
   bool record_;
   bool nvtx_ = false;
   bool live_ = false;           // NVTX ranges or profiler scopes are open (live_switch)
-  bool in_op_ = false;          // between on_op_start and on_op_end of a reported op
+  bool in_op_ = false;          // between on_op_start and on_op_end of a reported op (marked: in output set-up)
+  bool marked_ = false;         // the phases come from mark() (observe = false)
   bool gpu_on_ = false;         // this call has a start event recorded
   gpu::CallEvents gpu_{};
   std::optional<ObserveOps> observe_;  // this thread's ops seen while the call runs
@@ -229,9 +248,11 @@ class CallScope {
 };
 
 // Inline: the hook constructs one per call (the compiler drops the stores it does not need).
-inline CallScope::CallScope(detail::HookThread& me, uint32_t engine_id, uint16_t device, bool record) noexcept
+inline CallScope::CallScope(detail::HookThread& me, uint32_t engine_id, uint16_t device, bool record,
+                             bool observe) noexcept
     : engine_id_(engine_id), device_(device), record_(record) {
   thread_ = &me;
+  marked_ = !observe;
   if (C10_UNLIKELY(me.next_call_id == me.call_id_end)) {
     me.next_call_id = reserve_call_ids();
     me.call_id_end = me.next_call_id + kCallIdBlock;
@@ -241,7 +262,7 @@ inline CallScope::CallScope(detail::HookThread& me, uint32_t engine_id, uint16_t
   flags_ = outer_ != nullptr ? kFlagNested : 0;
   me.current_call = this;
   // Without the observer (op_observer.h) the call is still timed; its phases all land in workspace.
-  if (C10_LIKELY(op_observer_available())) {
+  if (C10_LIKELY(observe && op_observer_available())) {
     if (C10_UNLIKELY(me.dispatch_keys == nullptr)) me.dispatch_keys = &c10::impl::raw_local_dispatch_key_set;
     observe_.emplace(*me.dispatch_keys);
   }

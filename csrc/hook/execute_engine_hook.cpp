@@ -97,7 +97,9 @@ void traced_call(const c10::OperatorHandle& op, c10::DispatchKeySet next, torch:
 void execute_engine_hook(const c10::OperatorHandle& op, c10::DispatchKeySet ks, torch::jit::Stack* stack) {
   const c10::DispatchKeySet next =
       ks & c10::DispatchKeySet(c10::DispatchKeySet::FULL_AFTER, c10::DispatchKey::BackendSelect);
-  if (stack->size() < 2) {
+  // A Python engine object (2.13 and later without the C++ runtime register the op from Python, its engine a
+  // Python object): the Python side traces that call, named, with its phases (hook/python_calls.h).
+  if (stack->size() < 2 || C10_UNLIKELY(stack->back().isPyObject())) {
     op.redispatchBoxed(next, stack);
     return;
   }

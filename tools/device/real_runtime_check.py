@@ -15,7 +15,9 @@ process with only TRT_TRACE_OUT and TRT_TRACE_LAYERS set, against what the fake 
 
 The torch_tensorrt_import check runs `import torch_tensorrt` itself (its Python package from the same
 wheel, the real TensorRT Python bindings, both under --python; `import tensorrt` from the project's
-shim) in a fresh process; tools/device/fetch_real_runtime.sh fetches them.
+shim) in a fresh process; tools/device/fetch_real_runtime.sh fetches them. The python_runtime check runs
+the same package's own Python runtime (PythonTorchTensorRTModule: TensorRT's Python bindings, no
+tensorrt::execute_engine) in a fresh process with only TRT_TRACE_OUT set, on three threads.
 """
 
 from __future__ import annotations
@@ -961,6 +963,110 @@ def torch_tensorrt_import(d: Path, args: argparse.Namespace) -> None:
           f"table row {row[0] if row else None!r}")
 
 
+PY_PLAN = faketrt.Plan("_run_on_acc_py_engine", gpu_us=20)
+PY_CALLS = 20
+PY_THREADS = 2
+PY_THREAD_CALLS = 15
+
+
+def pyrt_child(args: argparse.Namespace) -> int:
+    """In a fresh process with only TRT_TRACE_OUT set: `import torch_tensorrt`, then engines through its own
+    Python runtime, PythonTorchTensorRTModule (the real 2.11 class over the real TensorRT bindings, over the
+    fake), on this thread and on PY_THREADS more (a module each: the class is not for sharing across
+    threads). Prints one JSON line; a stage that raises is named there with its error instead."""
+    import torch
+
+    out: dict = {"stage": "load the fake TensorRT"}
+
+    def run() -> None:
+        faketrt.load(args.fake)
+        out["stage"] = "import torch_tensorrt"
+        import torch_tensorrt
+        from torch_tensorrt.dynamo.runtime import PythonTorchTensorRTModule
+
+        out["version"] = torch_tensorrt.__version__
+        out["instrumented"] = bool(PythonTorchTensorRTModule.__dict__.get("_trt_trace_instrumented"))
+        out["stage"] = "PythonTorchTensorRTModule"
+
+        def module(name: str) -> torch.nn.Module:
+            return PythonTorchTensorRTModule(PY_PLAN.text().encode(),
+                                             input_binding_names=[n for n, _, _ in PY_PLAN.inputs],
+                                             output_binding_names=[n for n, _ in PY_PLAN.outputs], name=name)
+        main = module(PY_PLAN.name)
+        x = torch.randn(64, 256, device="cuda")
+        out["stage"] = "calls through PythonTorchTensorRTModule"
+        right = [torch.equal(main(x), x) for _ in range(PY_CALLS)]
+        out["stage"] = "calls on threads"
+        per_thread = [module(f"{PY_PLAN.name}_t{i}") for i in range(PY_THREADS)]
+        errors: list[str] = []
+
+        def worker(m: torch.nn.Module) -> None:
+            try:
+                right.extend(torch.equal(m(x), x) for _ in range(PY_THREAD_CALLS))
+            except Exception as e:  # noqa: BLE001 (reported in the JSON line)
+                errors.append(f"{type(e).__name__}: {e}")
+        threads = [threading.Thread(target=worker, args=(m,)) for m in per_thread]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        if errors:
+            raise RuntimeError(errors[0])
+        torch.cuda.synchronize()
+        out["outputs_right"] = len(right) == PY_CALLS + PY_THREADS * PY_THREAD_CALLS and all(right)
+        out["enqueues"] = faketrt.stats(PY_PLAN.name)["enqueues"]
+        out["table"] = str(torch.ops.tensorrt.dump_engine_timing())
+        out["stage"] = "done"
+    try:
+        run()
+    except Exception as e:  # noqa: BLE001 (reported by the parent as one FAIL line)
+        out["error"] = f"{type(e).__name__}: {str(e).strip().splitlines()[-1] if str(e).strip() else ''}"[:300]
+    print(json.dumps(out), flush=True)
+    return 0
+
+
+@guarded
+def python_runtime(d: Path, args: argparse.Namespace) -> None:
+    """The real 2.11 PythonTorchTensorRTModule (torch_tensorrt's own Python runtime: TensorRT's Python
+    bindings, no tensorrt::execute_engine) traced like the C++ runtime, with TRT_TRACE_OUT alone."""
+    label = "PythonTorchTensorRTModule (fresh process, only TRT_TRACE_OUT)"
+    site = torchtrt_site(d, Path(args.python), args.runtime)
+    if isinstance(site, str):
+        check(label, False, site)
+        return
+    trace = d / "pyrt.json"
+
+    def prepended(var: str, first: str) -> str:
+        return os.pathsep.join([first] + ([os.environ[var]] if os.environ.get(var) else []))
+    r, why = fresh_process(args, "pyrt", [], {"TRT_TRACE_OUT": str(trace),
+                                              "PYTHONPATH": prepended("PYTHONPATH", str(site)),
+                                              "LD_LIBRARY_PATH": prepended("LD_LIBRARY_PATH", args.fake)})
+    if r is None:
+        check(label, False, why)
+        return
+    if "error" in r:
+        check(label, False, f"{r['stage']} raised {r['error']}")
+        return
+    check(f"{label}: torch_tensorrt {r['version']}'s class instrumented at its import", r["instrumented"])
+    if not trace.exists():
+        check(f"{label}: trace written at exit", False, f"no {trace.name}")
+        return
+    calls = [c for _, c in sorted(calls_of(str(trace)).items())]
+    total = PY_CALLS + PY_THREADS * PY_THREAD_CALLS
+    names = [PY_PLAN.name] + [f"{PY_PLAN.name}_t{i}" for i in range(PY_THREADS)]
+    mine = [c for c in calls if c.get("engine") in names]
+    counts = [sum(c.get("engine") == n for c in mine) for n in names]
+    check(f"the Python runtime: {total} calls ({PY_THREADS} threads besides the main one) traced, named, 4 phases "
+          "each, GPU spans, outputs right",
+          r["outputs_right"] and r["enqueues"] == total and counts == [PY_CALLS] + [PY_THREAD_CALLS] * PY_THREADS
+          and len(mine) == len(calls) and all(map(whole, mine)) and not any(c["error"] for c in mine),
+          f"calls per engine {dict(zip(names, counts, strict=True))}, enqueueV3 x{r['enqueues']}; {phase_line(mine)}")
+    rows = {ln.split()[0]: ln.split() for ln in r["table"].splitlines() if ln.strip() and ln.split()[0] in names}
+    check("the Python runtime's engines in dump_engine_timing",
+          [rows.get(n, [None, None])[1] for n in names] == [str(n) for n in counts],
+          f"rows {sorted(rows)}")
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--fake", required=True, help="folder with the fake libnvinfer.so.10")
@@ -968,7 +1074,7 @@ def main() -> int:
     ap.add_argument("--only", nargs="*", help="run only these checks")
     ap.add_argument("--python", default=str(REPO / ".trt" / "python"),
                     help="torch_tensorrt's Python package, tensorrt_bindings and dllist (fetch_real_runtime.sh)")
-    ap.add_argument("--child", choices=("env", "after", "torchtrt"), help=argparse.SUPPRESS)
+    ap.add_argument("--child", choices=("env", "after", "torchtrt", "pyrt"), help=argparse.SUPPRESS)
     ap.add_argument("--package", help=argparse.SUPPRESS)
     ap.add_argument("--trace", help=argparse.SUPPRESS)
     ap.add_argument("--runs", type=int, default=30, help=argparse.SUPPRESS)
@@ -976,6 +1082,8 @@ def main() -> int:
     args = ap.parse_args()
     if args.child == "torchtrt":
         return torchtrt_child(args)
+    if args.child == "pyrt":
+        return pyrt_child(args)
     if args.child:
         return child(args)
     import torch
@@ -992,7 +1100,8 @@ def main() -> int:
               "gpu_truth_eager": gpu_truth_eager, "profiler_kernels": profiler_kernels,
               "nsys_kernels": lambda d: nsys_kernels(d, args), "package": lambda d: package(d, args),
               "layers": lambda d: layers(d, args),
-              "torch_tensorrt_import": lambda d: torch_tensorrt_import(d, args)}
+              "torch_tensorrt_import": lambda d: torch_tensorrt_import(d, args),
+              "python_runtime": lambda d: python_runtime(d, args)}
     with tempfile.TemporaryDirectory() as tmp:
         for name, fn in checks.items():
             if args.only and name not in args.only:

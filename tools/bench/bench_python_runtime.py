@@ -1,0 +1,84 @@
+"""Host cost per call of tracing Torch-TensorRT's Python runtime, beside the C++ runtime's, in one process.
+
+    .venv/bin/python tools/bench/bench_python_runtime.py [--calls 4000] [--rounds 9]
+
+Python runtime: the stand-in's PythonTorchTensorRTModule (trt_trace/standin/python_runtime.py, no host
+time of its own) as it comes ("plain") and a subclass instrumented as trt_trace instruments the real class
+("installed", tracing off and on). C++ runtime: the stand-in's engine through torch.ops.tensorrt.
+execute_engine with the hook uninstalled, installed and off, and tracing on. Tracing on is a real session
+(a JSON file written by the native writer thread). Rounds interleave the modes; each figure is the median
+over rounds of the mean per call, in ns; the cost is the difference to the mode without trt_trace.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import torch
+
+import trt_trace
+from trt_trace import standin
+from trt_trace.runtime import python_runtime
+from trt_trace.standin.python_runtime import PythonTorchTensorRTModule
+
+
+class Instrumented(PythonTorchTensorRTModule):
+    """The stand-in's class with trt_trace's instrumentation, beside the plain one."""
+
+
+def per_call_ns(fn: Callable[[], object], calls: int) -> float:
+    t0 = time.perf_counter_ns()
+    for _ in range(calls):
+        fn()
+    return (time.perf_counter_ns() - t0) / calls
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--calls", type=int, default=4000, help="calls per mode per round")
+    ap.add_argument("--rounds", type=int, default=9, help="interleaved rounds (the median is reported)")
+    args = ap.parse_args()
+    standin.load()
+    assert python_runtime.instrument(Instrumented, "forward")
+    x = torch.ones(16)
+    plain, traced = PythonTorchTensorRTModule("bench_plain"), Instrumented("bench_py")
+    engine = standin.make_engine("bench_cpp")
+    cpp = torch.ops.tensorrt.execute_engine
+    install = torch.ops.trt_trace._install_hook
+
+    def cpp_call() -> object:
+        return cpp([x], engine)
+
+    results: dict[str, list[float]] = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        for r in range(args.rounds):
+            for fn in (lambda: plain(x), lambda: traced(x), cpp_call):  # warm-up
+                per_call_ns(fn, 200)
+            install(False)
+            results.setdefault("C++: hook not installed", []).append(per_call_ns(cpp_call, args.calls))
+            install(True)
+            results.setdefault("C++: installed, tracing off", []).append(per_call_ns(cpp_call, args.calls))
+            results.setdefault("Python: plain class", []).append(per_call_ns(lambda: plain(x), args.calls))
+            results.setdefault("Python: instrumented, tracing off", []).append(
+                per_call_ns(lambda: traced(x), args.calls))
+            with trt_trace.tracing(str(Path(tmp) / f"r{r}.json")):
+                results.setdefault("C++: tracing on", []).append(per_call_ns(cpp_call, args.calls))
+                results.setdefault("Python: instrumented, tracing on", []).append(
+                    per_call_ns(lambda: traced(x), args.calls))
+    med = {k: statistics.median(v) for k, v in results.items()}
+    base = {"C++": med["C++: hook not installed"], "Python": med["Python: plain class"]}
+    print(f"torch {torch.__version__}; {args.calls} calls x {args.rounds} rounds; ns per call "
+          "(median of rounds; min-max of rounds; cost against the mode without trt_trace)")
+    for k, v in med.items():
+        side = k.split(":")[0]
+        spread = f"{min(results[k]):.0f}-{max(results[k]):.0f}"
+        print(f"  {k:36s} {v:9.0f}   [{spread}]   {v - base[side]:+8.0f}")
+
+
+if __name__ == "__main__":
+    main()
