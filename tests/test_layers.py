@@ -483,7 +483,8 @@ def test_the_layers_table_of_both_formats(tmp_path):
             for name in dict.fromkeys(e["name"] for e in mine):
                 durations = sorted(round(e["dur"] * 1000) for e in mine if e["name"] == name)
                 rows.append({"layer": name, "calls": len(durations), "total_ns": sum(durations),
-                             "share": 100 * sum(durations) / total, "p50_ns": durations[(len(durations) - 1) // 2]})
+                             "share": 100 * sum(durations) / total, "p50_ns": durations[(len(durations) - 1) // 2],
+                             "mean_ns": sum(durations) / len(durations), "max_ns": max(durations)})
             rows.sort(key=lambda r: (-r["total_ns"], r["layer"]))
             expected[engine] = rows
         out = subprocess.run([*trt_trace_cli(), "layers", path, "--json"], capture_output=True, text=True)
@@ -492,9 +493,11 @@ def test_the_layers_table_of_both_formats(tmp_path):
         got = {e["engine"]: e["layers"] for e in doc["engines"]}
         assert set(got) == set(expected)
         for engine, rows in expected.items():
-            assert [{k: v for k, v in r.items() if k != "share"} for r in got[engine]] == [
-                {k: v for k, v in r.items() if k != "share"} for r in rows]
-            assert [r["share"] for r in got[engine]] == pytest.approx([r["share"] for r in rows])
+            inexact = ("share", "mean_ns")  # floats: rounded in the JSON
+            assert [{k: v for k, v in r.items() if k not in inexact} for r in got[engine]] == [
+                {k: v for k, v in r.items() if k not in inexact} for r in rows]
+            for key in inexact:
+                assert [r[key] for r in got[engine]] == pytest.approx([r[key] for r in rows], abs=1e-3)
         assert all(e["profiled_calls"] == 3 and e["gpu_p50_ns"] == -1 for e in doc["engines"])
         text = subprocess.run([*trt_trace_cli(), "layers", path], capture_output=True, text=True).stdout
         assert text.startswith("table_a: 3 profiled calls, 3 layers\n")
