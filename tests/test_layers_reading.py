@@ -153,14 +153,16 @@ def _strip_paths(doc):
 
 @pytest.mark.parametrize("suffix", [".json", ".pftrace"])
 def test_summary_diff_and_export_are_unchanged_by_layer_records(names, tmp_path, suffix):
+    """No layer slice is taken for a call or a phase; `summary` keeps the profiled calls with
+    --include-profiled (by default it leaves them out: tests/test_summary_profiled.py)."""
     import pyarrow.parquet as pq
 
     with_layers = layers_trace(tmp_path / f"with{suffix}")
     without = layers_trace(tmp_path / f"without{suffix}", with_layers=False)
     results = {}
     for name, path in (("with", with_layers), ("without", without)):
-        summary = cli_run("summary", str(path), "--json")
-        by_phase = cli_run("summary", str(path), "--phase", "gpu", "--json")
+        summary = cli_run("summary", str(path), "--json", "--include-profiled")
+        by_phase = cli_run("summary", str(path), "--phase", "gpu", "--json", "--include-profiled")
         diff = cli_run("diff", str(path), str(without), "--json")
         exported = tmp_path / f"{name}.parquet"
         export = cli_run("export", str(path), str(exported))
@@ -168,7 +170,15 @@ def test_summary_diff_and_export_are_unchanged_by_layer_records(names, tmp_path,
             summary.stderr, diff.stderr, export.stderr)
         results[name] = (_strip_paths(json.loads(summary.stdout)), _strip_paths(json.loads(by_phase.stdout)),
                          _strip_paths(json.loads(diff.stdout)), pq.read_table(exported))
+    profiled = len({e["args"]["call_id"] for e in load_events(str(with_layers)) if e.get("cat") == LAYER_CATEGORY})
+    for doc in (results["with"][0], results["with"][1]):
+        assert (doc.pop("profiled_calls"), doc.pop("profiled_included")) == (profiled, True)
+    for doc in (results["without"][0], results["without"][1]):
+        assert (doc.pop("profiled_calls"), doc.pop("profiled_included")) == (0, True)
     assert results["with"][:3] == results["without"][:3]
+    default = json.loads(cli_run("summary", str(with_layers), "--json").stdout)
+    assert profiled > 0 and default["profiled_calls"] == profiled and not default["profiled_included"]
+    assert default["all"]["calls"] == results["with"][0]["all"]["calls"] - profiled
     assert results["with"][3].equals(results["without"][3]) and results["with"][3].num_rows == 10
     assert results["with"][0]["engines"][0]["calls"] in (6, 4)  # every call counted, no layer taken for one
 

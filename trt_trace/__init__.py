@@ -52,15 +52,17 @@ def tracing(path: str | os.PathLike, **overrides: Any) -> Iterator[Session]:
         stop()
 
 
-def summary(path: str | None = None, phase: str = "total", json: bool = False) -> str:
+def summary(path: str | None = None, phase: str = "total", json: bool = False, include_profiled: bool = False) -> str:
     """The per-engine timing table: of this process so far (no argument), or of a trace file.
 
     Its p50/p99 columns are per call, of the call's total or of `phase`: exact from a file (any of
     total, workspace, inputs, outputs, enqueue, gpu), from the live histograms within 3.1% (total
-    or gpu). json=True returns the same table as JSON text."""
+    or gpu). json=True returns the same table as JSON text. From a file, calls that ran under
+    per-layer profiling (TRT_TRACE_LAYERS) are left out unless include_profiled=True (a line says
+    how many); the live table counts every call."""
     if path is None:
         return _ops.timing_table(phase, json)
-    return _trace_summary.summary_text(path, phase=phase, json=json)
+    return _trace_summary.summary_text(path, phase=phase, json=json, include_profiled=include_profiled)
 
 
 def serve_metrics(port: int, addr: str = "127.0.0.1") -> tuple[str, int]:

@@ -156,7 +156,7 @@ def _cmd_summary(args: argparse.Namespace) -> int:
     args.json = options.format == "json"
     try:
         text, summary = summary_parts(args.trace, by_process=args.by_rank, phase=args.phase, window=window,
-                                      options=options)
+                                      options=options, include_profiled=args.include_profiled)
     except TraceFileError as exc:
         print(f"trt-trace summary: {exc}", file=sys.stderr)
         return bad_input_rc(exc)
@@ -486,6 +486,9 @@ def build_parser() -> argparse.ArgumentParser:
     summary.add_argument("--kernels", nargs="?", const=10, type=_kernel_count, metavar="N",
                          help="of a torch.profiler / Nsight Systems capture with CUDA activity: each engine's top N "
                               "kernels by time (default 10)")
+    summary.add_argument("--include-profiled", action="store_true",
+                         help="keep the calls that ran under per-layer profiling (TRT_TRACE_LAYERS) in the rows; by "
+                              "default they are left out (profiling makes them slower) and a line says how many")
     _add_window(summary)
     summary.set_defaults(func=_cmd_summary)
 

@@ -13,11 +13,14 @@ import orjson
 
 from ..captures import kernel_columns
 from ..io.readers import CallsRead, EventsReader, TraceFileError, TraceInfo, Window, load_events, native, read_calls
+from ..io.readers.chrome_json import Visitor
+from ..io.readers.columns import key_codes, keys_of
 from ..io.readers.end_notes import end_notes, state_fields
+from ..io.readers.events import U32, U64, Malformed, integer
 from ..io.readers.trace_info import CLOSED
 from ..io.readers.value_counts import ValueCounts
 from ..schema.records import STATS_COLUMNS
-from ..schema.trace_format import DURATIONS
+from ..schema.trace_format import DURATIONS, LAYER_CATEGORY
 from . import summary_table
 from .summary_table import TableOptions
 from .table_text import escaped, left_out_line
@@ -32,6 +35,14 @@ _SAMPLED_OUT = _COL["gpu_sampled_out"]  # counted apart: the table shows it only
 def cut_short_note(n_partial: int) -> str:
     """The one line that says what was left out."""
     return f"cut short: {n_partial} partial call{'s' if n_partial != 1 else ''} left out"
+
+
+def profiled_note(n: int, included: bool) -> str:
+    """The one line that says what became of the calls that ran under per-layer profiling."""
+    calls = f"{n} call{'s' if n != 1 else ''} ran under per-layer profiling (TRT_TRACE_LAYERS)"
+    if included:
+        return f"{calls}: included (--include-profiled), with the profiling's cost in their times"
+    return f"{calls}: left out of the statistics (--include-profiled keeps them)"
 
 
 def malformed_note(n: int) -> str:
@@ -54,6 +65,10 @@ class TraceSummary:
     malformed: int = 0
     orphan_spans: int = 0
     notes: list[str] = field(default_factory=list)  # the end notes (one line each) for stderr
+    # Calls that ran under per-layer profiling (those with layer slices): left out of the rows unless
+    # included; counted either way.
+    profiled_calls: int = 0
+    profiled_included: bool = True
     # Another profiler's capture (captures/): its calls' kernel sums per row (kernel_columns.SUMS), the calls counted
     capture: Any = None
     kernel_sums: np.ndarray | None = None
@@ -122,8 +137,116 @@ class _Rows:
             for d, per_group in zip(self.durations, values, strict=True):
                 self.values[key][d].add(per_group[g])
 
+    def calls_by_pid(self) -> dict[int, int]:
+        out: dict[int, int] = {}
+        for key, st in self.stats.items():
+            out[key >> 32] = out.get(key >> 32, 0) + int(st[_COL["calls"]])
+        return out
 
-def _process_summaries(read: CallsRead, rows: _Rows) -> list[TraceSummary]:
+    def merged(self, other: _Rows) -> _Rows:
+        """These rows and `other`'s together (the same durations; no capture: a capture has no layers)."""
+        if not other.stats:
+            return self
+        out = _Rows(self.durations)
+        for rows in (self, other):
+            for key, st in rows.stats.items():
+                if key not in out.stats:
+                    out.stats[key] = np.zeros(len(STATS_COLUMNS), dtype=np.int64)
+                    out.values[key] = {d: ValueCounts() for d in self.durations}
+                    out.sampled_out[key] = 0
+                out.stats[key] += st
+                out.sampled_out[key] += rows.sampled_out[key]
+                for d in self.durations:
+                    out.values[key][d] = ValueCounts.union([out.values[key][d], rows.values[key][d]])
+        out.kernels = self.kernels
+        return out
+
+
+class _LayerCallKeys(Visitor):
+    """The (pid, call id) of every call with layer slices: the calls that ran under per-layer profiling
+    (docs/layers.md). The trace marks them by those slices alone, each with its call's id, so traces
+    written before this reading keep working."""
+
+    def __init__(self) -> None:
+        self.keys: set[tuple[int, int]] = set()
+        self._codes: np.ndarray | None = None
+
+    def event(self, ev: dict[str, Any]) -> None:
+        if ev.get("ph") != "X" or ev.get("cat") != LAYER_CATEGORY:
+            return
+        args = ev.get("args")
+        try:
+            if not isinstance(args, dict):
+                raise Malformed
+            key = (integer(ev.get("pid", 0), U32), integer(args.get("call_id"), U64))
+        except Malformed:
+            return  # `layers` counts malformed layer slices; here such a slice marks no call
+        if key not in self.keys:
+            self.keys.add(key)
+            self._codes = None
+
+    def codes(self) -> np.ndarray:
+        """The keys so far as sorted key codes (readers/columns.py)."""
+        if self._codes is None:
+            pairs = sorted(self.keys)
+            self._codes = np.sort(key_codes(keys_of(np.array([p for p, _ in pairs], dtype=np.uint64),
+                                                    np.array([c for _, c in pairs], dtype=np.uint64))))
+        return self._codes
+
+
+class _SplitRows:
+    """The calls read, split as they come: those with layer slices (profiled) and the others (usual).
+
+    A call's layer slices come after it in the file (the writers put a batch's layer slices after its
+    calls), so a whole call waits in a queue of up to HOLD calls before it is split: by then its layer
+    slices have been read. Should they come later still (a writer batch of more calls than that), the
+    count at the end tells (`all_caught`) and summary reads the file again, every profiled call known."""
+
+    HOLD = 1 << 16  # calls held back (88 bytes each)
+
+    def __init__(self, durations: Iterable[str], known: np.ndarray | None = None) -> None:
+        self.usual = _Rows(durations)
+        self.profiled = _Rows(durations)
+        self.layer_keys = _LayerCallKeys()
+        self.known = known
+        self.caught = 0
+        self._held: list[tuple[np.ndarray, TraceInfo]] = []
+        self._n_held = 0
+
+    def add(self, calls: np.ndarray, info: TraceInfo) -> None:
+        self._held.append((calls, info))
+        self._n_held += len(calls)
+        while self._n_held > self.HOLD and len(self._held) > 1:
+            self._split(*self._held.pop(0))
+
+    def finish(self) -> None:
+        """Splits the calls still held (the file is read)."""
+        for calls, info in self._held:
+            self._split(calls, info)
+        self._held, self._n_held = [], 0
+
+    def _split(self, calls: np.ndarray, info: TraceInfo) -> None:
+        self._n_held -= len(calls)
+        codes = self.known if self.known is not None else self.layer_keys.codes()
+        if len(codes):
+            mine = np.isin(key_codes(keys_of(calls["pid"], calls["call_id"])), codes)
+            if mine.any():
+                self.profiled.add(calls[mine], info)
+                self.caught += int(mine.sum())
+                calls = calls[~mine]
+        if len(calls):
+            self.usual.add(calls, info)
+
+    def all_caught(self, read: CallsRead) -> bool:
+        """Whether every call with layer slices was caught as profiled (or left out as cut short). With
+        a window, profiled calls outside it are never handed out: then this reads again too."""
+        codes = self.layer_keys.codes() if self.known is None else self.known
+        cut = int(np.isin(key_codes(read.partial), codes).sum()) if len(read.partial) and len(codes) else 0
+        return self.known is not None or self.caught + cut >= len(codes)
+
+
+def _process_summaries(read: CallsRead, rows: _Rows, profiled: dict[int, int] | None = None,
+                       included: bool = True) -> list[TraceSummary]:
     info = read.info
     partial = read.partial_by_pid()
     by_pid: dict[int, list[int]] = {}
@@ -133,7 +256,7 @@ def _process_summaries(read: CallsRead, rows: _Rows) -> list[TraceSummary]:
     for p in sorted(info.processes.values(), key=lambda p: (p.sort_index is None, p.sort_index or 0, p.order)):
         engine_ids = sorted(by_pid.get(p.pid, []))
         meta = p.meta
-        if not (engine_ids or p.metas or partial.get(p.pid)):
+        if not (engine_ids or p.metas or partial.get(p.pid) or (profiled or {}).get(p.pid)):
             continue  # another tool's process: no engine call, no metadata of ours
         every = gpu_every_of(meta)
         keys = [(p.pid << 32) | e for e in engine_ids]
@@ -155,6 +278,8 @@ def _process_summaries(read: CallsRead, rows: _Rows) -> list[TraceSummary]:
             values={d: [rows.values[k][d] for k in keys] for d in rows.durations},
             ended=p.ended if info.merged is not None else info.ended,
             malformed=0,
+            profiled_calls=(profiled or {}).get(p.pid, 0),
+            profiled_included=included,
             **_capture_fields(rows, keys),
         ))
     return out
@@ -208,6 +333,7 @@ def aggregate_parts(parts: list[TraceSummary], read: CallsRead) -> TraceSummary:
             names=[name for name, _ in keys], stats=stats, dropped=sum(p.dropped for p in parts),
             threads_with_drops=sum(p.threads_with_drops for p in parts), metadata=meta,
             partial_calls=sum(p.partial_calls for p in parts), gpu_every=max(p.gpu_every for p in parts),
+            profiled_calls=sum(p.profiled_calls for p in parts), profiled_included=parts[0].profiled_included,
             values={d: [ValueCounts.union(v) for v in values[d]] for d in durations})
     whole = _with_file_facts(whole, read)
     return whole
@@ -224,12 +350,25 @@ def _with_file_facts(s: TraceSummary, read: CallsRead) -> TraceSummary:
 
 
 def read_summaries(path: str | Any, durations: Iterable[str] = ("total",), window: Window | None = None,
+                   include_profiled: bool = True, reader_again: Any = None,
                    ) -> tuple[list[TraceSummary], TraceSummary, CallsRead]:
     """(one summary per process, the summary of all of them, what the reader found), with exact
-    values kept of `durations`."""
-    rows = _Rows(durations)
-    read = read_calls(path, rows.add, window=window)
-    parts = _process_summaries(read, rows)
+    values kept of `durations`. include_profiled=False leaves the calls that ran under per-layer
+    profiling out of the rows (counted in profiled_calls); reader_again makes the reader anew where
+    `path` is a reader and a second pass is needed (_SplitRows)."""
+    durations = tuple(durations)
+    split = _SplitRows(durations)
+    read = read_calls(path, split.add, visitor=split.layer_keys, window=window)
+    split.finish()
+    if not split.all_caught(read):  # a profiled call came before its layer slices: again, all of them known
+        again = path if isinstance(path, str) else reader_again() if reader_again is not None else None
+        if again is None:
+            raise TraceFileError("the calls with per-layer timing need a second reading of the trace")
+        split = _SplitRows(durations, known=split.layer_keys.codes())
+        read = read_calls(again, split.add, window=window)
+        split.finish()
+    rows = split.usual if not include_profiled else split.usual.merged(split.profiled)
+    parts = _process_summaries(read, rows, split.profiled.calls_by_pid(), include_profiled)
     for part in parts:
         part.malformed = read.info.malformed
     return parts, aggregate_parts(parts, read), read
@@ -237,12 +376,12 @@ def read_summaries(path: str | Any, durations: Iterable[str] = ("total",), windo
 
 def aggregate(events: list[dict[str, Any]]) -> TraceSummary:
     """The per-engine table of a trace's events (load_events: in memory, for tests and scripts)."""
-    return read_summaries(EventsReader(events), DURATIONS)[1]
+    return read_summaries(EventsReader(events), DURATIONS, reader_again=lambda: EventsReader(events))[1]
 
 
 def aggregate_by_process(events: list[dict[str, Any]]) -> list[TraceSummary]:
     """One summary per process (per rank in a merged trace) of a trace's events, in the trace's order."""
-    return read_summaries(EventsReader(events), DURATIONS)[0]
+    return read_summaries(EventsReader(events), DURATIONS, reader_again=lambda: EventsReader(events))[0]
 
 
 def aggregate_file(path: str, durations: Iterable[str] = DURATIONS, window: Window | None = None) -> TraceSummary:
@@ -294,6 +433,8 @@ def _notes_text(s: TraceSummary, phase: str, rows: int) -> str:
         notes += cut_short_note(s.partial_calls) + "\n"
     if s.malformed:
         notes += malformed_note(s.malformed) + "\n"
+    if s.profiled_calls:
+        notes += profiled_note(s.profiled_calls, s.profiled_included) + "\n"
     return notes
 
 
@@ -301,6 +442,9 @@ def _json_doc(s: TraceSummary, phase: str, options: TableOptions) -> dict[str, A
     doc, time_ns, _ = table_doc(s, phase)
     doc = summary_table.arrange(doc, time_ns, options.sort, options.top)
     doc["partial_calls"] = s.partial_calls
+    # Calls that ran under per-layer profiling: their number, and whether the rows hold them.
+    doc["profiled_calls"] = s.profiled_calls
+    doc["profiled_included"] = s.profiled_included
     if s.label:
         doc["process"] = s.label
     doc.update(state_fields(s))
@@ -329,12 +473,13 @@ def _header(p: TraceSummary) -> str:
 
 
 def summary_parts(path: str, by_process: bool = False, phase: str = "total", json: bool = False,
-                  window: Window | None = None, options: TableOptions | None = None) -> tuple[str, TraceSummary]:
+                  window: Window | None = None, options: TableOptions | None = None,
+                  include_profiled: bool = False) -> tuple[str, TraceSummary]:
     """(the table text, the summary of all processes): see summary_text."""
     if phase not in DURATIONS:
         raise TraceFileError(f"unknown phase {phase!r}; use one of {', '.join(DURATIONS)}")
     options = options or TableOptions(format="json" if json else "text")
-    parts, whole, _read = read_summaries(path, (phase,), window)
+    parts, whole, _read = read_summaries(path, (phase,), window, include_profiled)
     by_process = by_process and bool(parts)  # no process of ours: the one (empty) table
     shown = parts if by_process else []
     tables = [*shown, whole] if len(shown) != 1 else shown
@@ -363,19 +508,24 @@ def _csv(tables: list[TraceSummary], phase: str, options: TableOptions, by_proce
         doc = summary_table.arrange(doc, time_ns, options.sort, options.top)
         if doc["engines_left_out"]:  # CSV rows are all data: the count goes to stderr with the notes
             whole.notes.append(f"{label}: {left_out_line(doc['engines_left_out'], 'engine', options.top)[1:-1]}")
+        if t.profiled_calls:
+            whole.notes.append(f"{label}: {profiled_note(t.profiled_calls, t.profiled_included)}")
         docs.append((label, doc))
     return summary_table.render_csv(docs, columns or ())
 
 
 def summary_text(path: str, by_process: bool = False, phase: str = "total", json: bool = False,
-                 window: Window | None = None, options: TableOptions | None = None) -> str:
+                 window: Window | None = None, options: TableOptions | None = None,
+                 include_profiled: bool = False) -> str:
     """The per-engine table of a trace file; by_process=True puts one table per process (rank)
     before the table of all of them. phase: the p50/p99 columns are of the call's total (default)
     or of one phase (DURATIONS), exact over the file's calls. json=True: the table as JSON (one
     object; with by_process, a list of them, the last for all processes). Text tables end with
     the trace's end notes (cut short, size limit, split) where there are any. options: columns, sort,
-    top N, format (text, json, csv) and the name column's width (summary_table.TableOptions)."""
-    text, whole = summary_parts(path, by_process, phase, json, window, options)
+    top N, format (text, json, csv) and the name column's width (summary_table.TableOptions).
+    Calls that ran under per-layer profiling (TRT_TRACE_LAYERS: those with layer slices) are left out
+    of the rows, with one line (JSON: `profiled_calls`) saying how many; include_profiled=True keeps them."""
+    text, whole = summary_parts(path, by_process, phase, json, window, options, include_profiled)
     if json or (options is not None and options.format != "text") or not whole.notes:
         return text
     return text + "".join(note + "\n" for note in whole.notes)
