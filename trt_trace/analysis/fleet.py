@@ -419,7 +419,10 @@ def dataset_summaries(root: str, phase: str = "total", window: Window | None = N
         con.executemany("INSERT INTO rows_of VALUES (?, ?, ?)", mapping)
     whole_rows = con.execute(f"SELECT row_no, {_SUMS}, {_stat_sql(v)} FROM kept JOIN rows_of USING (proc, engine_id) "
                              f"GROUP BY row_no ORDER BY row_no").fetchall()
-    overall = con.execute(f"SELECT {_stat_sql(v)} FROM kept").fetchone()
+    # Each process's figures over its engines and those over every call, in one pass.
+    per_proc = {r[0]: r[1:] for r in con.execute(f"SELECT proc, {_stat_sql(v)} FROM kept "
+                                                 f"GROUP BY GROUPING SETS ((proc), ())").fetchall()}
+    overall = per_proc.pop(None, (None, None, None, None, None, 0, None))
     parts = []
     for i, p in enumerate(processes):
         mine = [r for r in per if r[0] == i]
@@ -434,7 +437,7 @@ def dataset_summaries(root: str, phase: str = "total", window: Window | None = N
                      malformed=max(_int(f.get("malformed")) for f in facts))
         if every == 1:
             s.stats[:, STATS_COLUMNS.index("gpu_sampled_out")] = 0
-        s.fixed_all = _fixed(con.execute(f"SELECT {_stat_sql(v)} FROM kept WHERE proc = {i}").fetchone())
+        s.fixed_all = _fixed(per_proc.get(i, (None, None, None, None, None, 0, None)))
         parts.append(s)
     if len(parts) == 1:
         whole = parts[0]
