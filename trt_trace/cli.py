@@ -506,7 +506,8 @@ def build_parser() -> argparse.ArgumentParser:
     run.set_defaults(func=_cmd_run)
 
     summary = verb("summary", "per-engine timing table of a trace file")
-    summary.add_argument("trace", help="trace.json / trace.pftrace written by trt_trace (or trt-trace merge), or a "
+    summary.add_argument("trace", help="trace.json / trace.pftrace written by trt_trace (or trt-trace merge), a "
+                                       "dataset folder (export --dataset, read on DuckDB), or a "
                                        "torch.profiler trace (.json, .json.gz) / nsys export (.sqlite) of a traced run")
     summary.add_argument("--by-rank", action="store_true",
                          help="one table per process (rank) of a merged trace, then all of them")
