@@ -10,6 +10,7 @@
     trt-trace merge trace_0.json trace_1.json -o all.pftrace   # the same as a Perfetto trace, for the UI
     trt-trace slice trace.json -o window.json --from 60 --to 70 [--engines a,b] [--skip-first 1]
     trt-trace export trace.json calls.parquet
+    trt-trace export rank*.json --dataset calls/    # a Parquet dataset of many traces; summary calls/
     trt-trace view trace.json [--port 10000] [--no-browser]
     trt-trace demo
 """
@@ -28,6 +29,7 @@ import orjson
 from .analysis.diff import diff_files, format_diff, to_json
 from .analysis.diff_plot import plot_diff
 from .analysis.export import ExportError, export_calls
+from .analysis.fleet import DatasetError, dataset_summary_parts, export_dataset
 from .analysis.layers_report import LAYER_SORT_KEYS, LayerOptions, layers_report
 from .analysis.merge import MergeError, input_notes, merge
 from .analysis.plot import plot_engines
@@ -154,6 +156,8 @@ def _cmd_summary(args: argparse.Namespace) -> int:
     if window is None or options is None:
         return 2
     args.json = options.format == "json"
+    if os.path.isdir(args.trace):
+        return _dataset_summary(args, window, options)
     try:
         text, summary = summary_parts(args.trace, by_process=args.by_rank, phase=args.phase, window=window,
                                       options=options, include_profiled=args.include_profiled)
@@ -327,10 +331,43 @@ def _cmd_slice(args: argparse.Namespace) -> int:
     return 0
 
 
+def _dataset_summary(args: argparse.Namespace, window: Window, options: TableOptions) -> int:
+    """summary of a Parquet dataset (export --dataset), on DuckDB."""
+    for flag, given in (("--plot", args.plot), ("--kernels", args.kernels is not None)):
+        if given:
+            print(f"trt-trace summary: {flag} reads a trace file, not a dataset ({args.trace})", file=sys.stderr)
+            return 2
+    try:
+        text, summary = dataset_summary_parts(args.trace, by_process=args.by_rank, phase=args.phase, window=window,
+                                              options=options)
+    except DatasetError as exc:
+        print(f"trt-trace summary: {exc}", file=sys.stderr)
+        return 2
+    print(text, end="")
+    _notes("summary", summary.notes)
+    if window.active and options.format == "text":
+        print(f"window: {window.describe()}")
+    return 0
+
+
 def _cmd_export(args: argparse.Namespace) -> int:
     window = _window(args, "export")
     if window is None:
         return 2
+    if args.dataset is not None:
+        try:
+            rows, processes, notes = export_dataset(args.paths, args.dataset, window)
+        except ExportError as exc:
+            print(f"trt-trace export: {exc}", file=sys.stderr)
+            return exc.rc
+        print(f"{rows} calls of {processes} process{'es' if processes != 1 else ''} into {args.dataset}")
+        _notes("export", notes)
+        return 0
+    if len(args.paths) != 2:
+        print("trt-trace export: give one trace and the Parquet file (export TRACE calls.parquet), or traces and "
+              "--dataset DIR", file=sys.stderr)
+        return 2
+    args.trace, args.output = args.paths
     try:
         rows, read = export_calls(args.trace, args.output, window)
     except ExportError as exc:
@@ -469,7 +506,8 @@ def build_parser() -> argparse.ArgumentParser:
     run.set_defaults(func=_cmd_run)
 
     summary = verb("summary", "per-engine timing table of a trace file")
-    summary.add_argument("trace", help="trace.json / trace.pftrace written by trt_trace (or trt-trace merge), or a "
+    summary.add_argument("trace", help="trace.json / trace.pftrace written by trt_trace (or trt-trace merge), a "
+                                       "dataset folder (export --dataset, read on DuckDB), or a "
                                        "torch.profiler trace (.json, .json.gz) / nsys export (.sqlite) of a traced run")
     summary.add_argument("--by-rank", action="store_true",
                          help="one table per process (rank) of a merged trace, then all of them")
@@ -530,8 +568,11 @@ def build_parser() -> argparse.ArgumentParser:
     slice_.set_defaults(func=_cmd_slice)
 
     export = verb("export", "one Parquet row per call, for DuckDB, Polars, Spark")
-    export.add_argument("trace", help="the trace to export (JSON, .pftrace or merged)")
-    export.add_argument("output", help="the Parquet file to write, e.g. calls.parquet")
+    export.add_argument("paths", nargs="+", metavar="TRACE [OUTPUT]",
+                        help="the trace to export (JSON, .pftrace or merged) and the Parquet file to write, e.g. "
+                             "calls.parquet; with --dataset, any number of traces")
+    export.add_argument("--dataset", metavar="DIR", help="write a Hive-partitioned Parquet dataset instead "
+                        "(DIR/host=H/rank=R/pid=P/part-N.parquet; `trt-trace summary DIR` reads it)")
     _add_window(export)
     export.add_argument("--engines", metavar="A,B", help="only these engines (comma-separated names)")
     export.set_defaults(func=_cmd_export)

@@ -30,7 +30,7 @@ class ExportError(ValueError):
         self.rc = rc
 
 
-def _schema() -> Any:
+def call_schema() -> Any:
     import pyarrow as pa  # heavy and optional: only export pays for it
 
     return pa.schema([
@@ -42,7 +42,7 @@ def _schema() -> Any:
     ])
 
 
-def _wall_offset(meta: dict[str, Any]) -> int | None:
+def wall_offset(meta: dict[str, Any]) -> int | None:
     mono, wall = meta.get("monotonic_ns"), meta.get("wall_ns")
     if isinstance(mono, int) and isinstance(wall, int) and not isinstance(mono, bool):
         return wall - mono
@@ -53,7 +53,7 @@ class _Writer:
     def __init__(self, output: str) -> None:
         import pyarrow.parquet as pq  # heavy and optional: only export pays for it
 
-        self.schema = _schema()
+        self.schema = call_schema()
         # Beside a plain target (renamed over it at the end); a device's or a pipe's in the temporary folder.
         if is_plain_or_new(output):
             self.tmp = output + ".part"
@@ -68,48 +68,56 @@ class _Writer:
         p = info.process(pid)
         meta = p.meta
         rank = meta.get("rank") if isinstance(meta.get("rank"), int) else None
-        return (p.label or f"pid {pid}", rank, str(meta.get("host") or ""), _wall_offset(p.metas[0] if p.metas
+        return (p.label or f"pid {pid}", rank, str(meta.get("host") or ""), wall_offset(p.metas[0] if p.metas
                                                                                            else {}))
 
     def add(self, calls: np.ndarray, info: TraceInfo) -> None:
         import pyarrow as pa  # heavy and optional: only export pays for it
 
-        pids = calls["pid"].astype(np.int64)
-        eids = calls["engine_id"]
-        procs = {pid: self._proc(info, pid) for pid in np.unique(pids).tolist()}
-        labels = np.array([procs[p][0] for p in pids.tolist()], dtype=object)
-        ranks = [procs[p][1] for p in pids.tolist()]
-        hosts = np.array([procs[p][2] for p in pids.tolist()], dtype=object)
-        offsets = np.array([procs[p][3] if procs[p][3] is not None else 0 for p in pids.tolist()], dtype=np.int64)
-        has_wall = np.array([procs[p][3] is not None for p in pids.tolist()], dtype=bool)
-        names = np.array([info.process(p).engines.get(e, f"engine_{e}") for p, e in
-                          zip(pids.tolist(), eids.tolist(), strict=True)], dtype=object)
-        ns = calls["ns"]
-        gpu = ns[:, DURATIONS.index("gpu")]
-        wait = calls["wait_ns"]
-        flags = calls["flags"]
-        device = calls["device"].astype(np.int32)
-        cols = {
-            "time": pa.array(calls["begin_ns"] + offsets, type=pa.timestamp("ns", tz="UTC"), mask=~has_wall),
-            "begin_ns": pa.array(calls["begin_ns"], type=pa.int64()),
-            "engine": pa.array(names, type=pa.string()),
-            "process": pa.array(labels, type=pa.string()),
-            "pid": pa.array(pids, type=pa.int64()),
-            "rank": pa.array(ranks, type=pa.int32()),
-            "host": pa.array(hosts, type=pa.string()),
-            "thread": pa.array(calls["thread_id"].astype(np.int64), type=pa.int64()),
-            "call_id": pa.array(calls["call_id"].astype(np.int64), type=pa.int64()),
-        }
-        for i, d in enumerate(DURATIONS[:-1]):
-            cols[f"{d}_ns"] = pa.array(ns[:, i], type=pa.int64())
-        cols["gpu_ns"] = pa.array(gpu, type=pa.int64(), mask=gpu == NO_SPAN)
-        cols["caller_wait_ns"] = pa.array(wait, type=pa.int64(), mask=wait == NO_SPAN)
-        cols["device"] = pa.array(device, type=pa.int32(), mask=device == 0xFFFF)
-        cols["error"] = pa.array((flags & CALL_ERROR).astype(bool))
-        cols["nested"] = pa.array((flags & CALL_NESTED).astype(bool))
-        cols["captured"] = pa.array((flags & CALL_CAPTURED).astype(bool))
-        self.writer.write_table(pa.table(cols, schema=self.schema))
+        self.writer.write_table(pa.table(call_columns(calls, info, self._proc), schema=self.schema))
         self.rows += len(calls)
+
+
+def call_columns(calls: np.ndarray, info: TraceInfo, proc: Any) -> dict[str, Any]:
+    """The columns of call_schema() of a chunk of calls, as pyarrow arrays; proc(info, pid): the process's
+    (label, rank, host, wall - monotonic ns or None)."""
+    import pyarrow as pa  # heavy and optional: only export pays for it
+
+    pids = calls["pid"].astype(np.int64)
+    eids = calls["engine_id"]
+    procs = {pid: proc(info, pid) for pid in np.unique(pids).tolist()}
+    labels = np.array([procs[p][0] for p in pids.tolist()], dtype=object)
+    ranks = [procs[p][1] for p in pids.tolist()]
+    hosts = np.array([procs[p][2] for p in pids.tolist()], dtype=object)
+    offsets = np.array([procs[p][3] if procs[p][3] is not None else 0 for p in pids.tolist()], dtype=np.int64)
+    has_wall = np.array([procs[p][3] is not None for p in pids.tolist()], dtype=bool)
+    names = np.array([info.process(p).engines.get(e, f"engine_{e}") for p, e in
+                      zip(pids.tolist(), eids.tolist(), strict=True)], dtype=object)
+    ns = calls["ns"]
+    gpu = ns[:, DURATIONS.index("gpu")]
+    wait = calls["wait_ns"]
+    flags = calls["flags"]
+    device = calls["device"].astype(np.int32)
+    cols = {
+        "time": pa.array(calls["begin_ns"] + offsets, type=pa.timestamp("ns", tz="UTC"), mask=~has_wall),
+        "begin_ns": pa.array(calls["begin_ns"], type=pa.int64()),
+        "engine": pa.array(names, type=pa.string()),
+        "process": pa.array(labels, type=pa.string()),
+        "pid": pa.array(pids, type=pa.int64()),
+        "rank": pa.array(ranks, type=pa.int32()),
+        "host": pa.array(hosts, type=pa.string()),
+        "thread": pa.array(calls["thread_id"].astype(np.int64), type=pa.int64()),
+        "call_id": pa.array(calls["call_id"].astype(np.int64), type=pa.int64()),
+    }
+    for i, d in enumerate(DURATIONS[:-1]):
+        cols[f"{d}_ns"] = pa.array(ns[:, i], type=pa.int64())
+    cols["gpu_ns"] = pa.array(gpu, type=pa.int64(), mask=gpu == NO_SPAN)
+    cols["caller_wait_ns"] = pa.array(wait, type=pa.int64(), mask=wait == NO_SPAN)
+    cols["device"] = pa.array(device, type=pa.int32(), mask=device == 0xFFFF)
+    cols["error"] = pa.array((flags & CALL_ERROR).astype(bool))
+    cols["nested"] = pa.array((flags & CALL_NESTED).astype(bool))
+    cols["captured"] = pa.array((flags & CALL_CAPTURED).astype(bool))
+    return cols
 
 
 def export_calls(path: str, output: str, window: Window | None = None) -> tuple[int, Any]:

@@ -110,7 +110,12 @@ def value_stats(vc: ValueCounts) -> dict[str, float | int | None]:
 
 def stat_fields(vc: ValueCounts) -> dict[str, float | None]:
     """The JSON fields of value_stats: ms, to the ns (6 decimals), null where no call has the duration."""
-    return {FIELDS[k]: None if v is None else round(v / 1e6, 6) for k, v in value_stats(vc).items()}
+    return ns_fields(value_stats(vc))
+
+
+def ns_fields(stats: dict[str, float | int | None]) -> dict[str, float | None]:
+    """value_stats' dict (ns) as the JSON fields (ms, to the ns)."""
+    return {FIELDS[k]: None if v is None else round(v / 1e6, 6) for k, v in stats.items()}
 
 
 # -- rows: sorted, cut, cumulative share in the shown order ----------------------------------------------

@@ -73,12 +73,19 @@ class TraceSummary:
     capture: Any = None
     kernel_sums: np.ndarray | None = None
     capture_kept: np.ndarray | None = None
+    # A table computed elsewhere (a dataset's, in SQL: fleet.py): per row and over all rows, ([p50, p99],
+    # value_stats' dict) of the table's duration, in place of `values`.
+    fixed: list[tuple[list[int], dict[str, Any]]] | None = None
+    fixed_all: tuple[list[int], dict[str, Any]] | None = None
 
     def percentiles(self, duration: str = "total") -> tuple[np.ndarray, np.ndarray]:
         """Exact p50 and p99 in ns of one of DURATIONS: int64 [rows, 2] and [2] over every call (-1
         where no call has it)."""
         if duration not in DURATIONS:
             raise ValueError(f"unknown phase {duration!r}; use one of {', '.join(DURATIONS)}")
+        if self.fixed is not None and self.fixed_all is not None:
+            return (np.array([f[0] for f in self.fixed], dtype=np.int64).reshape(len(self.fixed), 2),
+                    np.array(self.fixed_all[0], dtype=np.int64))
         rows = self.values.get(duration)
         if rows is None and not self.names:
             rows = []
@@ -412,12 +419,18 @@ def table_doc(s: TraceSummary, phase: str = "total") -> tuple[dict[str, Any], li
     if capture is not None:
         doc = kernel_columns.add_json_fields(table, s.names, calls, s.kernel_sums, capture)
     order, time_ns = _native_order(s)
-    rows = s.values.get(phase, [])
+    if s.fixed is not None and s.fixed_all is not None:
+        fields = [summary_table.ns_fields(f[1]) for f in s.fixed]
+        all_fields = summary_table.ns_fields(s.fixed_all[1])
+    else:
+        rows = s.values.get(phase, [])
+        fields = [summary_table.stat_fields(vc) for vc in rows]
+        all_fields = summary_table.stat_fields(ValueCounts.union(rows))
     for row, i in zip(doc["engines"], order, strict=True):
         if row["engine"] != s.names[i] or row["calls"] != int(calls[i]):
             raise RuntimeError(f"the table's row {row['engine']!r} is not the summary's {s.names[i]!r}")
-        row.update(summary_table.stat_fields(rows[i]))
-    doc["all"].update(summary_table.stat_fields(ValueCounts.union(rows)))
+        row.update(fields[i])
+    doc["all"].update(all_fields)
     with_kernels = capture is not None and capture.has_device_activity and s.kernel_sums is not None
     return doc, time_ns, with_kernels
 
@@ -480,19 +493,25 @@ def summary_parts(path: str, by_process: bool = False, phase: str = "total", jso
         raise TraceFileError(f"unknown phase {phase!r}; use one of {', '.join(DURATIONS)}")
     options = options or TableOptions(format="json" if json else "text")
     parts, whole, _read = read_summaries(path, (phase,), window, include_profiled)
+    return render_parts(parts, whole, by_process, phase, options), whole
+
+
+def render_parts(parts: list[TraceSummary], whole: TraceSummary, by_process: bool, phase: str,
+                 options: TableOptions) -> str:
+    """The table text (JSON, CSV) of the summaries of a trace's processes and of all of them."""
     by_process = by_process and bool(parts)  # no process of ours: the one (empty) table
     shown = parts if by_process else []
     tables = [*shown, whole] if len(shown) != 1 else shown
     if options.format == "json":
         docs = [orjson.dumps(_json_doc(p, phase, options)).decode() for p in tables]
-        return (docs[0] if not by_process else "[" + ",".join(docs) + "]") + "\n", whole
+        return (docs[0] if not by_process else "[" + ",".join(docs) + "]") + "\n"
     if options.format == "csv":
-        return _csv(tables, phase, options, by_process, whole), whole
+        return _csv(tables, phase, options, by_process, whole)
     texts = [_table(p, phase, options=options) for p in tables]
     if not by_process:
-        return texts[0], whole
+        return texts[0]
     labels = [_header(p) for p in parts] + ([f"== all {len(parts)} processes =="] if len(parts) > 1 else [])
-    return "\n".join(f"{label}\n{table}" for label, table in zip(labels, texts, strict=True)), whole
+    return "\n".join(f"{label}\n{table}" for label, table in zip(labels, texts, strict=True))
 
 
 def _csv(tables: list[TraceSummary], phase: str, options: TableOptions, by_process: bool, whole: TraceSummary) -> str:
