@@ -185,7 +185,11 @@ def test_one_scope_per_phase_per_call_as_the_trace_file_has_for_any_number_of_in
         assert counts[phase].count == file_phases.count(phase) == calls, (phase, counts[phase].count,
                                                                            file_phases.count(phase))
     # enqueue holds the engine's 300 us launch whole, every call (not a third of it per output).
-    assert counts["enqueue"].cpu_time_total / calls >= 300, counts["enqueue"].cpu_time_total
+    # (Seen twice on a loaded xdist worker, never alone: the scopes' and the file's phases say where it went.)
+    assert counts["enqueue"].cpu_time_total / calls >= 300, (
+        {p: counts[p].cpu_time_total / calls for p in ("execute_engine", *PHASES)},
+        {p: sorted(e["dur"] for e in load_events(str(trace)) if e.get("ph") == "X" and e.get("name") == p)
+         for p in PHASES})
     # After the first call, each output's allocation (and 2.11's conversion) lies in the outputs scope.
     calls_ = [e for e in prof.events() if e.name == f"trt::io_engine_{inputs}_{outputs}/execute_engine"]
     for call in calls_[1:]:
