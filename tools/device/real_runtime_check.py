@@ -916,27 +916,36 @@ def torchtrt_child(args: argparse.Namespace) -> int:
     return 0
 
 
+def torchtrt_process(d: Path, args: argparse.Namespace, label: str, child_mode: str, trace: Path) -> dict | None:
+    """Runs `child_mode` in a fresh process that imports the wheel's torch_tensorrt (torchtrt_site) over the
+    fake TensorRT, with only TRT_TRACE_OUT=trace set; its report, or None after a failing check that says why."""
+    site = torchtrt_site(d, Path(args.python), args.runtime)
+    if isinstance(site, str):
+        check(label, False, site)
+        return None
+
+    def prepended(var: str, first: str) -> str:
+        return os.pathsep.join([first] + ([os.environ[var]] if os.environ.get(var) else []))
+    r, why = fresh_process(args, child_mode, [], {"TRT_TRACE_OUT": str(trace),
+                                                  "PYTHONPATH": prepended("PYTHONPATH", str(site)),
+                                                  "LD_LIBRARY_PATH": prepended("LD_LIBRARY_PATH", args.fake)})
+    if r is None:
+        check(label, False, why)
+        return None
+    if "error" in r:
+        check(label, False, f"{r['stage']} raised {r['error']}")
+        return None
+    return r
+
+
 @guarded
 def torch_tensorrt_import(d: Path, args: argparse.Namespace) -> None:
     """torch_tensorrt's import loads the runtime under test (put in its lib/; nothing else in that
     process loads it), and engines run through its own TorchTensorRTModule are traced."""
     label = "import torch_tensorrt (fresh process, only TRT_TRACE_OUT)"
-    site = torchtrt_site(d, Path(args.python), args.runtime)
-    if isinstance(site, str):
-        check(label, False, site)
-        return
     trace = d / "torchtrt.json"
-
-    def prepended(var: str, first: str) -> str:
-        return os.pathsep.join([first] + ([os.environ[var]] if os.environ.get(var) else []))
-    r, why = fresh_process(args, "torchtrt", [], {"TRT_TRACE_OUT": str(trace),
-                                                  "PYTHONPATH": prepended("PYTHONPATH", str(site)),
-                                                  "LD_LIBRARY_PATH": prepended("LD_LIBRARY_PATH", args.fake)})
+    r = torchtrt_process(d, args, label, "torchtrt", trace)
     if r is None:
-        check(label, False, why)
-        return
-    if "error" in r:
-        check(label, False, f"{r['stage']} raised {r['error']}")
         return
     check(f"{label}: torch_tensorrt {r['version']} over the real bindings (tensorrt {r['tensorrt']}); its own "
           "runtime library registered the ops at import",
@@ -1030,22 +1039,9 @@ def python_runtime(d: Path, args: argparse.Namespace) -> None:
     """The real 2.11 PythonTorchTensorRTModule (torch_tensorrt's own Python runtime: TensorRT's Python
     bindings, no tensorrt::execute_engine) traced like the C++ runtime, with TRT_TRACE_OUT alone."""
     label = "PythonTorchTensorRTModule (fresh process, only TRT_TRACE_OUT)"
-    site = torchtrt_site(d, Path(args.python), args.runtime)
-    if isinstance(site, str):
-        check(label, False, site)
-        return
     trace = d / "pyrt.json"
-
-    def prepended(var: str, first: str) -> str:
-        return os.pathsep.join([first] + ([os.environ[var]] if os.environ.get(var) else []))
-    r, why = fresh_process(args, "pyrt", [], {"TRT_TRACE_OUT": str(trace),
-                                              "PYTHONPATH": prepended("PYTHONPATH", str(site)),
-                                              "LD_LIBRARY_PATH": prepended("LD_LIBRARY_PATH", args.fake)})
+    r = torchtrt_process(d, args, label, "pyrt", trace)
     if r is None:
-        check(label, False, why)
-        return
-    if "error" in r:
-        check(label, False, f"{r['stage']} raised {r['error']}")
         return
     check(f"{label}: torch_tensorrt {r['version']}'s class instrumented at its import", r["instrumented"])
     if not trace.exists():
