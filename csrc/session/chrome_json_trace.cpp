@@ -8,7 +8,6 @@
 namespace trt_trace {
 namespace session {
 namespace {
-constexpr uint8_t kLayerPhase = static_cast<uint8_t>(Phase::kLayer);
 constexpr const char* kMetadataEvent = "trt_trace_metadata";
 constexpr const char* kLayersTrack = "layers";
 
@@ -81,20 +80,6 @@ void ChromeJsonTrace::track_events(uint64_t tid, const std::string& name, std::s
         ",\"args\":{\"sort_index\":" + t + "}}";
   if (!meta->empty()) *meta += ",";
   *meta += ev;
-}
-
-void ChromeJsonTrace::write(const Record* recs, size_t n) {
-  bool any_layer = false;
-  for (size_t i = 0; i < n && !any_layer; ++i) any_layer = recs[i].phase == kLayerPhase;
-  if (!any_layer) {
-    if (n) write_calls(recs, n);
-    return;
-  }
-  calls_.clear();
-  layers_.clear();
-  for (size_t i = 0; i < n; ++i) (recs[i].phase == kLayerPhase ? layers_ : calls_).push_back(recs[i]);
-  if (!calls_.empty()) write_calls(calls_.data(), calls_.size());
-  if (!layers_.empty()) write_layers(layers_.data(), layers_.size());
 }
 
 void ChromeJsonTrace::write_calls(const Record* recs, size_t n) {

@@ -25,7 +25,6 @@ class ChromeJsonTrace : public TraceFormat {
   // process_head: the process's metadata events, comma-separated, without brackets.
   ChromeJsonTrace(TraceFileOptions options, std::string process_head, int64_t pid, bool flows, NameSource names);
 
-  void write(const Record* recs, size_t n) override;
   // {"ph":"M","name":"trt_trace_metadata",...,"args":<args_json>}: the end record's event.
   std::string metadata_event(const std::string& args_json) const;
 
@@ -36,8 +35,8 @@ class ChromeJsonTrace : public TraceFormat {
   int64_t empty_part_ns(const TraceEnd&) const override { return 0; }
 
  private:
-  void write_calls(const Record* recs, size_t n);
-  void write_layers(const Record* recs, size_t n);
+  void write_calls(const Record* recs, size_t n) override;
+  void write_layers(const Record* recs, size_t n) override;
   const std::string& engine_name(uint32_t engine_id);
   void refresh_engine_json(uint32_t top_engine_id);
   void refresh_layer_names(const Record* recs, size_t n);
@@ -55,7 +54,6 @@ class ChromeJsonTrace : public TraceFormat {
   std::vector<std::string> engine_names_, engine_json_, layer_names_, layer_json_;
   std::string engine_fallback_;
   std::string track_meta_;  // every track's name events so far, comma-separated
-  std::vector<Record> calls_, layers_;  // a batch split (layer records apart), reused
   std::vector<char> body_;              // the formatted events, reused
 };
 

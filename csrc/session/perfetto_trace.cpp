@@ -32,7 +32,6 @@ const std::vector<std::string> kAnnotations = {"engine", "call_id", "thread",   
 constexpr uint64_t kLayerAnnotationIid = ps::kNumSliceAnnotations + 1;
 static_assert(ps::kNumSliceAnnotations == 9, "a name per slice annotation");
 
-constexpr uint8_t kLayerPhase = static_cast<uint8_t>(Phase::kLayer);
 
 int64_t first_begin(const Record* recs, size_t n) {
   int64_t first = recs[0].begin_ns;
@@ -149,20 +148,6 @@ void PerfettoTrace::track_uuids(const Record* recs, size_t n, bool layers) {
 uint8_t* PerfettoTrace::body(size_t bytes) {
   if (body_.size() < bytes) body_.resize(bytes);  // never shrunk (see ChromeJsonTrace::grow_body)
   return body_.data();
-}
-
-void PerfettoTrace::write(const Record* recs, size_t n) {
-  bool any_layer = false;
-  for (size_t i = 0; i < n && !any_layer; ++i) any_layer = recs[i].phase == kLayerPhase;
-  if (!any_layer) {
-    if (n) write_calls(recs, n);
-    return;
-  }
-  calls_.clear();
-  layers_.clear();
-  for (size_t i = 0; i < n; ++i) (recs[i].phase == kLayerPhase ? layers_ : calls_).push_back(recs[i]);
-  if (!calls_.empty()) write_calls(calls_.data(), calls_.size());
-  if (!layers_.empty()) write_layers(layers_.data(), layers_.size());
 }
 
 void PerfettoTrace::write_calls(const Record* recs, size_t n) {

@@ -42,7 +42,6 @@ class PerfettoTrace : public TraceFormat {
  public:
   PerfettoTrace(TraceFileOptions options, PerfettoStart start, NameSource names);
 
-  void write(const Record* recs, size_t n) override;
 
  protected:
   // A clock snapshot and the end metadata instant (annotations `end.record`), stamped at the earlier of
@@ -52,8 +51,8 @@ class PerfettoTrace : public TraceFormat {
   int64_t empty_part_ns(const TraceEnd& end) const override;
 
  private:
-  void write_calls(const Record* recs, size_t n);
-  void write_layers(const Record* recs, size_t n);
+  void write_calls(const Record* recs, size_t n) override;
+  void write_layers(const Record* recs, size_t n) override;
   std::string part_start(int64_t first_ns);
   void clock_snapshot(std::string& out) const;
   const std::string& engine_name(uint32_t engine_id);
@@ -73,7 +72,6 @@ class PerfettoTrace : public TraceFormat {
   int64_t last_end_ns_ = 0;
   std::vector<std::string> engine_names_, layer_names_;
   std::string engine_fallback_;
-  std::vector<Record> calls_, layers_;  // a batch split (layer records apart), reused
   std::vector<int64_t> uuids_;
   std::vector<perfetto_slices::SliceOrder> order_;
   std::vector<uint32_t> layer_order_;

@@ -38,8 +38,9 @@ class TraceFormat {
  public:
   virtual ~TraceFormat() = default;
 
-  // One drained batch (throws WriteFailed; the file then keeps what it had).
-  virtual void write(const Record* recs, size_t n) = 0;
+  // One drained batch (throws WriteFailed; the file then keeps what it had): its calls, then its layer
+  // records (which go on tracks of their own), each part handed to the format in one piece.
+  void write(const Record* recs, size_t n);
 
   // Ends the trace with its end record (throws WriteFailed: the disk filled at the end).
   void finish(const TraceEnd& end) { file_->finish(closing(end), empty_part_ns(end)); }
@@ -50,12 +51,18 @@ class TraceFormat {
   TraceFile& file() { return *file_; }
 
  protected:
+  // A batch's calls and phases (GPU spans included), and its per-layer records; each part is non-empty.
+  virtual void write_calls(const Record* recs, size_t n) = 0;
+  virtual void write_layers(const Record* recs, size_t n) = 0;
   // The end of the last part: the end record (and whatever else the format closes a trace with).
   virtual std::string closing(const TraceEnd& end) = 0;
   // The first timestamp of a part that got no batch (a non-lazy file of a session that ran no engine).
   virtual int64_t empty_part_ns(const TraceEnd& end) const = 0;
 
   std::unique_ptr<TraceFile> file_;
+
+ private:
+  std::vector<Record> calls_, layers_;  // a batch that holds layer records, split (reused)
 };
 
 }  // namespace session
