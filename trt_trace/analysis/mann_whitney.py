@@ -1,10 +1,10 @@
 """The two-sided Mann-Whitney U test of `trt-trace diff`, on value counts (readers/value_counts.py)
 instead of arrays of every call, so that two 6 M-call traces compare in bounded memory.
 
-The same test as scipy.stats.mannwhitneyu(x, y) with its defaults (method "auto", continuity
-correction): the exact distribution where one sample has at most 8 values and there are no ties
-(scipy itself computes it then: the samples are that small), else the normal approximation with
-the tie correction, whose ranks, U and tie term are computed here from the distinct values and
+The same test as scipy.stats.mannwhitneyu(x, y) with continuity correction and the method chosen
+here, not by scipy's "auto" (whose rule has changed between scipy releases): the exact distribution
+where one sample has at most 8 values and there are no ties (scipy itself computes it then, with
+method="exact": the samples are that small), else the normal approximation with the tie correction, whose ranks, U and tie term are computed here from the distinct values and
 their counts, then scipy.special.ndtr as scipy does (tests/test_diff.py compares both)."""
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ def mann_whitney_p(x_values: np.ndarray, x_counts: np.ndarray, y_values: np.ndar
 
         x = np.repeat(x_values, x_counts).astype(np.float64)
         y = np.repeat(y_values, y_counts).astype(np.float64)
-        return float(mannwhitneyu(x, y, alternative="two-sided").pvalue)
+        return float(mannwhitneyu(x, y, alternative="two-sided", method="exact").pvalue)
     before = np.cumsum(t) - t  # values below each distinct value
     ranks = before + (t + 1) / 2.0  # the average rank of a tied group
     r1 = float(np.sum(a * ranks))
