@@ -5,15 +5,33 @@
 # tools/device/real_runtime_check.py (the real Torch-TensorRT 2.11 runtime over tests/faketrt, built here first)
 # needs .trt/libtorchtrt_runtime.so (tools/device/fetch_real_runtime.sh; TORCHTRT_RUNTIME= another path), and for
 # its torch_tensorrt_import check .trt/python (the same script); REAL_CHECKS="name ..." picks its checks (--only).
-# Wheels missing there (orjson) travel in .whl/ (see the device tool's README). An Nsight Systems carried in
+# Wheels missing there travel in .whl/ (tools/device/fetch_wheels.sh). An Nsight Systems carried in
 # .nsys/nsys.tar.xz (tools/device/fetch_nsys.sh) is unpacked into /tmp/nsys for tests/test_captures_nsys.py and
 # real_runtime_check's nsys_kernels; without any nsys that test file is left out, and said so.
 set -uo pipefail
 export CXX=/usr/bin/g++ CC=/usr/bin/gcc   # that machine's default toolchain breaks torch extensions
 export PYTHONUNBUFFERED=1
-if ls .whl/*.whl >/dev/null 2>&1; then
-  python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/*.whl || exit 1
+if ls .whl/*.whl >/dev/null 2>&1; then   # tools/device/fetch_wheels.sh: only what the machine lacks
+  missing=()
+  for w in .whl/*.whl; do
+    dist=$(basename "$w" | cut -d- -f1)
+    python3 -c "import importlib.metadata as m, sys; m.version(sys.argv[1])" "$dist" 2>/dev/null || missing+=("$w")
+  done
+  if [ ${#missing[@]} -gt 0 ]; then
+    python3 -m pip install -q --no-index --no-deps --no-compile --upgrade --target /tmp/site "${missing[@]}" || exit 1
+  fi
   export PYTHONPATH=/tmp/site
+fi
+python3 - <<'PY'   # say which of trt_trace's imports are missing here: the tests needing them will fail
+import importlib.util
+need = ["orjson", "perfetto", "google.protobuf", "rich", "matplotlib", "scipy", "pyarrow", "numpy", "duckdb",
+        "hypothesis", "prometheus_client", "xdist"]
+gone = [m for m in need if importlib.util.find_spec(m) is None]
+print("device_check: missing here:", ", ".join(gone) + " (tools/device/fetch_wheels.sh)" if gone else "none")
+PY
+if ! python3 -c "import playwright" 2>/dev/null || [ ! -x "${TRT_TRACE_CHROMIUM:-/usr/bin/chromium}" ]; then
+  echo "device_check: no browser here: the real-UI tests are deselected (TRT_TRACE_NO_BROWSER=1; CI runs them)"
+  export TRT_TRACE_NO_BROWSER=1
 fi
 python3 -c 'import torch; print("torch", torch.__version__, "cuda", torch.version.cuda, torch.cuda.device_count(), "GPU(s)")'
 if [ "${SKIP_BUILD:-0}" != 1 ]; then   # SKIP_BUILD=1: a later call on the same warm machine
