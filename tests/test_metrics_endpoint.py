@@ -118,7 +118,10 @@ def test_stop_closes_the_port_and_serving_starts_again(served):
 
 
 FORK = r"""
-import os, socket, sys, time, trt_trace
+import os, socket, sys, time, trt_trace, warnings
+# Python 3.12+ warns at every fork of a process with threads (here the metrics thread); this test is about
+# the port, and its stderr must otherwise stay empty.
+warnings.filterwarnings("ignore", r"This process .* is multi-threaded", DeprecationWarning)
 from trt_trace.runtime import metrics
 host, port = trt_trace.serve_metrics(0)
 r, w = os.pipe()
