@@ -21,7 +21,7 @@
 #include "drainer/drain.h"
 #include "drainer/gpu_resolver.h"
 #include "engines/engine_registry.h"
-#include "format/json_text.h"
+#include "common/json_text.h"
 #include "format/json_value.h"
 #include "format/perfetto_track_packets.h"
 #include "layers/layer_names.h"
