@@ -518,59 +518,28 @@ def settings_table_markdown() -> str:
 
 
 # The reading of one variable each (the tests' and tools' handle on one row of the table).
-def buffer_events() -> int:
-    return env_value("buffer_events")
+def _env_reader(field_name: str) -> Callable[[], Any]:
+    """Settings field `field_name` as the environment gives it (env_value), documented by its row."""
+
+    def read() -> Any:
+        return env_value(field_name)
+
+    row = setting(field_name)
+    read.__doc__ = f"{row.env}: {plain(row.help)}"
+    return read
 
 
-def max_bytes() -> int:
-    """TRT_TRACE_MAX_MB: size limit of one trace file in MiB (0: none), as bytes."""
-    return env_value("max_bytes")
-
-
-def split_at_limit() -> bool:
-    """TRT_TRACE_ON_LIMIT: 'split' (numbered files, default) or 'stop' (no more events written)."""
-    return env_value("split")
-
-
-def flight_seconds() -> float:
-    """TRT_TRACE_FLIGHT: the flight recorder's window in seconds (unset or 0: off)."""
-    return env_value("flight_s")
-
-
-def flight_max_bytes() -> int:
-    """TRT_TRACE_FLIGHT_MAX_MB: the flight recorder's memory cap in MiB, as bytes."""
-    return env_value("flight_max_bytes")
-
-
-def quiet() -> bool:
-    """TRT_TRACE_QUIET=1: no "trace written" line at exit (for sessions from the API too)."""
-    return env_value("quiet")
-
-
-def engine_stream_spans() -> bool:
-    """TRT_TRACE_ENGINE_STREAM=0: GPU spans on the caller's stream only (for sessions from the API too)."""
-    return env_value("engine_stream_spans")
-
-
-def gpu_every() -> int:
-    """TRT_TRACE_GPU_EVERY=N: GPU events on every Nth traced CUDA call of each engine (default 1: all)."""
-    return env_value("gpu_every")
-
-
-def caller_wait_every() -> int:
-    """TRT_TRACE_CALLER_WAIT_EVERY=N: 1 in N measured calls on an engine's own stream also get a caller-stream
-    wait (default 8)."""
-    return env_value("caller_wait_every")
-
-
-def layer_calls() -> int:
-    """TRT_TRACE_LAYERS=N: each engine's next N calls after its first run with per-layer timing (0: off)."""
-    return env_value("layers")
-
-
-def trace_format() -> str | None:
-    """TRT_TRACE_FORMAT: 'json' or 'perfetto'; unset or 'auto': by the suffix of TRT_TRACE_OUT."""
-    return env_value("format")
+buffer_events = _env_reader("buffer_events")
+max_bytes = _env_reader("max_bytes")
+split_at_limit = _env_reader("split")
+flight_seconds = _env_reader("flight_s")
+flight_max_bytes = _env_reader("flight_max_bytes")
+quiet = _env_reader("quiet")
+engine_stream_spans = _env_reader("engine_stream_spans")
+gpu_every = _env_reader("gpu_every")
+caller_wait_every = _env_reader("caller_wait_every")
+layer_calls = _env_reader("layers")
+trace_format = _env_reader("format")
 
 
 def cache_dir() -> str:
