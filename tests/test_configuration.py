@@ -3,11 +3,14 @@ its default when unset or blank, one warning line and the default (or its cap) f
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import pytest
 
+import trt_trace
 from trt_trace.runtime import config
+from trt_trace.runtime import session as session_module
 
 MIB = 1 << 20
 CASES = [
@@ -243,20 +246,38 @@ def test_every_setting_has_help_and_the_environment_names_each_one_once():
     assert len(envs) == len(set(envs)) == len(rows) - 1  # every field but lazy_file has its variable
 
 
-def test_cpp_gets_exactly_the_native_settings_in_one_op():
+def test_the_settings_cpp_takes_are_defined_alike_on_both_sides():
+    # Names, order, types and ranges: config.py's rows and csrc/session/session_control.h's kSettings.
     from trt_trace.native import ops
 
-    assert sorted(config.Settings().native()) == sorted(ops.NATIVE_SETTINGS)
-    saved = ops.session_switches()
-    try:
-        wanted = dict(saved, buffer_capacity=4096, gpu_every=3, caller_wait_every=5, engine_stream_spans=False)
-        ops.apply_settings(wanted)
-        assert ops.session_switches() == wanted
-        assert (ops.buffer_capacity(), ops.get_gpu_every(), ops.get_caller_wait_every()) == (4096, 3, 5)
-        assert not ops.get_engine_stream_spans()
-    finally:
-        ops.restore_session_switches(saved)
-    assert ops.session_switches() == saved
+    assert config.native_table() == ops.settings_table()
+    assert list(config.Settings().native()) == [name for name, *_ in ops.settings_table()]
+    for name, _kind, least, most in config.native_table():
+        field = next(f.name for f in config.FIELDS if config.setting(f.name).native == name)
+        assert config.in_bounds(field, least) and config.in_bounds(field, most)
+        assert not config.in_bounds(field, least - 1) and not config.in_bounds(field, most + 1)
+
+
+def test_cpp_checks_the_settings_whole_before_it_applies_one(tmp_path):
+    # One range check in C++, of every setting before any is applied: a Settings made by hand with a value
+    # no keyword or variable lets through is one line naming it, and C++ is left as it was.
+    from trt_trace.native import ops
+
+    before = ops.session_switches()
+    for name, _, least, most in config.native_table():
+        for bad in (least - 1, most + 1):
+            values = dict(config.Settings().native(), **{name: bad})
+            refused, message, _ = ops.session_start(values, str(tmp_path / "t.json"), "json", True, 0, True, 1, b"")
+            assert refused == 2 and message == f"setting '{name}' must be from {least} to {most}, not {bad}"
+            assert ops.session_switches() == before and ops.session_state() == ("idle", False)
+    refused, message, _ = ops.session_start(dict(config.Settings().native(), extra=1), str(tmp_path / "t.json"),
+                                            "json", True, 0, True, 1, b"")
+    assert (refused, message) == (2, "unknown setting 'extra'")
+    settings = dataclasses.replace(config.Settings(out=str(tmp_path / "t.json")), caller_wait_every=0)
+    with pytest.raises(trt_trace.TraceError, match=r"^cannot start tracing: setting 'caller_wait_every' must be "
+                                                   r"from 1 to 1048576, not 0$"):
+        session_module.start_session(settings)
+    assert ops.session_switches() == before and trt_trace.active() is None
 
 
 def test_keywords_and_the_environment_meet_in_one_settings_object(monkeypatch):

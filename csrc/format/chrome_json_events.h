@@ -52,14 +52,9 @@ struct JsonOut {
   }
 };
 
-// {"ph":"X",...} of a record on track `tid` of process `pid` (its digits), engine name given as a
-// JSON string literal (quotes included).
-inline void append_slice_event(JsonOut& out, const Record& r, uint64_t tid, const char* pid, size_t pid_len,
-                               const char* engine, size_t engine_len) {
-  out.lit(R"({"ph":"X","cat":"trt_trace","name":")");
-  const char* name = kPhaseNames[r.phase];
-  out.lit(name, std::strlen(name));
-  out.lit(R"(","ts":)");
+// An X event's part from after its name to its engine's name: `,"ts":…,"dur":…,"pid":…,"tid":…,"args":{"engine":`.
+inline void append_span(JsonOut& out, const Record& r, uint64_t tid, const char* pid, size_t pid_len) {
+  out.lit(R"(,"ts":)");
   out.us(r.begin_ns);
   out.lit(R"(,"dur":)");
   out.us(r.end_ns - r.begin_ns);
@@ -68,11 +63,27 @@ inline void append_slice_event(JsonOut& out, const Record& r, uint64_t tid, cons
   out.lit(R"(,"tid":)");
   out.num(tid);
   out.lit(R"(,"args":{"engine":)");
-  out.lit(engine, engine_len);
+}
+
+// The args after the engine's name: `,"engine_id":…,"call_id":…`.
+inline void append_ids(JsonOut& out, const Record& r) {
   out.lit(R"(,"engine_id":)");
   out.num(r.engine_id);
   out.lit(R"(,"call_id":)");
   out.num(r.call_id);
+}
+
+// {"ph":"X",...} of a record on track `tid` of process `pid` (its digits), engine name given as a
+// JSON string literal (quotes included).
+inline void append_slice_event(JsonOut& out, const Record& r, uint64_t tid, const char* pid, size_t pid_len,
+                               const char* engine, size_t engine_len) {
+  out.lit(R"({"ph":"X","cat":"trt_trace","name":")");
+  const char* name = kPhaseNames[r.phase];
+  out.lit(name, std::strlen(name));
+  out.lit(R"(")");
+  append_span(out, r, tid, pid, pid_len);
+  out.lit(engine, engine_len);
+  append_ids(out, r);
   out.lit(R"(,"thread":)");
   out.num(r.thread_id);
   if (r.device != kNoDevice) {
@@ -98,20 +109,9 @@ inline void append_layer_event(JsonOut& out, const Record& r, uint64_t tid, cons
                                const std::string& engine, const std::string& layer) {
   out.lit(R"({"ph":"X","cat":"trt_trace.layer","name":)");
   out.str(layer);
-  out.lit(R"(,"ts":)");
-  out.us(r.begin_ns);
-  out.lit(R"(,"dur":)");
-  out.us(r.end_ns - r.begin_ns);
-  out.lit(R"(,"pid":)");
-  out.lit(pid, pid_len);
-  out.lit(R"(,"tid":)");
-  out.num(tid);
-  out.lit(R"(,"args":{"engine":)");
+  append_span(out, r, tid, pid, pid_len);
   out.str(engine);
-  out.lit(R"(,"engine_id":)");
-  out.num(r.engine_id);
-  out.lit(R"(,"call_id":)");
-  out.num(r.call_id);
+  append_ids(out, r);
   out.lit(R"(,"layer":)");
   out.str(layer);
   out.lit(R"(,"thread":)");

@@ -6,7 +6,7 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "format/json_text.h"
+#include "common/json_text.h"
 
 namespace trt_trace {
 namespace json_value {
@@ -137,20 +137,30 @@ struct Reader {
     *v = Value::of_double(std::strtod(text.c_str(), nullptr));
     return true;
   }
+  // A container's items after its opening bracket (at p), each read by item(), comma-separated, to `close`.
+  template <class Item>
+  bool items(char close, Item&& item) {
+    ++p;
+    space();
+    if (p < end && *p == close) {
+      ++p;
+      return true;
+    }
+    while (true) {
+      if (!item()) return false;
+      space();
+      if (p >= end || (*p != ',' && *p != close)) return false;
+      if (*p++ == close) return true;
+    }
+  }
   bool value(Value* v, int depth) {
     if (depth > kMaxDepth) return false;
     space();
     if (p >= end) return false;
     switch (*p) {
       case '{': {
-        ++p;
         *v = Value::dict();
-        space();
-        if (p < end && *p == '}') {
-          ++p;
-          return true;
-        }
-        while (true) {
+        return items('}', [&] {
           space();
           std::string key;
           if (!string(&key)) return false;
@@ -159,41 +169,17 @@ struct Reader {
           Value item;
           if (!value(&item, depth + 1)) return false;
           v->add(std::move(key), std::move(item));
-          space();
-          if (p < end && *p == ',') {
-            ++p;
-            continue;
-          }
-          if (p < end && *p == '}') {
-            ++p;
-            return true;
-          }
-          return false;
-        }
+          return true;
+        });
       }
       case '[': {
-        ++p;
         *v = Value::list();
-        space();
-        if (p < end && *p == ']') {
-          ++p;
-          return true;
-        }
-        while (true) {
+        return items(']', [&] {
           Value item;
           if (!value(&item, depth + 1)) return false;
           v->push(std::move(item));
-          space();
-          if (p < end && *p == ',') {
-            ++p;
-            continue;
-          }
-          if (p < end && *p == ']') {
-            ++p;
-            return true;
-          }
-          return false;
-        }
+          return true;
+        });
       }
       case '"': {
         std::string s;

@@ -3,7 +3,7 @@
 // which must write it in either format, and the per-layer report it embeds comes as JSON text.
 //
 // Written as orjson writes it (the Python side's encoder of the same metadata): no spaces, keys in order,
-// strings as format/json_text.h escapes them, a double in the shortest form that reads back to it (orjson's
+// strings as common/json_text.h escapes them, a double in the shortest form that reads back to it (orjson's
 // layout: `2.0`, `0.6`, `0.00001`, `1e+16`, `1.5e-7`), a NaN or infinity as null. Read: RFC 8259 JSON; numbers with
 // a fraction or exponent are doubles, others int64 (uint64 above it), as orjson.loads gives them.
 //

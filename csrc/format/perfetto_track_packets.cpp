@@ -215,34 +215,16 @@ Value Value::with_kind(Kind k) {
   return v;
 }
 
-Value Value::of_bool(bool b) {
-  Value v = with_kind(Kind::kBool);
-  v.boolean = b;
-  return v;
-}
-
-Value Value::of_int(int64_t i) {
-  Value v = with_kind(Kind::kInt);
-  v.int_value = i;
-  return v;
-}
+// Each a value of one kind with the one field of that kind set.
+Value Value::of_bool(bool b) { Value v = with_kind(Kind::kBool); v.boolean = b; return v; }
+Value Value::of_int(int64_t i) { Value v = with_kind(Kind::kInt); v.int_value = i; return v; }
+Value Value::of_double(double d) { Value v = with_kind(Kind::kDouble); v.double_value = d; return v; }
+Value Value::of_string(std::string s) { Value v = with_kind(Kind::kString); v.text = std::move(s); return v; }
 
 Value Value::of_uint(uint64_t u) {
   if (u <= static_cast<uint64_t>(INT64_MAX)) return of_int(static_cast<int64_t>(u));
   Value v = with_kind(Kind::kUint);
   v.uint_value = u;
-  return v;
-}
-
-Value Value::of_double(double d) {
-  Value v = with_kind(Kind::kDouble);
-  v.double_value = d;
-  return v;
-}
-
-Value Value::of_string(std::string s) {
-  Value v = with_kind(Kind::kString);
-  v.text = std::move(s);
   return v;
 }
 

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "buffer/thread_rings.h"
+#include "common/json_text.h"
 #include "common/posix_files.h"
 #include "common/record.h"
 #include "engines/engine_registry.h"
@@ -413,28 +414,6 @@ bool enter_gate(LayerEngine& e, uint32_t engine_id, const c10::IValue& engine, b
     return false;
   }
   return true;
-}
-
-std::string json_string(const std::string& s) {
-  std::string out = "\"";
-  for (const char c : s) {
-    switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\r': out += "\\r"; break;
-      case '\t': out += "\\t"; break;
-      default:
-        if (static_cast<unsigned char>(c) < 0x20) {
-          char buf[8];
-          std::snprintf(buf, sizeof buf, "\\u%04x", c);
-          out += buf;
-        } else {
-          out.push_back(c);
-        }
-    }
-  }
-  return out + "\"";
 }
 
 }  // namespace

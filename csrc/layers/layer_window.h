@@ -78,7 +78,7 @@ class LayerCall {
 
 // N calls per engine from now on (a new generation: every engine's window starts afresh); 0: off,
 // after closing every open window (waiting up to `wait_s` for a call in one to end) and removing
-// the private folder. The session's `layers` setting (ops/trt_trace_ops.cpp _apply_settings).
+// the private folder. The session's `layers` setting (session/session_control.h).
 void set_calls_per_engine(int64_t n, double wait_s = 5.0);
 // A session starts: the report (report_json) starts afresh.
 void new_session_report();

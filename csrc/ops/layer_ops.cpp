@@ -1,5 +1,5 @@
 // torch.ops.trt_trace's per-layer timing ops of a session (trt_trace/native/ops.py wraps them). The switch itself
-// is the session's `layers` setting, set whole with the others (_apply_settings, trt_trace_ops.cpp); the
+// is the session's `layers` setting, set whole with the others (_session_start, session_ops.cpp); the
 // tests' own layer ops are in test_ops.cpp.
 #include <torch/library.h>
 
@@ -11,8 +11,6 @@
 
 TORCH_LIBRARY_FRAGMENT(trt_trace, m) {
   using namespace trt_trace::layers;
-  m.def("_new_layer_report() -> ()", [] { new_session_report(); });
   m.def("_layer_report() -> str", [] { return report_json(); });
   m.def("_layer_names() -> str[]", [] { return LayerNames::instance().names(); });
-  m.def("_layers_after_fork_in_child() -> ()", [] { after_fork_in_child(); });
 }

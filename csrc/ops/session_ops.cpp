@@ -1,20 +1,25 @@
-// torch.ops.trt_trace.* of the native writer (session/native_writer.h): control only. Python starts
-// it with the output's settings and the start metadata (already encoded), stops it, reads its status
-// and ends the file with the end metadata; no per-event data crosses here.
+// torch.ops.trt_trace.* of a session (session/session_control.h: one op starts it, one stops it) and of its
+// native writer (session/native_writer.h): control only. Python starts a session with its settings and the
+// start metadata (already encoded), stops it (the end record is built natively) and reads the writer's
+// status; no per-event data crosses here. OS errors reach Python as one line starting "[Errno N]"
+// (trt_trace/runtime/native_trace.py turns it into its words).
 #include <ATen/ATen.h>
 #include <torch/library.h>
 
 #include <algorithm>
 #include <array>
+#include <map>
 #include <stdexcept>
 #include <string>
 #include <tuple>
 #include <vector>
 
 #include "common/record.h"
+#include "hook/gpu_events.h"
 #include "session/chrome_json_trace.h"
 #include "session/native_writer.h"
 #include "session/perfetto_trace.h"
+#include "session/session_control.h"
 
 namespace trt_trace {
 namespace {
@@ -34,36 +39,84 @@ session::TraceKind trace_kind(const std::string& format) {
   return session::TraceKind::kPerfetto;
 }
 
-// OS errors reach Python as one line starting "[Errno N]" (trt_trace/runtime/native_trace.py turns it into its words).
-// head: the JSON array's first events, or the Perfetto start instant's debug annotations (WriterSettings).
-void writer_start(const std::string& path, const std::string& format, bool lazy, int64_t max_bytes, bool split,
-                  int64_t pid, bool gpu_flows, const at::Tensor& head, const std::string& process_name,
-                  int64_t start_ns, int64_t interval_ms, double flight_s, int64_t flight_memory_bytes) {
-  session::WriterSettings s;
-  s.file = session::TraceFileOptions{path, lazy, max_bytes, split, pid};
-  s.format = trace_kind(format);
-  s.head = tensor_bytes(head, "writer_start");
-  s.process_name = process_name;
-  s.start_ns = start_ns;
-  s.pid = pid;
-  s.gpu_flows = gpu_flows;
-  s.interval_ms = interval_ms;
-  s.flight = session::FlightSettings{flight_s > 0, flight_s, flight_memory_bytes};
+// -- the session: one start, one stop (session/session_control.h) ----------------------------------
+
+// Why _session_start did not start, as trt_trace/runtime/session.py tells them apart (message: one line).
+enum StartRefused : int64_t { kStarted = 0, kNotIdle = 1, kBadSettings = 2, kNoRing = 3, kCannotWrite = 4 };
+
+// settings: by name, as config.Settings.native() gives them (session_control.h kSettings: every one, in
+// range); the rest: the writer's settings (session::WriterSettings). Returns (refused, message,
+// GPU timing compiled in, NVTX compiled in).
+std::tuple<int64_t, std::string, bool, bool> session_start(
+    const c10::Dict<std::string, int64_t>& settings, const std::string& path, const std::string& format, bool lazy,
+    int64_t max_bytes, bool split, int64_t pid, const at::Tensor& head, const std::string& process_name,
+    int64_t start_ns, double flight_s, int64_t flight_memory_bytes, bool take_sigusr1) {
+  session::SessionStart s;
+  s.take_sigusr1 = take_sigusr1;
+  std::map<std::string, int64_t> named;
+  for (const auto& item : settings) named[item.key()] = item.value();
   try {
-    session::start_writer(s);
+    s.settings = session::parse_settings(named);
+  } catch (const std::invalid_argument& e) {
+    return {kBadSettings, e.what(), false, false};
+  }
+  s.writer.file = session::TraceFileOptions{path, lazy, max_bytes, split, pid};
+  s.writer.format = trace_kind(format);
+  s.writer.head = tensor_bytes(head, "session_start");
+  s.writer.process_name = process_name;
+  s.writer.start_ns = start_ns;
+  s.writer.pid = pid;
+  s.writer.flight = session::FlightSettings{flight_s > 0, flight_s, flight_memory_bytes};
+  try {
+    const session::Started started = session::start(s);
+    return {kStarted, "", started.gpu_available, started.nvtx_available};
+  } catch (const std::logic_error& e) {
+    return {kNotIdle, e.what(), false, false};
+  } catch (const session::RingUnavailable& e) {
+    return {kNoRing, e.what(), false, false};
   } catch (const WriteFailed& e) {
-    TORCH_CHECK(false, "trt_trace writer: ", e.shown);
+    return {kCannotWrite, e.shown, false, false};
   }
 }
 
-// end_record: the JSON end event's args, or the Perfetto end instant's debug annotations; end_ns: the
-// session's end (0: now).
-bool writer_end(const at::Tensor& end_record, int64_t end_ns, bool after_failure) {
+// (failure, end written after a failure, the exit dump: paths, calls, held_s, capped). Idle: one line.
+std::tuple<std::string, bool, std::vector<std::string>, int64_t, double, bool> session_stop(bool keep_counting,
+                                                                                          bool exit_dump) {
   try {
-    return session::end_writer(session::TraceEnd{tensor_bytes(end_record, "writer_end"), end_ns}, after_failure);
-  } catch (const WriteFailed& e) {
-    TORCH_CHECK(false, "trt_trace writer: ", e.shown);
+    session::Stopped s = session::stop(keep_counting, exit_dump);
+    return {s.failure, s.end_written, s.exit_dump.paths, s.exit_dump.calls, s.exit_dump.held_s, s.exit_dump.capped};
+  } catch (const std::logic_error& e) {
+    TORCH_CHECK(false, "trt_trace: ", e.what());
   }
+}
+
+void session_set_layers(int64_t n) {
+  try {
+    session::set_layers(n);
+  } catch (const std::logic_error& e) {  // std::invalid_argument (the range) included
+    TORCH_CHECK(false, "trt_trace: ", e.what());
+  }
+}
+
+// The settings table (session_control.h kSettings), for the test against config.py's rows: names,
+// kinds (0 a switch, 1 a count), least and most values.
+std::tuple<std::vector<std::string>, std::vector<int64_t>, std::vector<int64_t>, std::vector<int64_t>>
+settings_table() {
+  std::vector<std::string> names;
+  std::vector<int64_t> kinds, mins, maxs;
+  for (const session::SettingDef& d : session::kSettings) {
+    names.emplace_back(d.name);
+    kinds.push_back(d.kind == session::SettingKind::kSwitch ? 0 : 1);
+    mins.push_back(d.min);
+    maxs.push_back(d.max);
+  }
+  return {names, kinds, mins, maxs};
+}
+
+c10::Dict<std::string, int64_t> native_settings() {
+  c10::Dict<std::string, int64_t> out;
+  for (const auto& [name, value] : session::current_settings()) out.insert(name, value);
+  return out;
 }
 
 // (counts, paths, error, in_use); counts: records_drained, events_written, events_not_written,
@@ -169,20 +222,26 @@ std::tuple<int64_t, int64_t, std::vector<std::string>> perfetto_trace_from_recor
 
 TORCH_LIBRARY_FRAGMENT(trt_trace, m) {
   using namespace trt_trace;
-  m.def("_writer_start(str path, str format, bool lazy, int max_bytes, bool split, int pid, bool gpu_flows, "
-        "Tensor head, str process_name, int start_ns, int interval_ms, float flight_s=0, "
-        "int flight_memory_bytes=0) -> ()",
-        &writer_start);
   m.def("_writer_flight_dump(str trigger, int now_ns) -> (str[], int, int, float, bool, int, str)",
         &writer_flight_dump);
-  m.def("_writer_flight_layers(int calls_per_engine) -> ()", [](int64_t n) { session::flight_layers(n); });
+  m.def("_session_start(Dict(str, int) settings, str path, str format, bool lazy, int max_bytes, bool split, "
+        "int pid, Tensor head, str process_name, int start_ns, float flight_s, int flight_memory_bytes, "
+        "bool take_sigusr1=False) -> "
+        "(int, str, bool, bool)",
+        &session_start);
+  m.def("_session_stop(bool keep_counting, bool exit_dump) -> (str, bool, str[], int, float, bool)", &session_stop);
+  m.def("_session_set_layers(int n) -> ()", &session_set_layers);
+  m.def("_session_state() -> (str, bool)", [] {
+    return std::make_tuple(std::string(session::state_name(session::state())), session::flight_mode());
+  });
+  m.def("_session_forked() -> ()", [] { session::forked_child(); });
+  m.def("_gpu_timing_built() -> bool", [] { return gpu::available(); });
+  m.def("_settings_table() -> (str[], int[], int[], int[])", &settings_table);
+  m.def("_native_settings() -> Dict(str, int)", &native_settings);
   m.def("_writer_flight_add(Tensor records, int now_ns) -> ()", &writer_flight_add);
-  m.def("_flight_take_sigusr1() -> bool", [] { return session::take_sigusr1(); });
   m.def("_flight_line(str trigger, str path, int calls, float window_s, float held_s, bool capped, "
         "int memory_bytes) -> str",
         &session::flight_line);
-  m.def("_writer_stop() -> ()", [] { session::stop_writer(); });
-  m.def("_writer_end(Tensor end_record, int end_ns, bool after_failure) -> bool", &writer_end);
   m.def("_writer_drain(bool wait_gpu=False, bool discard=False) -> int",
         [](bool wait_gpu, bool discard) { return session::drain_writer_now(wait_gpu, discard); });
   m.def("_writer_hold(bool held) -> ()", [](bool held) { session::hold_writer(held); });

@@ -1,6 +1,6 @@
 // torch.ops.trt_trace.* for the tests and the benchmarks only: synthetic records, the record layout and the
 // phase names for the checks against trt_trace/schema/records.py and trt_trace/schema/phases.py, the private switches a
-// test sets one by one (a session sets them whole: _apply_settings in trt_trace_ops.cpp), the GPU
+// test sets one by one (a session sets them whole: session/session_control.h), the GPU
 // timing's self-timing, per-layer timing's private folder and layer-trace parser, and the native encoders of a
 // Perfetto trace's non-slice packets. Nothing in the package's own code paths calls these.
 #include <ATen/ATen.h>

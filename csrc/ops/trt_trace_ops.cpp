@@ -29,7 +29,6 @@
 #include "integrations/nvtx_ranges.h"
 #include "integrations/profiler_scopes.h"
 #include "hook/tracing_state.h"
-#include "layers/layer_window.h"
 #include "stats/timing_table.h"
 
 namespace trt_trace {
@@ -92,10 +91,6 @@ bool get_nvtx() { return nvtx::enabled(); }
 
 void reset() { EngineStats::instance().reset(); }
 
-// After fork(), in the child (from Python's os.register_at_fork): the parent's
-// pending GPU spans are not the child's to resolve.
-void after_fork_in_child() { drainer::after_fork_in_child(); }
-
 // Records drained from every thread's ring into `out` (uint8, room for whole records), with the GPU
 // spans resolved so far; returns how many. The drainer passes the same buffer every time, so a drain
 // allocates nothing (batch-sized allocations of varying size would fragment the C heap over a long
@@ -134,42 +129,6 @@ int64_t get_gpu_every() { return gpu::sample_every(); }
 void set_caller_wait_every(int64_t n) {
   TORCH_CHECK(gpu::set_caller_wait_every(n), "trt_trace::set_caller_wait_every: n must be an integer from 1 (every "
               "measured call) to ", gpu::kMaxGpuEvery, ", got ", n);
-}
-
-// A session's settings, whole (trt_trace/runtime/config.py Settings.native(), in ops.NATIVE_SETTINGS's order), and
-// put back whole when it stops. Returns whether GPU timing and NVTX are available in this build.
-std::tuple<bool, bool> apply_settings(int64_t buffer_capacity, bool gpu_timing, int64_t gpu_every,
-                                      bool engine_stream_spans, int64_t caller_wait_every, bool nvtx,
-                                      int64_t layer_calls) {
-  TORCH_CHECK(buffer_capacity > 0, "trt_trace::_apply_settings: buffer_capacity must be positive");
-  TORCH_CHECK(gpu_every >= 1 && gpu_every <= gpu::kMaxGpuEvery, "trt_trace::_apply_settings: gpu_every must be an "
-              "integer from 1 (every call) to ", gpu::kMaxGpuEvery, ", not ", gpu_every);
-  TORCH_CHECK(caller_wait_every >= 1 && caller_wait_every <= gpu::kMaxGpuEvery, "trt_trace::_apply_settings: "
-              "caller_wait_every must be an integer from 1 to ", gpu::kMaxGpuEvery, ", not ", caller_wait_every);
-  ThreadRings::instance().set_capacity(static_cast<size_t>(buffer_capacity));
-  const bool gpu_available = gpu::set_enabled(gpu_timing);
-  gpu::set_sample_every(gpu_every);
-  gpu::g_engine_stream_spans.store(engine_stream_spans, std::memory_order_relaxed);
-  gpu::set_caller_wait_every(caller_wait_every);
-  TORCH_CHECK(layer_calls >= 0, "trt_trace::_apply_settings: layers must be a number of calls >= 0 (0: off), not ",
-              layer_calls);
-  const bool nvtx_available = nvtx::set_enabled(nvtx);
-  // Per-layer timing (layers/layer_window.h): a new window per engine, or off with every window closed.
-  layers::set_calls_per_engine(layer_calls);
-  return {gpu_available, nvtx_available};
-}
-
-// Whether a ring of `records` can be allocated: one waits in the pool when true (ThreadRings::reserve).
-bool reserve_ring(int64_t records) {
-  TORCH_CHECK(records > 0, "trt_trace::_reserve_ring: records must be positive");
-  return ThreadRings::instance().reserve(static_cast<size_t>(records));
-}
-
-// The same settings as they are now (the GPU timing switch itself, also in a CPU-only build).
-std::vector<int64_t> native_settings() {
-  return {static_cast<int64_t>(ThreadRings::instance().capacity()), gpu::enabled() ? 1 : 0, gpu::sample_every(),
-          gpu::g_engine_stream_spans.load(std::memory_order_relaxed) ? 1 : 0, gpu::caller_wait_every(),
-          nvtx::enabled() ? 1 : 0, layers::calls_per_engine()};
 }
 
 // Named, so that no reader depends on an order of fields.
@@ -298,10 +257,6 @@ int64_t clock_now_ns() { return now_ns(); }
 TORCH_LIBRARY(trt_trace, m) {
   using namespace trt_trace;
   m.def("set_profile_execution(bool enable) -> ()", &set_profile_execution);
-  m.def("_reserve_ring(int records) -> bool", &reserve_ring);
-  m.def("_apply_settings(int buffer_capacity, bool gpu_timing, int gpu_every, bool engine_stream_spans, "
-        "int caller_wait_every, bool nvtx, int layers) -> (bool, bool)", &apply_settings);
-  m.def("_native_settings() -> int[]", &native_settings);
   m.def("get_profile_execution() -> bool", &get_profile_execution);
   m.def("_set_recording(bool enable) -> ()", &trt_trace::set_recording);
   m.def("_get_recording() -> bool", &get_recording);
@@ -315,7 +270,6 @@ TORCH_LIBRARY(trt_trace, m) {
   m.def("_drain(int max_records, bool wait_gpu=False) -> Tensor", &drain);
   m.def("_drain_into(Tensor(a!) out, bool wait_gpu=False) -> int", &drain_into);
   m.def("set_gpu_timing(bool enable) -> bool", &set_gpu_timing);
-  m.def("_after_fork_in_child() -> ()", &after_fork_in_child);
   m.def("get_gpu_timing() -> bool", &get_gpu_timing);
   m.def("set_gpu_every(int n) -> ()", &set_gpu_every);
   m.def("get_gpu_every() -> int", &get_gpu_every);

@@ -99,29 +99,27 @@ struct Event {
 
 // Decodes a TrackEvent; false where it holds a field the fast path does not know.
 inline bool decode_event(Reader r, const Tables& t, Event& e) {
+  // A varint field into `field`, marked present; a fixed64 flow id into `id`, counted.
+  const auto varint = [&r](uint64_t& field, bool& present) { return present = r.varint(field); };
+  const auto flow = [&r](uint64_t& id, auto& count) { return r.fixed64(id) && ++count; };
   while (r.p < r.end) {
     uint64_t key;
     if (!r.varint(key)) return false;
     switch (key) {
       case (9 << 3) | 0:
-        if (!r.varint(e.type)) return false;
-        e.has_type = true;
+        if (!varint(e.type, e.has_type)) return false;
         break;
       case (11 << 3) | 0:
-        if (!r.varint(e.track)) return false;
-        e.has_track = true;
+        if (!varint(e.track, e.has_track)) return false;
         break;
       case (10 << 3) | 0:
-        if (!r.varint(e.name_iid)) return false;
-        e.has_name = true;
+        if (!varint(e.name_iid, e.has_name)) return false;
         break;
       case (47 << 3) | 1:
-        if (!r.fixed64(e.flow_out_id)) return false;
-        e.flow_out++;
+        if (!flow(e.flow_out_id, e.flow_out)) return false;
         break;
       case (48 << 3) | 1:
-        if (!r.fixed64(e.flow_in_id)) return false;
-        e.flow_in++;
+        if (!flow(e.flow_in_id, e.flow_in)) return false;
         break;
       case (4 << 3) | 2: {
         const uint8_t *a, *b;

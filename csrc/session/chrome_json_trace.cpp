@@ -3,7 +3,7 @@
 #include <algorithm>
 
 #include "format/chrome_json_events.h"
-#include "format/json_text.h"
+#include "common/json_text.h"
 
 namespace trt_trace {
 namespace session {

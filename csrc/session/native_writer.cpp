@@ -21,7 +21,7 @@
 #include "drainer/drain.h"
 #include "drainer/gpu_resolver.h"
 #include "engines/engine_registry.h"
-#include "format/json_text.h"
+#include "common/json_text.h"
 #include "format/json_value.h"
 #include "format/perfetto_track_packets.h"
 #include "layers/layer_names.h"
@@ -90,6 +90,14 @@ Writer& writer() {
     return g_writer;
   }();
   return *w;
+}
+
+// f(the writer), under its lock.
+template <class F>
+auto with_writer(F&& f) {
+  Writer& w = writer();
+  std::lock_guard<std::mutex> lock(w.mutex_);
+  return f(w);
 }
 
 // One line on stderr, as trt_trace's Python side words its warnings (config.warn).
@@ -229,6 +237,28 @@ std::string encoded(TraceKind kind, const Value& dict) {
   return kind == TraceKind::kChromeJson ? json_value::to_json(dict) : perfetto_packets::debug_annotations(dict.entries);
 }
 
+// What the file knows, after the session's fields (writers/trace_file.StreamedTrace.end_record): why it
+// ended, its files, the events in them and those the size limit left out. failure: the end after a failed
+// write, `ended` "write failed" in its place, `write_failed` true and the error last.
+Value with_file_end(Value end, const TraceFile& file, const std::string& path, const std::string* failure) {
+  const bool limited = file.events_not_written() > 0;
+  end.add("ended", Value::of_string(failure ? "write failed" : limited ? "size limit" : "closed"));
+  Value files = Value::list();
+  for (const std::string& p : file.paths()) files.push(Value::of_string(p));
+  if (file.paths().empty()) files.push(Value::of_string(path));
+  end.add("files", std::move(files));
+  end.add("records_written", Value::of_int(file.events_written()));
+  end.add("events_not_written", Value::of_int(file.events_not_written()));
+  if (limited) end.add("limit_bytes", Value::of_int(file.max_bytes()));
+  if (failure) {
+    for (auto& [key, value] : end.entries) {
+      if (key == "write_failed") value = Value::of_bool(true);
+    }
+    end.add("error", Value::of_string(*failure));
+  }
+  return end;
+}
+
 FlightDump dump_locked(Writer& w, const std::string& trigger, int64_t now_ns) {
   if (!w.window) throw std::logic_error("not a flight recorder");
   drain_all(w, false, false);  // what the rings hold now belongs in the window
@@ -292,14 +322,7 @@ FlightDump dump_locked(Writer& w, const std::string& trigger, int64_t now_ns) {
   TraceFile& file = trace->file();
   Value end = session_end(w, now_ns);
   end.add("flight", std::move(flight));
-  // What the file knows (writers/trace_file.StreamedTrace.end_record).
-  end.add("ended", Value::of_string(file.events_not_written() ? "size limit" : "closed"));
-  Value files = Value::list();
-  for (const std::string& p : file.paths()) files.push(Value::of_string(p));
-  end.add("files", std::move(files));
-  end.add("records_written", Value::of_int(file.events_written()));
-  end.add("events_not_written", Value::of_int(file.events_not_written()));
-  if (file.events_not_written()) end.add("limit_bytes", Value::of_int(file.max_bytes()));
+  end = with_file_end(std::move(end), file, options.path, nullptr);
   trace->finish(TraceEnd{encoded(s.format, end), now_ns});
   done.paths = file.paths();
   done.events_not_written = file.events_not_written();
@@ -426,19 +449,47 @@ void stop_writer() {
   if (w.window && g_dump_asked.exchange(false)) dump_on_signal(w);
 }
 
-bool end_writer(const TraceEnd& end, bool after_failure) {
+SessionEnd end_session(bool exit_dump) {
   Writer& w = writer();
   std::lock_guard<std::mutex> lock(w.mutex_);
-  if (!w.trace) return false;
-  if (after_failure) return w.trace->finish_after_failure(end);
-  w.trace->finish(end);  // throws WriteFailed (the disk filled at the end)
-  return w.trace->file().created();
+  SessionEnd out;
+  if (w.window) {  // flight mode: no file of its own; the exit dump where asked
+    if (!exit_dump) return out;
+    try {
+      out.exit_dump = dump_locked(w, "exit", now_ns());
+    } catch (const WriteFailed& e) {
+      out.failure = e.reason;
+    } catch (const std::exception& e) {
+      out.failure = e.what();
+    }
+    return out;
+  }
+  if (!w.trace) return out;
+  const TraceKind kind = w.settings.format;
+  const std::string& path = w.settings.file.path;
+  if (!w.failed) {
+    const int64_t end_ns = now_ns();
+    try {
+      w.trace->finish(TraceEnd{encoded(kind, with_file_end(session_end(w, end_ns), w.trace->file(), path, nullptr)),
+                               end_ns});
+      return out;
+    } catch (const WriteFailed& e) {  // the disk filled at the end
+      out.failure = e.reason;
+    } catch (const std::exception& e) {
+      out.failure = e.what();
+    }
+  } else {
+    out.failure = w.error;
+  }
+  // Cut back to the last whole batch and ended "write failed", where that can still be written.
+  const int64_t end_ns = now_ns();
+  out.end_written = w.trace->finish_after_failure(
+      TraceEnd{encoded(kind, with_file_end(session_end(w, end_ns), w.trace->file(), path, &out.failure)), end_ns});
+  return out;
 }
 
 int64_t drain_writer_now(bool wait_gpu, bool discard) {
-  Writer& w = writer();
-  std::lock_guard<std::mutex> lock(w.mutex_);
-  return drain_all(w, wait_gpu, discard);
+  return with_writer([&](Writer& w) { return drain_all(w, wait_gpu, discard); });
 }
 
 void hold_writer(bool held) {
@@ -487,24 +538,22 @@ WriterStatus writer_status() {
 }
 
 FlightDump dump_flight(const std::string& trigger, int64_t now_ns) {
-  Writer& w = writer();
-  std::lock_guard<std::mutex> lock(w.mutex_);
-  return dump_locked(w, trigger, now_ns);
+  return with_writer([&](Writer& w) { return dump_locked(w, trigger, now_ns); });
 }
 
-void flight_layers(int64_t calls_per_engine) {
-  Writer& w = writer();
-  std::lock_guard<std::mutex> lock(w.mutex_);
-  if (calls_per_engine > 0) w.layers_calls = calls_per_engine;  // on at some point: the end record says so
-  else if (w.layers_calls >= 0) w.layers_calls = 0;
+void report_layers(int64_t calls_per_engine) {
+  with_writer([&](Writer& w) {
+    if (calls_per_engine > 0) w.layers_calls = calls_per_engine;  // on at some point: the end record says so
+    else if (w.layers_calls >= 0) w.layers_calls = 0;
+  });
 }
 
 void flight_add(const Record* recs, size_t n, int64_t now_ns) {
-  Writer& w = writer();
-  std::lock_guard<std::mutex> lock(w.mutex_);
-  if (!w.window) throw std::logic_error("not a flight recorder");
-  w.records_drained += static_cast<int64_t>(n);
-  w.window->add(recs, n, now_ns);
+  with_writer([&](Writer& w) {
+    if (!w.window) throw std::logic_error("not a flight recorder");
+    w.records_drained += static_cast<int64_t>(n);
+    w.window->add(recs, n, now_ns);
+  });
 }
 
 bool take_sigusr1() {
@@ -526,9 +575,9 @@ std::string flight_line(const std::string& trigger, const std::string& path, int
 }
 
 void abandon_writer() {
-  Writer& w = writer();
-  std::lock_guard<std::mutex> lock(w.mutex_);
-  if (w.trace) w.trace->file().abandon();
+  with_writer([](Writer& w) {
+    if (w.trace) w.trace->file().abandon();
+  });
 }
 
 }  // namespace session

@@ -2,8 +2,9 @@
 // places tracks, formats and writes the file, with no Python and no GIL, so a busy serving thread,
 // a long C++ call or an extension that holds the GIL cannot starve it. It writes either format
 // (session/trace_format.h: Chrome JSON or native Perfetto, as the settings say). Python keeps control
-// only: it starts the writer (settings and the start metadata, already encoded), stops it, and ends the
-// file with the end metadata it encodes from status(); it never touches per-event data.
+// only, through the session's start and stop (session/session_control.h): the writer starts with its
+// settings and the start metadata, already encoded; at the stop its end record is built here
+// (end_session); Python never touches per-event data.
 //
 // Locks: `mutex_` guards the trace (the file, the track book, the counters) and is held for a whole
 // batch; the drain lock (drainer/drain.h) guards the rings' and the GPU resolver's consumer side;
@@ -93,12 +94,19 @@ struct FlightDump {
 // Starts the process's writer (one at a time; throws WriteFailed when the file cannot be opened, or
 // std::logic_error when one runs).
 void start_writer(const WriterSettings& settings);
-// Stops the thread and drains the rest, waiting for GPU spans still in flight. The file stays open for end_writer.
+// Stops the thread and drains the rest, waiting for GPU spans still in flight. The file stays open for end_session.
 void stop_writer();
-// Writes the end record (encoded as the format takes it: TraceEnd) and closes the file; after_failure: cut
-// back to the last whole batch first. Returns whether the end was written (false: no file, or none could be
-// written).
-bool end_writer(const TraceEnd& end, bool after_failure);
+// How a session's file ended (end_session).
+struct SessionEnd {
+  std::string failure;       // why the file (or the exit dump) could not be written; empty: it was
+  bool end_written = false;  // after a failure: the end record still written
+  FlightDump exit_dump;      // flight mode: the exit dump (number 0: none)
+};
+
+// After stop_writer: ends the session's file with the end record built here (the session's fields, as
+// a flight dump's, then what the file knows); after a failed write, cut back to the last whole batch and
+// ended "write failed" where there is room. Flight mode: the exit dump where exit_dump, else nothing.
+SessionEnd end_session(bool exit_dump);
 // Drains now on the caller's thread and writes what it drained (discard: drops it instead, no file
 // needed); returns the records moved.
 int64_t drain_writer_now(bool wait_gpu, bool discard);
@@ -109,8 +117,9 @@ WriterStatus writer_status();
 // `trigger` names what asked (dump(), SIGUSR1, exit, ...). Throws WriteFailed (the dump's file), or
 // std::logic_error when the writer is not a flight recorder.
 FlightDump dump_flight(const std::string& trigger, int64_t now_ns);
-// Flight mode: per-layer timing was on in this session, n calls per engine (the end record's `layers`).
-void flight_layers(int64_t calls_per_engine);
+// Per-layer timing was on in this session, n calls per engine now (the end records' `layers`; 0 after it
+// was on: the report with 0 calls per engine; never on: no `layers`).
+void report_layers(int64_t calls_per_engine);
 // Flight mode: a batch into the window as a drain at now_ns would add it (tests of the window's rules).
 void flight_add(const Record* recs, size_t n, int64_t now_ns);
 // Takes SIGUSR1 for the flight recorder (its native handler, see above); false where sigaction failed.

@@ -3,6 +3,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "common/json_text.h"
 #include "common/posix_files.h"
 #include "standin/standin_engine.h"
 
@@ -54,14 +55,7 @@ void write_layer_trace(const std::string& path, const std::string& engine_name, 
 
 namespace {
 
-std::string json_string(const std::string& s) {
-  std::string out = "\"";
-  for (char c : s) {
-    if (c == '"' || c == '\\') out.push_back('\\');
-    out.push_back(c);
-  }
-  return out + "\"";
-}
+using trt_trace::json_string;
 
 // A call of enable/disable_profiling while a call of the engine holds its lock: in the real runtime
 // this replaces a profiler or a context the call is using.

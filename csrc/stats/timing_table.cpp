@@ -4,6 +4,8 @@
 #include <cmath>
 #include <cstdio>
 
+#include "common/json_text.h"
+
 namespace trt_trace {
 
 namespace {
@@ -29,23 +31,6 @@ std::string pad_right(const std::string& s, size_t w) {
 int64_t time_ns(const TimingRow& r) { return std::max(r.stats[kStatTotalNs], r.gpu_scaled_ns); }
 
 bool sampled(const TimingRow& r) { return r.stats[kStatGpuCalls] > 0 && r.stats[kStatGpuSampledOut] > 0; }
-
-std::string json_string(const std::string& s) {
-  std::string out = "\"";
-  for (unsigned char c : s) {
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += static_cast<char>(c);
-    } else if (c < 0x20) {
-      char buf[8];
-      std::snprintf(buf, sizeof(buf), "\\u%04x", c);
-      out += buf;
-    } else {
-      out += static_cast<char>(c);
-    }
-  }
-  return out + "\"";
-}
 
 std::string json_ms(int64_t ns) { return fixed(static_cast<double>(ns) / 1e6, 6); }
 std::string json_pct(double v) { return fixed(v, 4); }

@@ -30,11 +30,10 @@ import orjson
 from ..io.readers import CallsRead, TraceFileError, Visitor, Window, open_reader, read_calls
 from ..io.readers.columns import KEY_DTYPE, NS_COLUMNS, key_codes, keys_of
 from ..io.readers.end_notes import end_notes
-from ..io.readers.events import U32, U64, Malformed, integer, ns_of_us
+from ..io.readers.events import U32, Malformed, integer, layer_slice, ns_of_us
 from ..io.readers.in_memory import EventsReader
 from ..io.readers.trace_info import TraceInfo
 from ..io.readers.value_counts import ValueCounts
-from ..schema.trace_format import LAYER_CATEGORY
 from .table_text import Column, csv_text, cut_middle, escaped, left_out_line, text_table
 
 # Beyond this relative difference between the layers' sum and the GPU span, the table says so.
@@ -58,15 +57,12 @@ class _LayerEvents(Visitor):
         self.malformed = 0
 
     def event(self, ev: dict[str, Any]) -> None:
-        if ev.get("ph") != "X" or ev.get("cat") != LAYER_CATEGORY:
-            return
-        args = ev.get("args")
         try:
-            if not isinstance(args, dict):
-                raise Malformed
-            pid = integer(ev.get("pid", 0), U32)
+            found = layer_slice(ev)
+            if found is None:
+                return
+            args, pid, call_id = found
             engine_id = integer(args.get("engine_id", 0), U32)
-            call_id = integer(args.get("call_id"), U64)
             ns = ns_of_us(ev.get("dur", 0))
             if ns < 0:
                 raise Malformed

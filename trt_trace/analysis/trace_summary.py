@@ -16,11 +16,11 @@ from ..io.readers import CallsRead, EventsReader, TraceFileError, TraceInfo, Win
 from ..io.readers.chrome_json import Visitor
 from ..io.readers.columns import key_codes, keys_of
 from ..io.readers.end_notes import end_notes, state_fields
-from ..io.readers.events import U32, U64, Malformed, integer
+from ..io.readers.events import Malformed, layer_slice
 from ..io.readers.trace_info import CLOSED
 from ..io.readers.value_counts import ValueCounts
 from ..schema.records import STATS_COLUMNS
-from ..schema.trace_format import DURATIONS, LAYER_CATEGORY
+from ..schema.trace_format import DURATIONS
 from . import summary_table
 from .summary_table import TableOptions
 from .table_text import escaped, left_out_line
@@ -179,15 +179,13 @@ class _LayerCallKeys(Visitor):
         self._codes: np.ndarray | None = None
 
     def event(self, ev: dict[str, Any]) -> None:
-        if ev.get("ph") != "X" or ev.get("cat") != LAYER_CATEGORY:
-            return
-        args = ev.get("args")
         try:
-            if not isinstance(args, dict):
-                raise Malformed
-            key = (integer(ev.get("pid", 0), U32), integer(args.get("call_id"), U64))
+            found = layer_slice(ev)
         except Malformed:
             return  # `layers` counts malformed layer slices; here such a slice marks no call
+        if found is None:
+            return
+        key = found[1:]
         if key not in self.keys:
             self.keys.add(key)
             self._codes = None

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -89,17 +90,6 @@ def drain_into(out: torch.Tensor, wait_gpu: bool = False) -> int:
     """Like drain(), into `out` (a contiguous CPU uint8 tensor, reused by the drainer); returns the
     number of records written at its start."""
     return int(_op("_drain_into")(out, bool(wait_gpu)))
-
-
-def after_fork_in_child() -> None:
-    _op("_after_fork_in_child")()
-    _op("_layers_after_fork_in_child")()
-
-
-def new_layer_report() -> None:
-    """A session starts: the layer windows' report (layer_report) starts afresh. Per-layer timing itself
-    is the `layers` setting (apply_settings)."""
-    _op("_new_layer_report")()
 
 
 def layer_report() -> dict:
@@ -358,37 +348,65 @@ def perfetto_field_numbers() -> dict[str, tuple[int, int]]:
     return {name: (number, wire) for name, number, wire in zip(names, numbers, wires, strict=True)}
 
 
-# The process-wide C++ settings a session sets from its Settings (config.Settings.native()), in the order of
-# the one op that takes them whole: a session takes a snapshot when it starts and puts it back when it stops,
-# so that none outlives it.
-NATIVE_SETTINGS = ("buffer_capacity", "gpu_timing", "gpu_every", "engine_stream_spans", "caller_wait_every", "nvtx",
-                   "layers")
-_BOOL_SETTINGS = ("gpu_timing", "engine_stream_spans", "nvtx")
+# -- the session (csrc/session/session_control.h): one start, one stop -------------------------------
+
+SESSION_STATES = ("idle", "recording", "stopping")  # the flight recorder is a mode of recording
+START_REFUSED = {1: "not idle", 2: "bad settings", 3: "no ring", 4: "cannot write"}  # _session_start's codes
 
 
-def apply_settings(settings: dict[str, int | bool]) -> dict[str, bool]:
-    """Sets every C++ setting of a session in one op; returns whether GPU timing and NVTX are available."""
-    gpu, nvtx = _op("_apply_settings")(*(type_of(name)(settings[name]) for name in NATIVE_SETTINGS))
-    return {"gpu_timing": bool(gpu), "nvtx": bool(nvtx)}
+@functools.cache
+def gpu_timing_built() -> bool:
+    """Whether this build of the library has GPU timing (a CUDA build): a fact of the build, not a switch."""
+    return bool(_op("_gpu_timing_built")())
 
 
-def type_of(name: str) -> type:
-    return bool if name in _BOOL_SETTINGS else int
+def session_start(settings: dict[str, int | bool], path: str, fmt: str, lazy: bool, max_bytes: int, split: bool,
+                  pid: int, head: bytes, process_name: str = "", start_ns: int = 0, flight_s: float = 0.0,
+                  flight_memory_bytes: int = 0, take_sigusr1: bool = False) -> tuple[int, str, dict[str, bool]]:
+    """Starts a session in one op: the C++ settings by name (config.Settings.native(), checked whole against
+    the C++ table), then the writer (as writer_start takes it). Returns (refused, message, available):
+    refused 0 started, else a START_REFUSED code with its one line (nothing started); available: whether GPU
+    timing and NVTX are compiled in. take_sigusr1 (flight mode): SIGUSR1 dumps the window, taken natively."""
+    refused, message, gpu, nvtx = _op("_session_start")(
+        {str(k): int(v) for k, v in settings.items()}, str(path), str(fmt), bool(lazy), int(max_bytes), bool(split),
+        int(pid), _byte_tensor(head), str(process_name), int(start_ns), float(flight_s), int(flight_memory_bytes),
+        bool(take_sigusr1))
+    return int(refused), str(message), {"gpu_timing": bool(gpu), "nvtx": bool(nvtx)}
 
 
-def session_switches() -> dict[str, int | bool]:
-    """The C++ settings a session changes, as they are now (restore_session_switches puts them back)."""
-    values = _op("_native_settings")()
-    return {name: type_of(name)(v) for name, v in zip(NATIVE_SETTINGS, values, strict=True)}
+def session_stop(keep_counting: bool, exit_dump: bool) -> tuple[str, bool, list[str], int, float, bool]:
+    """Stops the session in one op and ends its file (the end record built natively): (failure, end written
+    after a failure, the exit dump's paths, calls, held_s, capped). RuntimeError when no session records."""
+    failure, end_written, paths, calls, held_s, capped = _op("_session_stop")(bool(keep_counting), bool(exit_dump))
+    return str(failure), bool(end_written), list(paths), int(calls), float(held_s), bool(capped)
 
 
-def restore_session_switches(saved: dict[str, int | bool]) -> None:
-    apply_settings(saved)
+def session_set_layers(n: int) -> None:
+    """Per-layer timing in the recording session from now on (RuntimeError when idle or out of range)."""
+    _op("_session_set_layers")(int(n))
 
 
-def reserve_ring(records: int) -> bool:
-    """Whether a ring of `records` events can be allocated; when True one waits for the first thread that writes."""
-    return bool(_op("_reserve_ring")(int(records)))
+def session_state() -> tuple[str, bool]:
+    """(one of SESSION_STATES, whether in flight mode)."""
+    state, flight = _op("_session_state")()
+    return str(state), bool(flight)
+
+
+def session_forked() -> None:
+    """In a forked child: the parent's writer, drain and layer state forgotten, its session dropped (idle)."""
+    _op("_session_forked")()
+
+
+def settings_table() -> list[tuple[str, str, int, int]]:
+    """The C++ settings table (csrc/session/session_control.h kSettings): (name, "bool" or "int", least, most)."""
+    names, kinds, mins, maxs = _op("_settings_table")()
+    return [(str(n), "bool" if k == 0 else "int", int(lo), int(hi)) for n, k, lo, hi in zip(names, kinds, mins, maxs,
+                                                                                            strict=True)]
+
+
+def session_switches() -> dict[str, int]:
+    """The C++ settings a session changes, by name, as they are now."""
+    return {str(k): int(v) for k, v in _op("_native_settings")().items()}
 
 
 def set_buffer_capacity(records: int) -> None:
@@ -429,20 +447,6 @@ def _byte_tensor(data: bytes) -> torch.Tensor:
     return torch.frombuffer(bytearray(data), dtype=torch.uint8) if data else torch.empty(0, dtype=torch.uint8)
 
 
-def writer_start(path: str, fmt: str, lazy: bool, max_bytes: int, split: bool, pid: int, gpu_flows: bool,
-                 head: bytes, process_name: str = "", start_ns: int = 0, interval_ms: int = 50,
-                 flight_s: float = 0.0, flight_memory_bytes: int = 0) -> None:
-    """Starts the writer thread on `path` (opened now unless lazy) in format `fmt` ("json" or "perfetto").
-    head: the JSON array's first events, encoded, or the Perfetto start instant's debug annotations
-    (then process_name names the process track and start_ns is the start metadata's monotonic_ns). A file
-    that cannot be opened raises RuntimeError with "[Errno N] ..." in it. flight_s > 0: the flight
-    recorder (a window of flight_s seconds, at most flight_memory_bytes of records; no file until a dump;
-    a JSON head is then the start metadata object and process_name the process's name)."""
-    _op("_writer_start")(str(path), str(fmt), bool(lazy), int(max_bytes), bool(split), int(pid), bool(gpu_flows),
-                         _byte_tensor(head), str(process_name), int(start_ns), int(interval_ms), float(flight_s),
-                         int(flight_memory_bytes))
-
-
 def writer_flight_dump(trigger: str, now_ns: int) -> tuple[list[str], int, int, float, bool, int, str]:
     """The flight recorder's dump of its window at now_ns: (paths, number, calls, held_s, capped,
     events_not_written, line). RuntimeError with "[Errno N] ..." where its file cannot be written."""
@@ -450,19 +454,9 @@ def writer_flight_dump(trigger: str, now_ns: int) -> tuple[list[str], int, int, 
     return list(paths), int(number), int(calls), float(held_s), bool(capped), int(not_written), str(line)
 
 
-def writer_flight_layers(calls_per_engine: int) -> None:
-    """Per-layer timing was on in the flight recorder's session: its dumps' end records carry the report."""
-    _op("_writer_flight_layers")(int(calls_per_engine))
-
-
 def writer_flight_add(records: torch.Tensor, now_ns: int) -> None:
     """A batch of records (uint8) into the flight recorder's window as a drain at now_ns (tests)."""
     _op("_writer_flight_add")(records, int(now_ns))
-
-
-def flight_take_sigusr1() -> bool:
-    """SIGUSR1 dumps the flight recorder from now on, taken natively (csrc/session/native_writer.h)."""
-    return bool(_op("_flight_take_sigusr1")())
 
 
 def flight_line(trigger: str, path: str, calls: int, window_s: float, held_s: float, capped: bool,
@@ -470,17 +464,6 @@ def flight_line(trigger: str, path: str, calls: int, window_s: float, held_s: fl
     """The one line a flight dump prints."""
     return str(_op("_flight_line")(str(trigger), str(path), int(calls), float(window_s), float(held_s), bool(capped),
                                    int(memory_bytes)))
-
-
-def writer_stop() -> None:
-    """Stops the writer thread and drains the rest (waiting for GPU spans still in flight)."""
-    _op("_writer_stop")()
-
-
-def writer_end(end_record: bytes, end_ns: int = 0, after_failure: bool = False) -> bool:
-    """Ends the file with the end record `end_record` (the JSON event's args, or the Perfetto instant's debug
-    annotations), stamped (Perfetto) at end_ns or the last record's end if earlier; whether an end was written."""
-    return bool(_op("_writer_end")(_byte_tensor(end_record), int(end_ns), bool(after_failure)))
 
 
 def writer_drain(wait_gpu: bool = False, discard: bool = False) -> int:

@@ -156,40 +156,26 @@ def _mib(hint: str, allow_zero: bool = True) -> Callable[[str, str, int], int]:
     return read
 
 
-def _calls(hint: str) -> Callable[[str, str, int], int]:
-    """A whole number of calls from 1 to MAX_GPU_EVERY; nonsense: one line and the default; too large: one
-    line and MAX_GPU_EVERY."""
+def _calls(field_name: str, nonsense: str) -> Callable[[str, str, int], int]:
+    """A whole number of calls in the bounds of Settings field `field_name`; nonsense (or below them): one
+    line (`nonsense`, formatted with name, raw, default and the least value) and the default; too large: one
+    line and the most."""
 
     def read(name: str, raw: str, default: int) -> int:
+        least, most = bounds(field_name)
         try:
             value = int(raw.strip())
         except ValueError:
-            value = 0
-        if value < 1:
-            warn(f"{name}={raw!r} is not a call count >= 1; {hint} (using {default})")
+            value = least - 1
+        if value < least:
+            warn(nonsense.format(name=name, raw=raw, default=default, least=least))
             return default
-        if value > MAX_GPU_EVERY:
-            warn(f"{name}={raw!r} is over {MAX_GPU_EVERY} calls; using {MAX_GPU_EVERY}")
-            return MAX_GPU_EVERY
+        if value > most:
+            warn(f"{name}={raw!r} is over {most} calls; using {most}")
+            return most
         return value
 
     return read
-
-
-def _layer_calls(name: str, raw: str, default: int) -> int:
-    """TRT_TRACE_LAYERS: a whole number of calls from 0 (off) to MAX_LAYER_CALLS; nonsense: one line and 0."""
-    try:
-        value = int(raw.strip())
-    except ValueError:
-        value = -1
-    if value < 0:
-        warn(f"{name}={raw!r} is not a number of calls; use e.g. 10 for each engine's next 10 calls "
-             f"with per-layer timing, or 0 for none (using {default})")
-        return default
-    if value > MAX_LAYER_CALLS:
-        warn(f"{name}={raw!r} is over {MAX_LAYER_CALLS} calls; using {MAX_LAYER_CALLS}")
-        return MAX_LAYER_CALLS
-    return value
 
 
 def _on_limit(name: str, raw: str, default: bool) -> bool:
@@ -257,20 +243,26 @@ def _buffer_keyword(name: str, value: object) -> int:
     return ring_events(check_count(name, value, "events per thread", hint, maximum=MAX_BUFFER_EVENTS))
 
 
+def in_bounds(name: str, value: object) -> bool:
+    """The one range check of a setting C++ takes: a whole number (not a bool) within its row's bounds."""
+    least, most = bounds(name)
+    return not isinstance(value, bool) and isinstance(value, int) and least <= value <= most
+
+
 def check_gpu_every(n: object) -> int:
-    """A session's gpu_every: a whole number of calls from 1 to MAX_GPU_EVERY, else TraceError."""
-    if isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= MAX_GPU_EVERY:
-        raise TraceError(f"gpu_every must be a whole number of calls from 1 (every call) to {MAX_GPU_EVERY}, "
+    """A session's gpu_every: a whole number of calls in its bounds, else TraceError."""
+    if not in_bounds("gpu_every", n):
+        raise TraceError(f"gpu_every must be a whole number of calls from 1 (every call) to {bounds('gpu_every')[1]}, "
                          f"not {n!r}; gpu=False turns GPU timing off")
-    return n
+    return n  # type: ignore[return-value]
 
 
 def check_layers(n: object) -> int:
-    """A session's layers: a whole number of calls from 0 (off) to MAX_LAYER_CALLS, else TraceError."""
-    if isinstance(n, bool) or not isinstance(n, int) or not 0 <= n <= MAX_LAYER_CALLS:
-        raise TraceError(f"layers must be a whole number of calls from 0 (off) to {MAX_LAYER_CALLS}, not {n!r}; "
+    """A session's layers: a whole number of calls in its bounds (0: off), else TraceError."""
+    if not in_bounds("layers", n):
+        raise TraceError(f"layers must be a whole number of calls from 0 (off) to {bounds('layers')[1]}, not {n!r}; "
                          "e.g. layers=10 profiles each engine's next 10 calls layer by layer")
-    return n
+    return n  # type: ignore[return-value]
 
 
 def _max_bytes_keyword(name: str, value: object) -> int:
@@ -302,9 +294,9 @@ def _flight_flag(value: float) -> str | None:
 
 
 def _layers_flag(value: int) -> str | None:
-    if 0 <= value <= MAX_LAYER_CALLS:
+    if in_bounds("layers", value):
         return None
-    return f"--layers must be a number of calls from 0 to {MAX_LAYER_CALLS}, not {value}"
+    return f"--layers must be a number of calls from 0 to {bounds('layers')[1]}, not {value}"
 
 
 def _format_choices() -> list[str]:
@@ -321,7 +313,8 @@ class Setting:
     blank_is_unset: bool = True  # a blank variable is the default, silently (TRT_TRACE_OUT says it is empty)
     keyword: Callable[[str, object], Any] | None = None  # start()'s keyword check; None: not a keyword of start()
     at_start: str = "keyword"  # how start() sets it: "keyword", "environment" (read then), "flight" (flight()), "fixed"
-    native: str | None = None  # its name in the C++ settings (ops.apply_settings), where C++ needs it
+    native: str | None = None  # its name in the C++ settings (csrc/session/session_control.h kSettings)
+    bounds: tuple[int, int] | None = None  # a count's least and most value, where C++ takes it (the same there)
     flag: tuple[str, ...] = ()  # trt-trace run's flag(s), which set `env` for the command
     flag_options: Mapping[str, Any] = dataclasses.field(default_factory=dict)  # argparse's add_argument options
     flag_check: Callable[[Any], str | None] | None = None  # the flag's value -> None, or what is wrong (one line)
@@ -352,6 +345,7 @@ class Settings:
         flag=("-o", "--output"), flag_options={"default": "trace.json"}, default_doc="unset: no tracing")
     buffer_events: int = _row(
         DEFAULT_BUFFER_EVENTS, env="TRT_TRACE_BUFFER", read=_events, keyword=_buffer_keyword, native="buffer_capacity",
+        bounds=(1, MAX_BUFFER_EVENTS),
         help="ring capacity **per thread** in 40-byte records (`65536`, `256k`, `1M`, `1G`: k, M, G are 1024, 1024², "
              "1024³), rounded up to a power of two (at least 64), at most `1G`; a call takes 2 (3 with a GPU span, 4 "
              "with a caller-stream wait too), expanded into its events by the drainer. A ring that cannot be "
@@ -362,8 +356,9 @@ class Settings:
         help="`0`: no GPU spans (CUDA events) for CUDA calls", default_doc="`1`")
     gpu_every: int = _row(
         DEFAULT_GPU_EVERY, env="TRT_TRACE_GPU_EVERY",
-        read=_calls("use e.g. 8 for GPU events on every 8th call, or TRT_TRACE_GPU=0 for none"),
-        keyword=lambda name, value: check_gpu_every(value), native="gpu_every",
+        read=_calls("gpu_every", "{name}={raw!r} is not a call count >= {least}; use e.g. 8 for GPU events on every "
+                    "8th call, or TRT_TRACE_GPU=0 for none (using {default})"),
+        keyword=lambda name, value: check_gpu_every(value), native="gpu_every", bounds=(1, MAX_GPU_EVERY),
         help="`N` (1 to 1048576): GPU spans for every Nth CUDA call of each engine, per calling thread (see "
              "[gpu-clock.md](gpu-clock.md#sampling-trt_trace_gpu_everyn))", default_doc="`1`")
     nvtx: bool = _row(
@@ -407,15 +402,18 @@ class Settings:
              "[gpu-clock.md](gpu-clock.md#spans-on-the-engines-own-stream-two-spans-per-call))", default_doc="`1`")
     caller_wait_every: int = _row(
         DEFAULT_CALLER_WAIT_EVERY, env="TRT_TRACE_CALLER_WAIT_EVERY",
-        read=_calls("use e.g. 1 for a caller-stream wait on every measured call"), at_start="environment",
-        native="caller_wait_every",
+        read=_calls("caller_wait_every", "{name}={raw!r} is not a call count >= {least}; use e.g. 1 for a "
+                    "caller-stream wait on every measured call (using {default})"), at_start="environment",
+        native="caller_wait_every", bounds=(1, MAX_GPU_EVERY),
         help="`N` (1 to 1048576): where an engine runs on a stream of its own, 1 in N of its measured calls (the "
              "first of a session included, per calling thread) also get a `caller stream wait`; the others record "
              "the engine stream's events only (`1`: every measured call, see "
              "[gpu-clock.md](gpu-clock.md#spans-on-the-engines-own-stream-two-spans-per-call))", default_doc="`8`")
     layers: int = _row(
-        0, env="TRT_TRACE_LAYERS", read=_layer_calls, keyword=lambda name, value: check_layers(value),
-        native="layers",
+        0, env="TRT_TRACE_LAYERS", read=_calls("layers", "{name}={raw!r} is not a number of calls; use e.g. 10 for "
+                                               "each engine's next 10 calls with per-layer timing, or 0 for none "
+                                               "(using {default})"),
+        keyword=lambda name, value: check_layers(value), native="layers", bounds=(0, MAX_LAYER_CALLS),
         help="`N` (0 to 1048576): each engine's next N calls after its first run with per-layer timing (the "
              "runtime's own profiler), then normal calls again; `trt-trace layers` reads them (see "
              "[layers.md](layers.md))",
@@ -423,12 +421,24 @@ class Settings:
         default_doc="`0` (off)")
 
     def native(self) -> dict[str, int | bool]:
-        """The settings C++ needs, by their C++ names (ops.apply_settings takes them whole)."""
+        """The settings C++ needs, by their C++ names (the session's start op takes them whole)."""
         return {setting(f.name).native: getattr(self, f.name) for f in FIELDS if setting(f.name).native}
 
 
 FIELDS = dataclasses.fields(Settings)
 _FIELDS = {f.name: f for f in FIELDS}
+
+
+def bounds(name: str) -> tuple[int, int]:
+    """Settings field `name`'s least and most value (a switch: 0 and 1)."""
+    row = setting(name)
+    return row.bounds if row.bounds is not None else (0, 1)
+
+
+def native_table() -> list[tuple[str, str, int, int]]:
+    """The settings C++ takes as this table defines them: (C++ name, "bool" or "int", least, most), in field
+    order; csrc/session/session_control.h kSettings must say the same (tests/test_configuration.py)."""
+    return [(setting(f.name).native, str(f.type), *bounds(f.name)) for f in FIELDS if setting(f.name).native]
 
 
 def env_value(name: str) -> Any:
@@ -508,59 +518,28 @@ def settings_table_markdown() -> str:
 
 
 # The reading of one variable each (the tests' and tools' handle on one row of the table).
-def buffer_events() -> int:
-    return env_value("buffer_events")
+def _env_reader(field_name: str) -> Callable[[], Any]:
+    """Settings field `field_name` as the environment gives it (env_value), documented by its row."""
+
+    def read() -> Any:
+        return env_value(field_name)
+
+    row = setting(field_name)
+    read.__doc__ = f"{row.env}: {plain(row.help)}"
+    return read
 
 
-def max_bytes() -> int:
-    """TRT_TRACE_MAX_MB: size limit of one trace file in MiB (0: none), as bytes."""
-    return env_value("max_bytes")
-
-
-def split_at_limit() -> bool:
-    """TRT_TRACE_ON_LIMIT: 'split' (numbered files, default) or 'stop' (no more events written)."""
-    return env_value("split")
-
-
-def flight_seconds() -> float:
-    """TRT_TRACE_FLIGHT: the flight recorder's window in seconds (unset or 0: off)."""
-    return env_value("flight_s")
-
-
-def flight_max_bytes() -> int:
-    """TRT_TRACE_FLIGHT_MAX_MB: the flight recorder's memory cap in MiB, as bytes."""
-    return env_value("flight_max_bytes")
-
-
-def quiet() -> bool:
-    """TRT_TRACE_QUIET=1: no "trace written" line at exit (for sessions from the API too)."""
-    return env_value("quiet")
-
-
-def engine_stream_spans() -> bool:
-    """TRT_TRACE_ENGINE_STREAM=0: GPU spans on the caller's stream only (for sessions from the API too)."""
-    return env_value("engine_stream_spans")
-
-
-def gpu_every() -> int:
-    """TRT_TRACE_GPU_EVERY=N: GPU events on every Nth traced CUDA call of each engine (default 1: all)."""
-    return env_value("gpu_every")
-
-
-def caller_wait_every() -> int:
-    """TRT_TRACE_CALLER_WAIT_EVERY=N: 1 in N measured calls on an engine's own stream also get a caller-stream
-    wait (default 8)."""
-    return env_value("caller_wait_every")
-
-
-def layer_calls() -> int:
-    """TRT_TRACE_LAYERS=N: each engine's next N calls after its first run with per-layer timing (0: off)."""
-    return env_value("layers")
-
-
-def trace_format() -> str | None:
-    """TRT_TRACE_FORMAT: 'json' or 'perfetto'; unset or 'auto': by the suffix of TRT_TRACE_OUT."""
-    return env_value("format")
+buffer_events = _env_reader("buffer_events")
+max_bytes = _env_reader("max_bytes")
+split_at_limit = _env_reader("split")
+flight_seconds = _env_reader("flight_s")
+flight_max_bytes = _env_reader("flight_max_bytes")
+quiet = _env_reader("quiet")
+engine_stream_spans = _env_reader("engine_stream_spans")
+gpu_every = _env_reader("gpu_every")
+caller_wait_every = _env_reader("caller_wait_every")
+layer_calls = _env_reader("layers")
+trace_format = _env_reader("format")
 
 
 def cache_dir() -> str:

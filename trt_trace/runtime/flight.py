@@ -20,7 +20,8 @@ import orjson
 from ..io.writers import perfetto_trace
 from ..native import ops
 from ..schema.records import RECORD_DTYPE
-from .native_trace import NativeTrace, _as_os_error
+from . import process_hooks
+from .native_trace import NativeTrace, StatusField, _as_os_error
 
 
 @dataclass(frozen=True)
@@ -64,17 +65,11 @@ class NativeFlight(NativeTrace):
             self._head = orjson.dumps(metadata)
             self._process_name = perfetto_trace._text(process_name)  # (valid UTF-8 for the op)
 
-    def start(self) -> None:
-        try:
-            ops.writer_start(self.path, self.format, False, self._max_bytes, self._split, self._pid, self.gpu_flows,
-                             self._head, self._process_name, self._start_ns, flight_s=self.seconds,
-                             flight_memory_bytes=self.memory_bytes)
-        except RuntimeError as exc:
-            raise _as_os_error(exc) from None
-
-    def layers(self, calls_per_engine: int) -> None:
-        """Per-layer timing in this session (its end records then carry the layer report)."""
-        ops.writer_flight_layers(calls_per_engine)
+    def start_session(self, settings: dict[str, int | bool]) -> tuple[int, str, dict[str, bool]]:
+        """As NativeTrace's, in flight mode; SIGUSR1 is taken natively where the program left it free."""
+        return ops.session_start(settings, self.path, self.format, False, self._max_bytes, self._split, self._pid,
+                                 self._head, self._process_name, self._start_ns, flight_s=self.seconds,
+                                 flight_memory_bytes=self.memory_bytes, take_sigusr1=process_hooks.sigusr1_is_free())
 
     def dump(self, trigger: str, now_ns: int | None = None) -> Dump:
         """Writes the window as it is at now_ns (default: now) as a complete trace, the next dump number;
@@ -87,25 +82,6 @@ class NativeFlight(NativeTrace):
         self.last_dump = Dump(paths[0], trigger, calls, self.seconds, held_s, capped, self.memory_bytes)
         return self.last_dump
 
-    def finish(self, end_metadata: dict[str, Any]) -> None:
-        """The exit dump where asked (each dump's end record is built natively at the dump)."""
-        if self.on_exit:
-            self.dump("exit")
-        self._status = ops.writer_status()
-
-    def finish_after_failure(self, end_metadata: dict[str, Any], error: str) -> bool:
-        return False  # the window is in memory: a failed dump has said so where it failed
-
-    @property
-    def records_held(self) -> int:
-        """Records kept in memory now (at most max_records)."""
-        return int(self.status()["records_held"])
-
-    @property
-    def records_let_go(self) -> int:
-        """Records the memory cap let go before they fell out of the window."""
-        return int(self.status()["records_let_go"])
-
-    @property
-    def dumps(self) -> int:
-        return int(self.status()["dumps"])
+    records_held = StatusField(int)  # records kept in memory now (at most max_records)
+    records_let_go = StatusField(int)  # records the memory cap let go before they fell out of the window
+    dumps = StatusField(int)

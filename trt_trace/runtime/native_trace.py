@@ -3,15 +3,15 @@
 
 The thread drains the rings every 50 ms, resolves GPU spans, places tracks, formats and writes the file
 without Python, so a serving thread that keeps the GIL busy cannot starve it. This class is the
-session's control of it, nothing per event: it encodes the start metadata, starts and stops the
-thread, reads its counts, and encodes the end record (the session's end metadata plus what the file
-knows, as StreamedTrace.end_record does for the Python writers) for the thread to write. The metadata
-is encoded here as each format holds it: JSON text (orjson), or a Perfetto instant's debug annotations
+session's control of it, nothing per event: it encodes the start metadata, hands it with its settings
+to the session's one start op (start_session) and reads the thread's counts; the session's stop op
+builds the end record natively (csrc/session/session_control.h). The start metadata is encoded as each
+format holds it: JSON text (orjson), or a Perfetto instant's debug annotations
 (writers/perfetto_trace.metadata_annotations, the encoding of the Python writer). The flight recorder's
 control (flight.NativeFlight) is this class with the thread in flight mode.
 
-It is both the session's writer (the interface of writers/trace_file.StreamedTrace) and its drainer
-(start, stop, drain_once, discard_pending, held), so the session and the tests use it as they use those.
+It is both the session's writer (the counts of writers/trace_file.StreamedTrace) and its drainer
+(drain_once, discard_pending, held), so the session and the tests use it as they use those.
 """
 
 from __future__ import annotations
@@ -19,8 +19,8 @@ from __future__ import annotations
 import contextlib
 import os
 import re
-from collections.abc import Iterator
-from typing import Any
+from collections.abc import Callable, Iterator
+from typing import Any, Generic, TypeVar
 
 import orjson
 
@@ -28,6 +28,8 @@ from ..io.perfetto_protos import protos
 from ..io.writers import perfetto_trace
 from ..native import ops
 from ..schema.trace_format import METADATA_EVENT
+
+T = TypeVar("T")
 
 FORMATS = ("json", "perfetto")  # what the native writer writes (csrc/session/trace_format.h)
 
@@ -48,6 +50,21 @@ def process_head(pid: int, process_name: str, metadata: dict[str, Any]) -> bytes
     ])[1:-1]
 
 
+class StatusField(Generic[T]):
+    """One count of the writer's status as an attribute: read from the thread while the session runs, from
+    the last counts once it has ended (NativeTrace.status)."""
+
+    def __init__(self, kind: Callable[[Any], T]) -> None:
+        self.kind = kind
+        self.name = ""
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.name = name
+
+    def __get__(self, obj: NativeTrace, owner: type | None = None) -> T:
+        return self.kind(obj.status()[self.name])
+
+
 class NativeTrace:
     def __init__(self, path: str, lazy: bool = False, max_bytes: int = 0, split: bool = True,
                  fmt: str = "json") -> None:
@@ -55,7 +72,7 @@ class NativeTrace:
         if fmt not in FORMATS:
             raise ValueError(f"the native writer writes json or perfetto, not {fmt!r}")
         if fmt == "perfetto":
-            protos()  # the start and end metadata are encoded with them: fail at start
+            protos()  # the start metadata is encoded with them: fail at start
         self.path = path
         self.format = fmt
         self._lazy = lazy
@@ -65,7 +82,6 @@ class NativeTrace:
         self._head = b""
         self._process_name = ""
         self._start_ns = 0
-        self.gpu_flows = True  # set False when GPU timing is off (no GPU slice to point at)
         self._status: dict[str, Any] | None = None  # the last counts once stopped (they change no more)
 
     # -- the writer's side ------------------------------------------------------------------------
@@ -81,85 +97,41 @@ class NativeTrace:
         self._process_name = perfetto_trace._text(process_name)
         self._start_ns = int(metadata.get("monotonic_ns") or 0)
 
-    def _end(self, end: dict[str, Any]) -> tuple[bytes, int]:
-        """The end record as the format holds it, and (Perfetto) when the session ended (0: now)."""
-        if self.format == "json":
-            return orjson.dumps(end), 0
-        return perfetto_trace.metadata_annotations(end), int(end.get("monotonic_ns") or 0)
-
     def status(self) -> dict[str, Any]:
         return self._status if self._status is not None else ops.writer_status()
 
-    @property
-    def created(self) -> bool:
-        return bool(self.status()["created"])
+    created = StatusField(bool)
+    # The path another process was writing, where this one wrote `<stem>.<pid><suffix>` instead ("" if none).
+    in_use = StatusField(str)
+    events_written = StatusField(int)
+    bytes_written = StatusField(int)
+    events_not_written = StatusField(int)
 
     @property
     def paths(self) -> list[str]:
         return list(self.status()["paths"]) or [self.path]
 
     @property
-    def in_use(self) -> str:
-        """The path another process was writing, where this one wrote `<stem>.<pid><suffix>` instead ("" if none)."""
-        return str(self.status()["in_use"])
-
-    @property
-    def events_written(self) -> int:
-        return int(self.status()["events_written"])
-
-    @property
-    def bytes_written(self) -> int:
-        return int(self.status()["bytes_written"])
-
-    @property
-    def events_not_written(self) -> int:
-        return int(self.status()["events_not_written"])
-
-    @property
     def max_bytes(self) -> int:
         return self._max_bytes
-
-    def end_record(self, end_metadata: dict[str, Any]) -> dict[str, Any]:
-        """The trace's end metadata as written: the session's, and what the file knows."""
-        s = self.status()
-        not_written = int(s["events_not_written"])
-        end = dict(end_metadata, ended="size limit" if not_written else "closed", files=self.paths,
-                   records_written=int(s["events_written"]), events_not_written=not_written)
-        if not_written:
-            end["limit_bytes"] = self._max_bytes
-        return end
-
-    def finish(self, end_metadata: dict[str, Any]) -> None:
-        try:
-            ops.writer_end(*self._end(self.end_record(end_metadata)))
-        except RuntimeError as exc:
-            raise _as_os_error(exc) from None
-        self._status = ops.writer_status()
-
-    def finish_after_failure(self, end_metadata: dict[str, Any], error: str) -> bool:
-        """Ends the file after a failed write, with what it holds up to its last whole batch; False: no end."""
-        end = dict(self.end_record(end_metadata), ended="write failed", error=error)
-        ended = ops.writer_end(*self._end(end), after_failure=True)
-        self._status = ops.writer_status()
-        return ended
 
     def abandon(self) -> None:
         """Closes the file without a write (a forked child's copy; the fork handler has done it already)."""
         ops.writer_abandon()
 
+    def freeze(self) -> None:
+        """The session has ended: its counts, read once, change no more."""
+        self._status = ops.writer_status()
+
+    # -- the session's start: one op (csrc/session/session_control.h) --------------------------------
+
+    def start_session(self, settings: dict[str, int | bool]) -> tuple[int, str, dict[str, bool]]:
+        """idle -> recording with the C++ settings `settings` (config.Settings.native()) and this writer
+        (after begin()); (refused, message, available) as ops.session_start returns them."""
+        return ops.session_start(settings, self.path, self.format, self._lazy, self._max_bytes, self._split,
+                                 self._pid, self._head, self._process_name, self._start_ns)
+
     # -- the drainer's side -----------------------------------------------------------------------
-
-    def start(self) -> None:
-        """Starts the thread (and opens the file unless lazy: OSError where it cannot)."""
-        try:
-            ops.writer_start(self.path, self.format, self._lazy, self._max_bytes, self._split, self._pid,
-                             self.gpu_flows, self._head, self._process_name, self._start_ns)
-        except RuntimeError as exc:
-            raise _as_os_error(exc) from None
-
-    def stop(self) -> None:
-        """Stops the thread and drains what is left, waiting for GPU spans still in flight."""
-        ops.writer_stop()
 
     def drain_once(self, wait_gpu: bool = False) -> int:
         """Drains and writes everything pending now, on the calling thread; the records moved."""
@@ -178,18 +150,7 @@ class NativeTrace:
         finally:
             ops.writer_hold(False)
 
-    @property
-    def records_drained(self) -> int:
-        return int(self.status()["records_drained"])
-
-    @property
-    def wakes(self) -> int:
-        return int(self.status()["wakes"])
-
-    @property
-    def failed(self) -> bool:
-        return bool(self.status()["failed"])
-
-    @property
-    def error(self) -> str:
-        return str(self.status()["error"])
+    records_drained = StatusField(int)
+    wakes = StatusField(int)
+    failed = StatusField(bool)
+    error = StatusField(str)

@@ -126,23 +126,26 @@ def _thread_excepthook(args) -> None:  # noqa: ANN001
     _previous_thread_excepthook(args)
 
 
-def install_flight_triggers(dump: Callable[[str], None], take_sigusr1: Callable[[], Any]) -> None:
-    """Unhandled exceptions call `dump(trigger)` (the program's own hooks still run after the dump);
-    SIGUSR1, only where the program kept the default and from the main thread, is handed to
-    `take_sigusr1` (the native side takes the signal: a Python handler would wait for the main thread's
-    next bytecode, which a thread busy in C++ or holding the GIL never reaches)."""
+def install_flight_triggers(dump: Callable[[str], None]) -> None:
+    """Unhandled exceptions call `dump(trigger)` (the program's own hooks still run after the dump)."""
     global _previous_excepthook, _previous_thread_excepthook, _dump
     _dump = dump
     if sys.excepthook is not _excepthook:
         _previous_excepthook, sys.excepthook = sys.excepthook, _excepthook
     if threading.excepthook is not _thread_excepthook:
         _previous_thread_excepthook, threading.excepthook = threading.excepthook, _thread_excepthook
-    if threading.current_thread() is threading.main_thread() and hasattr(signal, "SIGUSR1"):
-        try:
-            if signal.getsignal(signal.SIGUSR1) == signal.SIG_DFL:
-                take_sigusr1()
-        except (ValueError, OSError):
-            pass
+
+
+def sigusr1_is_free() -> bool:
+    """Whether a flight recorder may take SIGUSR1: only where the program kept the default, and asked from
+    the main thread. The native side then takes it (the session's start op): a Python handler would wait
+    for the main thread's next bytecode, which a thread busy in C++ or holding the GIL never reaches."""
+    if threading.current_thread() is not threading.main_thread() or not hasattr(signal, "SIGUSR1"):
+        return False
+    try:
+        return signal.getsignal(signal.SIGUSR1) == signal.SIG_DFL
+    except (ValueError, OSError):
+        return False
 
 
 # A process (or forked child) that leaves through os._exit runs no atexit hook and would leave its

@@ -15,8 +15,6 @@ import time
 from pathlib import Path
 from typing import Any
 
-import orjson
-
 from ..io import formats
 from ..native import ops
 from ..schema.errors import BufferUnavailable, TraceError
@@ -33,13 +31,17 @@ from .config import (
     shown,
     warn,
 )
-from .flight import NativeFlight
-from .native_trace import NativeTrace
+from .flight import Dump, NativeFlight
+from .native_trace import NativeTrace, _as_os_error
 
 __all__ = ["Session", "TraceError", "active", "check_output_path", "dump", "flight", "start", "start_session", "stop"]
 
+# The Python half of the session's state (the C++ half: csrc/session/session_control.h, whose own lock
+# guards its state): `_active` is the recording session, `_stopping` one whose stop() runs. `_lock` guards
+# both and is held across fork().
 _lock = threading.RLock()
 _active: Session | None = None
+_stopping: Session | None = None
 
 
 def check_output_path(path: str) -> Path:
@@ -95,11 +97,7 @@ class Session:
         if not formats.suffix_matches(self.path, self.format):
             warn(f"{self.path}: writing {fmt.description} (name the file *{fmt.suffixes[0]} to say so)")
         check_gpu_every(settings.gpu_every)  # a Settings made by hand gets the keyword's line too
-        if not ops.reserve_ring(settings.buffer_events):  # now, not silently at a thread's first call
-            raise BufferUnavailable(
-                f"a trace buffer of {config.events_text(settings.buffer_events)} cannot be allocated in this "
-                "process; give a smaller TRT_TRACE_BUFFER / buffer_events / --buffer")
-        self.layers_used = check_layers(settings.layers) > 0  # per-layer timing was on at some point
+        check_layers(settings.layers)
         self.pid = os.getpid()
         # The native writer thread drains, formats and writes (or, for the flight recorder, keeps the window
         # and writes the dumps); Python keeps control only. It is the session's writer and its drainer.
@@ -118,8 +116,6 @@ class Session:
         self.failure: str | None = None  # why writing the file failed, if it did (stop())
         self.end_written = False  # after a failure: whether the file still got its end record
         self.started_ns = 0
-        self._switch_before = False  # set_profile_execution as the session found it
-        self._switches_before: dict[str, int | bool] = {}  # the other C++ settings as it found them
 
     @property
     def records_written(self) -> int:
@@ -145,9 +141,9 @@ class Session:
             "program": program_name(),
             "buffer_events_per_thread": self.settings.buffer_events,
             "nvtx_domain": "trt_trace" if self.settings.nvtx else None,
-            "gpu_timing": self.settings.gpu and ops.get_gpu_timing(),
+            "gpu_timing": self.settings.gpu and ops.gpu_timing_built(),
             # GPU events on every Nth CUDA call of each engine: `trt-trace summary` scales the GPU column by it.
-            "gpu_every": ops.get_gpu_every(),
+            "gpu_every": self.settings.gpu_every,
             # Where an engine runs on a stream of its own: 1 in N measured calls also have a caller-stream wait.
             "caller_wait_every": self.settings.caller_wait_every,
             # Each engine's next N calls after its first profiled layer by layer (docs/layers.md); 0: off.
@@ -155,36 +151,26 @@ class Session:
         }
 
     def start(self) -> None:
-        # Every C++ setting this session changes goes back as it was when it stops (stop()).
-        self._switches_before = ops.session_switches()
-        # Per-layer timing is a session's alone: it goes off when the session stops, also in a forked child,
-        # which finds its parent's switch on (the engines back to normal calls, the private folder removed).
-        self._switches_before["layers"] = 0
-        # Only this session's calls reach its file: whatever the rings still hold (the tail of an
-        # earlier session, a call that outlived it) is dropped before recording starts afresh.
-        ops.set_recording(False)
-        self.drainer.discard_pending()
-        ops.reset_thread_counts()
-        ops.new_layer_report()  # the layer windows' report is this session's alone
-        available = ops.apply_settings(self.settings.native())  # C++ gets the session's settings whole
-        self.writer.gpu_flows = available["gpu_timing"] and self.settings.gpu
+        """idle -> recording, in one op (csrc/session/session_control.h): the C++ settings whole, the rings
+        emptied of older sessions' records, the writer started, a new recording epoch, the switch on."""
         metadata = self._metadata()
         rank = "" if metadata["rank"] is None else f" rank {metadata['rank']}"
         # No "(pid N)": the viewers show the pid after every process name themselves.
         self.writer.begin(f"{metadata['program']}{rank}", metadata)
         self.started_ns = time.monotonic_ns()
-        try:
-            self.drainer.start()
-        except OSError as exc:  # the native writer opens its file here (unless lazy)
-            ops.restore_session_switches(self._switches_before)
-            raise TraceError(f"cannot write {shown(self.path)}: {exc.strerror or exc}; pick a writable path") from exc
-        if isinstance(self.writer, NativeFlight) and self.settings.layers > 0:
-            self.writer.layers(self.settings.layers)  # its dumps' end records carry the layer report
+        refused, message, available = self.writer.start_session(self.settings.native())
+        if refused == 3:
+            raise BufferUnavailable(
+                f"a trace buffer of {config.events_text(self.settings.buffer_events)} cannot be allocated in this "
+                "process; give a smaller TRT_TRACE_BUFFER / buffer_events / --buffer")
+        if refused == 4:  # the native writer opens its file at the start (unless lazy)
+            exc = _as_os_error(RuntimeError(message))
+            why = exc.strerror if isinstance(exc, OSError) else message
+            raise TraceError(f"cannot write {shown(self.path)}: {why or exc}; pick a writable path")
+        if refused:
+            raise TraceError(f"cannot start tracing: {message}")
         if not available["nvtx"] and self.settings.nvtx:
             warn("TRT_TRACE_NVTX: this build has no NVTX (install nvidia-nvtx and reinstall trt_trace)")
-        self._switch_before = ops.get_profile_execution()
-        ops.set_recording(True)
-        ops.set_profile_execution(True)
 
     @property
     def flight(self) -> NativeFlight | None:
@@ -208,26 +194,7 @@ class Session:
         """Per-layer timing from now on: each engine's next n calls after its first (0: off)."""
         check_layers(n)
         self.settings = dataclasses.replace(self.settings, layers=n)  # (a forked child starts with them)
-        self.layers_used |= n > 0
-        if self.flight is not None and self.layers_used:
-            self.flight.layers(n)
-        ops.apply_settings(self.settings.native())  # the one settings op: every engine's window starts afresh
-
-    def _layer_metadata(self) -> dict[str, Any] | None:
-        """What the layer windows did per engine, with each engine's layer information (the engine
-        inspector's JSON) as an object where it parses; None when per-layer timing was never on."""
-        if not self.layers_used:
-            return None
-        report = ops.layer_report()
-        for engine in report["engines"]:
-            text = engine.pop("layer_information", "")
-            if text:
-                try:
-                    engine["layer_information"] = orjson.loads(text)
-                except orjson.JSONDecodeError:
-                    engine["layer_information"] = text
-        report["calls_per_engine"] = self.settings.layers
-        return report
+        ops.session_set_layers(n)  # every engine's window starts afresh; the end record reports them
 
     def drop_counts(self) -> list[dict[str, int]]:
         rows = ops.thread_counts().tolist()
@@ -236,56 +203,33 @@ class Session:
             for r in rows if r[1] > 0
         ]
 
-    def _end_metadata(self) -> dict[str, Any]:
-        """The session's part of the end record (the writer adds what the file knows: why it ended, its
-        parts, the events written and left out: StreamedTrace.end_record)."""
-        threads = self.drop_counts()
-        layers = self._layer_metadata()
-        return ({"layers": layers} if layers is not None else {}) | {
-            "monotonic_ns": ops.clock_now_ns(),
-            "wall_ns": time.time_ns(),
-            "records_drained": self.records_written,
-            "dropped_events": sum(t["dropped"] for t in threads),
-            # The calls behind them (a call's records are dropped whole): calls executed while the session
-            # recorded = calls in its files + dropped_calls.
-            "dropped_calls": sum(t["dropped_calls"] for t in threads),
-            "threads": threads,
-            "write_failed": self.drainer.failed,
-            "gpu_clock": ops.gpu_clock_stats(),
-        }
-
     def stop(self, report_limit: bool = True) -> None:
-        """Stops recording, drains the rest and finishes the file. report_limit=False: the size limit's
-        loss is left to the caller's line (the exit line says it)."""
-        ops.set_recording(False)
-        ops.set_profile_execution(self._switch_before or metrics.serving())  # served metrics keep counting
-        self.drainer.stop()
-        # After the last drain: it waited for GPU spans. Per-layer timing goes off with it (every engine back to
-        # normal calls, the runtime's private folder removed) before the end record reports the windows.
-        ops.restore_session_switches(self._switches_before)
-        end = self._end_metadata()
-        threads, dropped = end["threads"], end["dropped_events"]
-        if self.drainer.failed:
-            self.failure = self.drainer.error
-        else:
-            try:
-                self.writer.finish(end)
-            except Exception as exc:  # the disk filled at the end, or a flight recorder's exit dump failed
-                self.failure = (exc.strerror if isinstance(exc, OSError) else None) or str(exc) or repr(exc)
-                if self.flight is not None:
-                    warn(f"could not write the flight recorder's exit dump: {self.failure}")
-        if self.failure is not None and self.flight is None:
-            # Cut back to the last whole batch and ended "write failed", where that can still be written.
-            self.end_written = self.writer.finish_after_failure(dict(end, write_failed=True), self.failure)
+        """recording -> stopping -> idle, in one op: recording off, the switch as found (served metrics keep
+        counting), the writer's final drain (waiting for GPU spans), the C++ settings put back as found, the
+        file ended with its end record (built natively; after a failed write, cut back to its last whole
+        batch and ended "write failed"), or the flight recorder's exit dump. report_limit=False: the size
+        limit's loss is left to the caller's line (the exit line says it)."""
+        flight = self.flight
+        failure, self.end_written, dump_paths, calls, held_s, capped = ops.session_stop(
+            metrics.serving(), flight is not None and flight.on_exit)
+        self.writer.freeze()  # its counts change no more
+        self.failure = failure or None
+        if flight is not None:
+            if dump_paths:
+                flight.last_dump = Dump(dump_paths[0], "exit", calls, flight.seconds, held_s, capped,
+                                        flight.memory_bytes)
+            if self.failure is not None:
+                warn(f"could not write the flight recorder's exit dump: {self.failure}")
         if report_limit and self.writer.events_not_written:
             warn(f"{self.writer.events_not_written} event(s) not written: {self.path} reached the size limit of "
                  f"{config.mib(self.writer.max_bytes)} MiB (TRT_TRACE_MAX_MB); set TRT_TRACE_ON_LIMIT=split to "
                  "continue in numbered files")
+        threads = self.drop_counts()
+        dropped = sum(t["dropped"] for t in threads)
         if dropped:
-            n = sum(1 for t in threads if t["dropped"])
             warn(
-                f"{end['dropped_calls']} call(s) ({dropped} event(s)) dropped in {n} thread(s): the trace buffer was "
-                "full; "
+                f"{sum(t['dropped_calls'] for t in threads)} call(s) ({dropped} event(s)) dropped in "
+                f"{sum(1 for t in threads if t['dropped'])} thread(s): the trace buffer was full; "
                 f"raise TRT_TRACE_BUFFER (now {self.settings.buffer_events} events per thread)"
             )
 
@@ -345,7 +289,7 @@ def start_session(settings: Settings) -> Session:
         # SIGTERM ends the process: the trace is finished and said as at any exit (the line, the exit dump).
         process_hooks.install_exit_paths(_finish_at_exit)
         if session.flight is not None:
-            process_hooks.install_flight_triggers(_dump_on_trigger, ops.flight_take_sigusr1)
+            process_hooks.install_flight_triggers(_dump_on_trigger)
         return session
 
 
@@ -397,8 +341,19 @@ def stop() -> str | None:
         session = _take_active()
         if session is None:
             return None
-        session.stop()
+        _stop(session)
     return session.path
+
+
+def _stop(session: Session, report_limit: bool = True) -> None:
+    """session.stop(), the session `_stopping` meanwhile (a fork then leaves the child without one)."""
+    global _stopping
+    _stopping = session
+    try:
+        session.stop(report_limit=report_limit)
+    finally:
+        with _lock:
+            _stopping = None
 
 
 def _take_active() -> Session | None:
@@ -427,25 +382,23 @@ def _dump_on_trigger(trigger: str) -> None:
 
 
 def _after_fork_in_child() -> None:
-    """A forked child must not write into the parent's file: its copy of the session is dropped
-    (the file object closed without a write); with {pid} in TRT_TRACE_OUT it gets a trace of its own."""
-    global _active
-    session, _active = _active, None
-    if session is None:
+    """A forked child must not write into the parent's file: its copy of the session is dropped (one op:
+    the file's descriptors closed without a write, recording and the switch off, the C++ settings as the
+    parent's session found them); with {pid} in TRT_TRACE_OUT it gets a trace of its own. A fork while
+    the parent stops its session leaves the child without one (the parent's stop waits for no child)."""
+    global _active, _stopping
+    session, stopping = _active, _stopping
+    _active = _stopping = None
+    if session is None and stopping is None:
         return
-    session.writer.abandon()
-    ops.after_fork_in_child()
-    if "{pid}" in (session.settings.out or ""):
+    ops.session_forked()
+    if session is not None and "{pid}" in (session.settings.out or ""):
         # The parent's settings whole; only GPU timing is off (CUDA cannot be used in a forked child).
         child = dataclasses.replace(session.settings, gpu=False, lazy_file=True)
         try:
             start_session(child)
         except Exception as exc:
             warn(f"could not trace the forked child ({exc})")
-    else:
-        ops.set_recording(False)
-        ops.set_profile_execution(False)
-        ops.restore_session_switches(session._switches_before)  # the parent's session is not the child's
 
 
 def _finish_at_exit() -> None:
@@ -454,7 +407,7 @@ def _finish_at_exit() -> None:
     if session is None:
         return
     quiet = session.settings.quiet
-    session.stop(report_limit=quiet)  # not quiet: the line below says what the size limit left out
+    _stop(session, report_limit=quiet)  # not quiet: the line below says what the size limit left out
     if quiet:
         return
     if session.flight is not None:

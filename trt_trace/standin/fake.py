@@ -9,6 +9,7 @@ against the loaded runtime's layout ops, so an engine of another version fails e
 from __future__ import annotations
 
 import base64
+from collections.abc import Callable
 
 import torch
 
@@ -17,8 +18,22 @@ def _parse_params(text: str) -> dict[str, str]:
     return dict(kv.split("=", 1) for kv in text.split(";") if kv)
 
 
+def _does_nothing(result: object) -> Callable[..., object]:
+    return lambda self, *args: result
+
+
+# The real class's other methods, each doing nothing, so that export does not warn that the fake lacks them
+# (torch looks each method of the real object up on the fake one).
+_OtherMethods = type("_OtherMethods", (), {name: _does_nothing(result) for name, result in (
+    ("enable_profiling", None), ("disable_profiling", None), ("set_profile_format", None),
+    ("get_engine_layer_info", ""), ("dump_engine_layer_info", None), ("dump_engine_layer_info_to_file", None),
+    ("profile_path_prefix_getter", ""), ("profile_path_prefix_setter", None), ("_trt_trace_standin_state", {}),
+    ("_trt_trace_standin_reported", []), ("use_dynamically_allocated_resources", None),
+    ("use_pre_allocated_outputs_getter", False), ("use_pre_allocated_outputs_setter", None))})
+
+
 @torch._library.register_fake_class("tensorrt::Engine")
-class FakeStandInEngine:
+class FakeStandInEngine(_OtherMethods):
     def __init__(self, flattened: dict[str, str]) -> None:
         self.flattened = flattened
         self.name = flattened.get("name", "")
@@ -37,46 +52,6 @@ class FakeStandInEngine:
 
     def __str__(self) -> str:
         return f"Torch-TensorRT TensorRT Engine:\n  Name: {self.name}\n"
-
-    # The real class's other methods, so export does not warn that the fake lacks them.
-    def enable_profiling(self) -> None:
-        pass
-
-    def disable_profiling(self) -> None:
-        pass
-
-    def set_profile_format(self, format: str) -> None:
-        pass
-
-    def get_engine_layer_info(self) -> str:
-        return ""
-
-    def dump_engine_layer_info(self) -> None:
-        pass
-
-    def dump_engine_layer_info_to_file(self, path: str) -> None:
-        pass
-
-    def profile_path_prefix_getter(self) -> str:
-        return ""
-
-    def profile_path_prefix_setter(self, value: str) -> None:
-        pass
-
-    def _trt_trace_standin_state(self) -> dict[str, int]:
-        return {}
-
-    def _trt_trace_standin_reported(self) -> list[float]:
-        return []
-
-    def use_dynamically_allocated_resources(self, dynamic: bool) -> None:
-        pass
-
-    def use_pre_allocated_outputs_getter(self) -> bool:
-        return False
-
-    def use_pre_allocated_outputs_setter(self, value: bool) -> None:
-        pass
 
 
 @torch.library.register_fake("tensorrt::execute_engine")

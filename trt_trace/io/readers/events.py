@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from ...schema.trace_format import CATEGORY, FLOW_NAME, PHASE_NAMES
+from ...schema.trace_format import CATEGORY, FLOW_NAME, LAYER_CATEGORY, PHASE_NAMES
 from .columns import CONVERTED, FLOW_END, FLOW_START, SLICE_DTYPE, SLICE_X
 
 PHASE_OF = {name: i for i, name in enumerate(PHASE_NAMES)}
@@ -50,6 +50,17 @@ def ns_of_us(value: Any) -> int:
     if not -MAX_NS <= ns <= MAX_NS:
         raise Malformed
     return ns
+
+
+def layer_slice(ev: dict[str, Any]) -> tuple[dict[str, Any], int, int] | None:
+    """A layer slice's args, pid and call id (docs/layers.md); None for any other event; Malformed where its
+    args are not an object or its pid or call id not a number in range."""
+    if ev.get("ph") != "X" or ev.get("cat") != LAYER_CATEGORY:
+        return None
+    args = ev.get("args")
+    if not isinstance(args, dict):
+        raise Malformed
+    return args, integer(ev.get("pid", 0), U32), integer(args.get("call_id"), U64)
 
 
 def slice_fields(ev: dict[str, Any]) -> tuple | None:

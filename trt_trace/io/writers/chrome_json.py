@@ -34,7 +34,7 @@ import orjson
 from ...native import ops
 from ...schema.trace_format import LAYERS_TRACK, METADATA_EVENT
 from .. import formats
-from ..tracks import TrackBook, layer_track_ids, split_layers, track_id, track_ids
+from ..tracks import TrackBook, layer_track_ids, track_id, track_ids
 from .trace_file import StreamedTrace, TraceFile
 
 
@@ -80,13 +80,6 @@ class ChromeJsonWriter(StreamedTrace):
         ]
         self._track_meta += meta
         return meta
-
-    def write(self, records: np.ndarray) -> None:
-        records, layers = split_layers(records)
-        if len(records):
-            self._write_calls(records)
-        if len(layers):
-            self._write_layers(layers)
 
     def _refresh_engine_json(self, top_engine_id: int) -> None:
         if len(self._engine_json) < len(self._book.names) or top_engine_id >= len(self._engine_json):

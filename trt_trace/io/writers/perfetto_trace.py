@@ -72,7 +72,7 @@ from ...schema.trace_format import (
 )
 from .. import formats
 from ..perfetto_protos import protos
-from ..tracks import Track, TrackBook, split_layers
+from ..tracks import Track, TrackBook
 from .trace_file import StreamedTrace, TraceFile
 
 SUFFIXES = PERFETTO_SUFFIXES
@@ -304,13 +304,6 @@ class PerfettoTraceWriter(StreamedTrace):
             _track_packet(ENGINES_UUID, ENGINES_TRACK, PROCESS_UUID, 0, has_children=True),
             _track_packet(METADATA_UUID, METADATA_TRACK, PROCESS_UUID, 1),
         ])
-
-    def write(self, records: np.ndarray) -> None:
-        records, layers = split_layers(records)
-        if len(records):
-            self._write_calls(records)
-        if len(layers):
-            self._write_layers(layers)
 
     def _write_layers(self, layers: np.ndarray) -> None:
         """Layer slices (docs/layers.md) on "layers" tracks, their names interned once per file."""

@@ -23,6 +23,10 @@ import stat
 from collections.abc import Callable
 from typing import Any, BinaryIO
 
+import numpy as np
+
+from ..tracks import split_layers
+
 
 def before_suffix(path: str, tag: str) -> str:
     """trace.json, "1" -> trace.1.json: the suffix kept, so the format still reads off the name; a
@@ -174,34 +178,40 @@ class TraceFile:
             pass
 
 
+class FileFact:
+    """An attribute of a writer that is its TraceFile's (`self._file`) attribute of the same name."""
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.name = name
+
+    def __get__(self, obj: StreamedTrace, owner: type | None = None) -> Any:
+        return getattr(obj._file, self.name)
+
+
 class StreamedTrace:
-    """What a writer shows of its TraceFile (`self._file`): the session and the tests read these."""
+    """What a writer shows of its TraceFile (`self._file`): the session and the tests read these. A batch
+    of records is split once into calls and layer records (`write`); each format writes the two kinds."""
 
     _file: TraceFile
+    created = FileFact()
+    paths = FileFact()
+    events_written = FileFact()
+    bytes_written = FileFact()
+    events_not_written = FileFact()
+    max_bytes = FileFact()
 
-    @property
-    def created(self) -> bool:
-        return self._file.created
+    def write(self, records: np.ndarray) -> None:
+        records, layers = split_layers(records)
+        if len(records):
+            self._write_calls(records)
+        if len(layers):
+            self._write_layers(layers)
 
-    @property
-    def paths(self) -> list[str]:
-        return self._file.paths
+    def _write_calls(self, records: np.ndarray) -> None:
+        raise NotImplementedError  # each format's own
 
-    @property
-    def events_written(self) -> int:
-        return self._file.events_written
-
-    @property
-    def bytes_written(self) -> int:
-        return self._file.bytes_written
-
-    @property
-    def events_not_written(self) -> int:
-        return self._file.events_not_written
-
-    @property
-    def max_bytes(self) -> int:
-        return self._file.max_bytes
+    def _write_layers(self, layers: np.ndarray) -> None:
+        raise NotImplementedError  # each format's own
 
     def end_record(self, end_metadata: dict[str, Any]) -> dict[str, Any]:
         """The trace's end metadata as written: what the session passed, and what the file itself knows
