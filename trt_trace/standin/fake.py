@@ -2,7 +2,7 @@
 
 Mirrors what torch_tensorrt registers for the real runtime: a fake class for tensorrt::Engine built
 from `__obj_flatten__` pairs, and a fake kernel for tensorrt::execute_engine. The pairs are one per
-serialized-info field of the runtime version played (11 in 2.11, 12 in 2.13); the fake checks them
+serialized-info field of the runtime version played (11 in 2.11, 12 in 2.13, 13 in 2.14); the fake checks them
 against the loaded runtime's layout ops, so an engine of another version fails export here.
 """
 
@@ -76,6 +76,15 @@ class FakeStandInEngine:
         return False
 
     def use_pre_allocated_outputs_setter(self, value: bool) -> None:
+        pass
+
+    def num_execution_contexts_created(self) -> int:
+        return 0
+
+    def update_runtime_settings(self, kernel_strategy: int, cuda_graph_strategy: int, cache: object) -> None:
+        pass
+
+    def set_active_profile(self, profile: int) -> None:
         pass
 
 
