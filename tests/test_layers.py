@@ -107,7 +107,7 @@ def test_the_next_n_calls_after_the_first_have_their_layers_as_the_runtime_measu
     assert ops.layer_private_folder() == ""
 
 
-@pytest.mark.parametrize("version, contexts", [("2.11", 4), ("2.13", 2)])
+@pytest.mark.parametrize("version, contexts", [("2.11", 4), ("2.13", 2), ("2.14", 2)])
 def test_a_dynamic_engine_gets_its_user_managed_context_back(tmp_path, version, contexts):
     with playing_runtime(version):
         engine = standin.make_engine("dynamic_engine", layers=LAYERS[:1], dynamic=True, workspace_bytes=64)
@@ -115,7 +115,8 @@ def test_a_dynamic_engine_gets_its_user_managed_context_back(tmp_path, version, 
             call(engine, 5)
         state = engine._trt_trace_standin_state()
         # 2.11: disable_profiling() makes a static context at once, the strategy switched off and on two
-        # more; 2.13: dropped each time, made once at the next call with the engine's strategy.
+        # more; 2.13 and 2.14: made at the first call, dropped each time, made once at the next call with the
+        # engine's strategy.
         assert (state["contexts_created"], state["context_user_managed"], state["static_context_workspaces"]) == (
             contexts, 1, 0)
         # What trt_trace puts right: the runtime's own disable_profiling() on 2.11 leaves a static context.
@@ -125,6 +126,25 @@ def test_a_dynamic_engine_gets_its_user_managed_context_back(tmp_path, version, 
         other.disable_profiling()
         call(other, 2)
         assert other._trt_trace_standin_state()["static_context_workspaces"] == (2 if version == "2.11" else 0)
+
+
+@pytest.mark.parametrize("version", ["2.13", "2.14"])
+def test_a_context_dropped_inside_the_window_gets_the_profiler_again(tmp_path, version):
+    # 2.13+ drop the execution context, and the profiler on it, when the runtime settings change (a runtime
+    # cache, here between every two calls): each profiled call still has its layers, since trt_trace
+    # attaches a fresh profiler (enable_profiling) before every profiled call.
+    with playing_runtime(version):
+        engine = standin.make_engine("dropped_context_engine", layers=LAYERS)
+    path = str(tmp_path / "t.json")
+    with trt_trace.tracing(path, layers=3):
+        call(engine)  # the first call after the switch: as usual
+        for k in range(3):
+            engine.update_runtime_settings(0, 0, torch.classes.tensorrt.RuntimeCacheHandle(str(tmp_path / f"c{k}")))
+            call(engine)
+    assert engine.num_execution_contexts_created() == 4  # the first call's, then one after each drop
+    calls, layers = calls_and_layers(path)
+    assert len(calls) == 4 and sorted(layers) == [c["args"]["call_id"] for c in calls[1:]]
+    assert all([e["name"] for e in mine] == NAMES for mine in layers.values())
 
 
 def test_outside_the_window_calls_are_the_runtimes_normal_ones(tmp_path):

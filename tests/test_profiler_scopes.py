@@ -172,6 +172,12 @@ def test_one_scope_per_phase_per_call_as_the_trace_file_has_for_any_number_of_in
     engine = standin.make_engine(f"io_engine_{inputs}_{outputs}", host_us=300, num_inputs=inputs,
                                  num_outputs=outputs)
     x = [torch.randn(8, 8) for _ in range(inputs)]
+    if runtime_version != "2.11":
+        # 2.13 and later list no outputs before the engine's first call (its execution context is made there):
+        # the first call with live ranges learns how many it allocates, and may open enqueue between two of
+        # them (docs/profilers.md). It runs before the counted calls.
+        with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]):
+            torch.ops.tensorrt.execute_engine(x, engine)
     trace = tmp_path / "t.json"
     calls = 10
     with trt_trace.tracing(str(trace)):

@@ -1,8 +1,9 @@
-"""The stand-in plays Torch-TensorRT 2.11 or 2.13: serialized info, pickling, export, packages,
-the version switch, and (on a GPU) inputs off the engine's device and streams.
+"""The stand-in plays Torch-TensorRT 2.11, 2.13 or 2.14: serialized info, pickling, export, packages,
+the version switch, the lazy execution context, 2.14's aliased outputs and optimization profiles, and
+(on a GPU) inputs off the engine's device and streams.
 
 The expected layouts below are the real runtimes' (2.11: ABI "8", 11 fields; 2.12/2.13: ABI "9",
-12 fields), written here independently of the stand-in's own tables.
+12 fields; 2.14: ABI "10", 13 fields), written here independently of the stand-in's own tables.
 """
 
 from __future__ import annotations
@@ -21,12 +22,12 @@ from trt_trace import standin
 from trt_trace.native import ops
 from trt_trace.schema.trace_format import Phase
 
-LAYOUT = {"2.11": ("8", 11), "2.13": ("9", 12)}
+LAYOUT = {"2.11": ("8", 11), "2.13": ("9", 12), "2.14": ("10", 13)}
 # __obj_flatten__'s keys in the real runtime's order.
 FLATTEN_KEYS = ["version", "name", "device_info", "serialized_engine", "in_binding_names", "out_binding_names",
                 "hardware_compatible", "serialized_metadata", "requires_output_allocator", "target_platform",
-                "resource_allocation_strategy", "requires_native_multidevice"]
-OTHER = {"2.11": "2.13", "2.13": "2.11"}
+                "resource_allocation_strategy", "requires_native_multidevice", "aliased_io"]
+OTHER = {"2.11": "2.13", "2.13": "2.11", "2.14": "2.13"}
 
 
 def pickled_fields(engine) -> list[str]:
@@ -76,11 +77,12 @@ def test_an_abi_mismatch_with_the_right_field_count_is_refused(runtime_version):
     abi, _ = LAYOUT[runtime_version]
     data = pickle.dumps(standin.make_engine("abi_engine"))
     assert pickle.loads(data).__obj_flatten__() == standin.make_engine("abi_engine").__obj_flatten__()
-    field = b"\x8c\x01" + abi.encode()  # the ABI field, a one-character string in the pickle
+    field = bytes([0x8C, len(abi)]) + abi.encode()  # the ABI field, a short string in the pickle
     assert data.count(field) == 1
-    with pytest.raises(RuntimeError, match=r"different Torch-TensorRT ABI Version \(7\) than the Torch-TensorRT "
-                                           rf"Runtime ABI Version \({abi}\)"):
-        pickle.loads(data.replace(field, b"\x8c\x017"))
+    wrong = "7" * len(abi)  # the same length: the pickle's frames keep their sizes
+    with pytest.raises(RuntimeError, match=rf"different Torch-TensorRT ABI Version \({wrong}\) than the "
+                                           rf"Torch-TensorRT Runtime ABI Version \({abi}\)"):
+        pickle.loads(data.replace(field, bytes([0x8C, len(abi)]) + wrong.encode()))
 
 
 def test_the_constructor_reads_its_versions_fields_and_checks_no_abi():
@@ -159,21 +161,21 @@ print(standin.runtime_version(), torch.ops.tensorrt.SERIALIZATION_LEN(), len(e._
 
 
 def test_the_environment_picks_the_version_and_a_bad_value_gets_one_line():
-    for value, want in (("2.11", "2.11 11 11"), ("", "2.13 12 12")):
+    for value, want in (("2.11", "2.11 11 11"), ("2.14", "2.14 13 13"), ("", "2.13 12 12")):
         proc = run_python(REPORT_VERSION, {"TRT_TRACE_STANDIN_RUNTIME": value})
         assert proc.returncode == 0 and proc.stdout.split("\n")[0] == want, (value, proc.stdout, proc.stderr)
         assert "TRT_TRACE_STANDIN_RUNTIME" not in proc.stderr
     proc = run_python(REPORT_VERSION, {"TRT_TRACE_STANDIN_RUNTIME": "2.12x"})
     assert proc.returncode == 0 and proc.stdout.strip() == "2.13 12 12", proc.stderr
     lines = [ln for ln in proc.stderr.splitlines() if "TRT_TRACE_STANDIN_RUNTIME" in ln]
-    assert lines == ["trt_trace: TRT_TRACE_STANDIN_RUNTIME='2.12x' must be 2.11 or 2.13 (using 2.13)"]
+    assert lines == ["trt_trace: TRT_TRACE_STANDIN_RUNTIME='2.12x' must be 2.11, 2.13 or 2.14 (using 2.13)"]
     assert "Traceback" not in proc.stderr
 
 
 def test_use_runtime_refuses_an_unknown_version_and_keeps_the_current_one():
     before = standin.runtime_version()
-    with pytest.raises(ValueError, match="must be one of 2.11, 2.13"):
-        standin.use_runtime("2.14")
+    with pytest.raises(ValueError, match="must be one of 2.11, 2.13, 2.14"):
+        standin.use_runtime("2.15")
     assert standin.runtime_version() == before
 
 
@@ -226,7 +228,7 @@ def test_cuda_streams_follow_the_version(runtime_version):
         (marker,) = kernel_streams(prof, "sqrt")
         (work,) = kernel_streams(prof, "tanh")
         seen[caller] = work == marker
-    assert seen == {"default": False, "own": runtime_version == "2.13"}, seen
+    assert seen == {"default": False, "own": runtime_version != "2.11"}, seen
 
 
 def test_211_output_setup_lands_in_outputs():
@@ -251,3 +253,159 @@ def test_211_output_setup_lands_in_outputs():
     assert {e.cpu_parent.name for e in conversions} == {"trt::converting_engine/outputs"}
     recs = drain_all()
     assert np.count_nonzero(recs["phase"] == Phase.OUTPUTS) == 5
+
+
+def phases_by_call(recs) -> dict[int, list[int]]:
+    """The recorded phases (not kCall) of each call, in time order."""
+    out: dict[int, list[int]] = {}
+    order = np.argsort(recs["begin_ns"], kind="stable")
+    for r in recs[order]:
+        if Phase.WORKSPACE <= r["phase"] <= Phase.ENQUEUE:
+            out.setdefault(int(r["call_id"]), []).append(int(r["phase"]))
+    return out
+
+
+@pytest.mark.parametrize("version", ["2.13", "2.14"])
+def test_the_context_is_made_at_the_first_call_and_names_come_from_the_str_without_bindings(version):
+    # 2.13 and 2.14 make no execution context in the constructor and list no bindings until one is made;
+    # trt_trace reads the engine's name from that text at its first call, and the call has every phase.
+    with playing_runtime(version):
+        engine = standin.make_engine("lazy_engine", num_outputs=2, dynamic=True, workspace_bytes=64)
+    text = str(engine)
+    assert text.splitlines()[:4] == ["Torch-TensorRT TensorRT Engine:", "  Name: lazy_engine",
+                                     "  Inputs: <execution context not yet materialized>",
+                                     "  Outputs: <execution context not yet materialized>"]
+    assert "RuntimeSettings{" in text and "  Runtime Cache: <engine-local, in-memory>" in text
+    assert engine.num_execution_contexts_created() == 0
+    drain_all()
+    ops.set_profile_execution(True)
+    try:
+        torch.ops.tensorrt.execute_engine([torch.ones(8)], engine)
+    finally:
+        ops.set_profile_execution(False)
+    assert engine.num_execution_contexts_created() == 1 and engine._trt_trace_standin_state()["context_live"] == 1
+    assert "  Outputs: [" in str(engine)
+    recs = drain_all()
+    (call_id,) = {int(c) for c in recs["call_id"]}
+    assert ops.engine_names()[int(recs["engine_id"][0])] == "lazy_engine"
+    assert phases_by_call(recs)[call_id] == [Phase.WORKSPACE, Phase.INPUTS, Phase.OUTPUTS, Phase.ENQUEUE]
+
+
+def test_211_makes_its_context_in_the_constructor():
+    with playing_runtime("2.11"):
+        engine = standin.make_engine("eager_context_engine")
+    assert engine._trt_trace_standin_state()["contexts_created"] == 1 and "  Outputs: [" in str(engine)
+
+
+def test_214_aliased_outputs_are_the_inputs_storage_and_not_allocated():
+    with playing_runtime("2.14"):
+        spec = standin.EngineSpec("aliased_engine", scale=2.0, num_inputs=2, num_outputs=2, aliased=((1, 0),))
+        engine = standin.make_engine(**{f: getattr(spec, f) for f in spec.field_names()})
+    assert pickled_fields(engine)[12] == "output_1@input_0@user" and dict(engine.__obj_flatten__())["aliased_io"]
+    engine.use_pre_allocated_outputs = True  # ignored for an engine with aliased outputs, as 2.14 does
+    drain_all()
+    ops.set_profile_execution(True)
+    try:
+        with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as prof:
+            for _ in range(4):
+                x = [torch.randn(16), torch.randn(16)]
+                want = standin.reference_outputs(spec, x)
+                out = torch.ops.tensorrt.execute_engine(x, engine)
+                assert out[1].data_ptr() == x[0].data_ptr() and out[0].data_ptr() != x[1].data_ptr()
+                torch.testing.assert_close(out[0], want[0])
+                torch.testing.assert_close(out[1], want[1])
+                torch.testing.assert_close(x[0], want[1])  # written through
+    finally:
+        ops.set_profile_execution(False)
+    # One allocation per call (the aliased output has none), in the outputs phase of every call.
+    calls = [e for e in prof.events() if e.name == "trt::aliased_engine/execute_engine"]
+    assert len(calls) == 4
+    for call in calls:
+        by_phase: dict[str, list[str]] = {}
+        for p in call.cpu_children:
+            by_phase.setdefault(p.name.rsplit("/", 1)[1], []).extend(c.name for c in p.cpu_children)
+        assert by_phase["outputs"].count("aten::empty") == 1, by_phase
+    # After the first call (which learnt that the engine allocates one output of two): one scope per phase.
+    for call in calls[1:]:
+        assert [p.name.rsplit("/", 1)[1] for p in call.cpu_children] == ["workspace", "inputs", "outputs", "enqueue"]
+    assert all(p == [Phase.WORKSPACE, Phase.INPUTS, Phase.OUTPUTS, Phase.ENQUEUE]
+               for p in phases_by_call(drain_all()).values())
+
+
+def test_214_an_engine_whose_outputs_are_all_aliased_has_no_outputs_phase():
+    with playing_runtime("2.14"):
+        engine = standin.make_engine("in_place_engine", aliased=((0, 0),))
+    x = torch.ones(8)
+    drain_all()
+    ops.set_profile_execution(True)
+    try:
+        (out,) = torch.ops.tensorrt.execute_engine([x], engine)
+    finally:
+        ops.set_profile_execution(False)
+    assert out.data_ptr() == x.data_ptr()
+    assert list(phases_by_call(drain_all()).values()) == [[Phase.WORKSPACE, Phase.INPUTS, Phase.ENQUEUE]]
+
+
+def test_aliased_outputs_and_profiles_are_214s():
+    with playing_runtime("2.13"):
+        with pytest.raises(ValueError, match="aliased outputs need Torch-TensorRT 2.14"):
+            standin.make_engine("old_aliased", aliased=((0, 0),))
+        with pytest.raises(RuntimeError, match="several optimization profiles are played from Torch-TensorRT 2.14"):
+            standin.make_engine("old_profiles", profiles=((1, 8), (9, 64)))
+        with pytest.raises(RuntimeError, match="2.13 engines have no set_active_profile"):
+            standin.make_engine("old_engine").set_active_profile(0)
+    with playing_runtime("2.11"):
+        with pytest.raises(RuntimeError, match="2.11 engines have no update_runtime_settings"):
+            standin.make_engine("older_engine").update_runtime_settings(0, 0, None)
+
+
+def test_214_optimization_profiles_pinned_and_selected_by_shape():
+    with playing_runtime("2.14"):
+        engine = standin.make_engine("profiled_shapes", profiles=((1, 8), (9, 64)))
+    assert (engine.num_optimization_profiles, engine._active_profile_index) == (2, 0)
+    small, large = torch.ones(4, 3), torch.ones(32, 3)
+    torch.ops.tensorrt.execute_engine([small], engine)
+    drain_all()
+    ops.set_profile_execution(True)
+    try:
+        with pytest.raises(RuntimeError, match="Error while setting the input shape"):
+            torch.ops.tensorrt.execute_engine([large], engine)  # profile 0 does not take 32 rows
+        engine.set_active_profile(1)  # pinned: the next call's shapes count as changed
+        torch.ops.tensorrt.execute_engine([large], engine)
+        assert (engine._active_profile_index, engine._trt_trace_standin_state()["profile_switches"]) == (1, 1)
+        engine._auto_select_profiles = True
+        for x in (large, small, small, large):  # switches when the loaded profile does not take the shapes
+            torch.ops.tensorrt.execute_engine([x], engine)
+        assert (engine._active_profile_index, engine._trt_trace_standin_state()["profile_switches"]) == (1, 3)
+        with pytest.raises(RuntimeError, match="No optimization profile matches the input shapes"):
+            torch.ops.tensorrt.execute_engine([torch.ones(100, 3)], engine)
+    finally:
+        ops.set_profile_execution(False)
+    recs = drain_all()
+    calls = recs[recs["phase"] == Phase.CALL]
+    assert len(calls) == 7
+    errors = calls["flags"] & 1
+    assert errors.tolist() == [1, 0, 0, 0, 0, 0, 1]
+    # The switch is made before input set-up (no op): the calls that ran have their four phases in order.
+    for call_id, phases in phases_by_call(recs).items():
+        if call_id in {int(c) for c in calls[errors == 0]["call_id"]}:
+            assert phases == [Phase.WORKSPACE, Phase.INPUTS, Phase.OUTPUTS, Phase.ENQUEUE]
+
+
+@pytest.mark.parametrize("version", ["2.13", "2.14"])
+def test_new_runtime_settings_drop_the_context(version):
+    with playing_runtime(version):
+        engine = standin.make_engine("settings_engine")
+    call = lambda: torch.ops.tensorrt.execute_engine([torch.ones(4)], engine)  # noqa: E731
+    call()
+    engine.update_runtime_settings(0, 0, None)  # the same settings: the context stays
+    assert engine._trt_trace_standin_state()["context_live"] == 1
+    cache = torch.classes.tensorrt.RuntimeCacheHandle("/tmp/shared.cache")
+    engine.update_runtime_settings(0, 0, cache)
+    assert engine._trt_trace_standin_state()["context_live"] == 0 and "Runtime Cache: /tmp/shared.cache" in str(engine)
+    assert "  Outputs: <execution context not yet materialized>" in str(engine)
+    engine.update_runtime_settings(0, 0, cache)  # the same handle: nothing changes
+    call()
+    assert engine.num_execution_contexts_created() == 2
+    with pytest.raises(RuntimeError, match="Invalid cuda_graph_strategy int: 5"):
+        engine.update_runtime_settings(0, 5, None)

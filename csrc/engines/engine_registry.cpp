@@ -191,6 +191,11 @@ void EngineRegistry::learn_conversions(uint32_t id, Conversions seen) {
   if (id < shapes_.size()) shapes_[id].conversions = seen;
 }
 
+void EngineRegistry::learn_outputs(uint32_t id, uint16_t allocated) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (id < shapes_.size()) shapes_[id].outputs = allocated;
+}
+
 size_t EngineRegistry::live_count() const {
   std::lock_guard<std::mutex> lock(mutex_);
   return live_.size();

@@ -84,7 +84,9 @@ class EngineRegistry {
   // What the live phase ranges (NVTX, torch.profiler scopes: hook/call_scope.h) need to open `enqueue` once
   // per call: how many outputs the engine allocates (from its __str__'s Outputs list; 0: unknown) and whether
   // a conversion follows each allocation (2.11's .to(dtype); kUnknown until a call showed it). Locked: asked
-  // only by calls that open live ranges.
+  // only by calls that open live ranges. The count is also learnt from a whole call (learn_outputs): 2.13 and
+  // later list no outputs before the engine's first call (its execution context is made then), and 2.14
+  // allocates no aliased output (it is bound to an input), so fewer than the list has.
   enum class Conversions : uint8_t { kUnknown, kNone, kAfterEach };
   struct OutputShape {
     uint16_t outputs = 0;
@@ -92,6 +94,7 @@ class EngineRegistry {
   };
   OutputShape output_shape(uint32_t id) const;
   void learn_conversions(uint32_t id, Conversions seen);
+  void learn_outputs(uint32_t id, uint16_t allocated);
 
  private:
   static EngineRegistry* create();

@@ -145,6 +145,12 @@ void CallScope::finish(bool error) noexcept {
       live_outputs_at_finish();
     }
   }
+  // How many outputs the engine allocates, learnt from a whole call where the count was unknown or the
+  // call allocated fewer (aliased outputs): later calls open `enqueue` once, after the last allocation.
+  if (C10_UNLIKELY(live_) && !marked_ && !error && stage_ >= kOutputs && live_allocations_ != 0 &&
+      (live_outputs_ == 0 || live_allocations_ < live_outputs_)) {
+    EngineRegistry::instance().learn_outputs(engine_id_, live_allocations_);
+  }
   observe_.reset();
   if (nvtx_) {
     if (live_phase_ != 0) nvtx::pop();

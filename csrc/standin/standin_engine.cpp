@@ -71,6 +71,18 @@ std::vector<StandInLayer> parse_layers(const std::string& text) {
   return out;
 }
 
+std::vector<ProfileRange> parse_profiles(const std::string& text) {
+  std::vector<ProfileRange> out;
+  if (text.empty()) return out;
+  for (const auto& item : split(text, '|')) {
+    const auto colon = item.find(':');
+    TORCH_CHECK(colon != std::string::npos, "stand-in engine: a profile is <min>:<max>, not '", item, "'");
+    out.push_back({std::stoll(item.substr(0, colon)), std::stoll(item.substr(colon + 1))});
+    TORCH_CHECK(out.back().min >= 0 && out.back().min <= out.back().max, "stand-in engine: bad profile '", item, "'");
+  }
+  return out;
+}
+
 const char kB64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
 
 }  // namespace
@@ -129,6 +141,7 @@ EngineParams EngineParams::parse(const std::string& text) {
     else if (k == "fail_every") p.fail_every = std::stoll(v);
     else if (k == "dispatch_contiguous") p.dispatch_contiguous = std::stoll(v);
     else if (k == "layers") p.layers = parse_layers(v);
+    else if (k == "profiles") p.profiles = parse_profiles(v);
     else TORCH_CHECK(false, "stand-in engine: unknown parameter '", k, "'");
   }
   TORCH_CHECK(p.activation == "relu" || p.activation == "tanh" || p.activation == "none",
@@ -147,6 +160,10 @@ std::string EngineParams::serialize() const {
   if (!layers.empty()) {
     ss << ";layers=";
     for (size_t i = 0; i < layers.size(); ++i) ss << (i ? "|" : "") << layers[i].us << ":" << escape(layers[i].name);
+  }
+  if (!profiles.empty()) {
+    ss << ";profiles=";
+    for (size_t i = 0; i < profiles.size(); ++i) ss << (i ? "|" : "") << profiles[i].min << ":" << profiles[i].max;
   }
   return ss.str();
 }
@@ -170,7 +187,13 @@ StandInEngine::StandInEngine(std::vector<std::string> serialized_info)
               "stand-in engine: binding names do not match num_inputs/num_outputs");
   TORCH_CHECK(params.layers.empty() || device_index < 0, "stand-in engine '", name,
               "': layers are modelled on CPU engines (the GPU proof of per-layer timing is tests/faketrt)");
+  if (rt.aliased_io) parse_aliased_io(info[ALIASED_IO_IDX]);
+  TORCH_CHECK(params.profiles.empty() || rt.optimization_profiles, "stand-in engine '", name,
+              "': several optimization profiles are played from Torch-TensorRT 2.14");
   context_user_managed = dynamic_allocation;
+  // 2.11 makes the execution context here; 2.13 and 2.14 at the first call that needs one.
+  context_live = !rt.lazy_context;
+  contexts_created = rt.lazy_context ? 0 : 1;
   profile_path_prefix = trt_trace::files::temp_directory();
 #ifndef STANDIN_WITH_CUDA
   TORCH_CHECK(device_index < 0, "stand-in engine '", name,
@@ -180,6 +203,48 @@ StandInEngine::StandInEngine(std::vector<std::string> serialized_info)
     own_stream = c10::cuda::getStreamFromPool(/*isHighPriority=*/false, device_index);
   }
 #endif
+}
+
+// The runtime's records, "output@input@kind" joined with '%': a malformed one is skipped with a warning,
+// as the runtime does; an unknown binding name is an error (the runtime validates every aliased output
+// against the engine's bindings when it is made).
+void StandInEngine::parse_aliased_io(const std::string& text) {
+  if (text.empty()) return;
+  const auto index_of = [](const std::vector<std::string>& names, const std::string& n) -> int64_t {
+    for (size_t i = 0; i < names.size(); ++i) {
+      if (names[i] == n) return static_cast<int64_t>(i);
+    }
+    return -1;
+  };
+  for (const auto& rec : split(text, kBindingDelim)) {
+    const auto f1 = rec.find(kAliasFieldDelim);
+    const auto f2 = f1 == std::string::npos ? std::string::npos : rec.find(kAliasFieldDelim, f1 + 1);
+    if (f2 == std::string::npos) {
+      TORCH_WARN("Skipping malformed aliased_io record: ", rec);
+      continue;
+    }
+    const int64_t out = index_of(out_binding_names, rec.substr(0, f1));
+    const int64_t in = index_of(in_binding_names, rec.substr(f1 + 1, f2 - f1 - 1));
+    TORCH_CHECK(out >= 0 && in >= 0, "stand-in engine '", name, "': aliased output record '", rec,
+                "' names a binding the engine does not have");
+    aliased_outputs.emplace_back(out, in);
+  }
+}
+
+std::optional<int64_t> StandInEngine::aliased_input_of(int64_t output) const {
+  for (const auto& [out, in] : aliased_outputs) {
+    if (out == output) return in;
+  }
+  return std::nullopt;
+}
+
+bool StandInEngine::profile_fits(int64_t profile, const std::vector<at::Tensor>& inputs) const {
+  if (params.profiles.empty()) return true;
+  const ProfileRange& r = params.profiles[static_cast<size_t>(profile)];
+  for (const auto& t : inputs) {
+    if (t.dim() == 0 || t.size(0) < r.min || t.size(0) > r.max) return false;
+  }
+  return true;
 }
 
 c10::intrusive_ptr<StandInEngine> StandInEngine::from_pickled(std::vector<std::string> serialized_info) {
@@ -206,11 +271,11 @@ c10::IValue StandInEngine::obj_flatten() const {
   static const char* const kKeys[MAX_SERIALIZATION_LEN] = {
       "version", "name", "device_info", "serialized_engine", "in_binding_names", "out_binding_names",
       "hardware_compatible", "serialized_metadata", "requires_output_allocator", "target_platform",
-      "resource_allocation_strategy", "requires_native_multidevice"};
+      "resource_allocation_strategy", "requires_native_multidevice", "aliased_io"};
   static const int kFields[MAX_SERIALIZATION_LEN] = {
       ABI_TARGET_IDX, NAME_IDX, DEVICE_IDX, ENGINE_IDX, INPUT_BINDING_NAMES_IDX, OUTPUT_BINDING_NAMES_IDX,
       HW_COMPATIBLE_IDX, SERIALIZED_METADATA_IDX, REQUIRES_OUTPUT_ALLOCATOR_IDX, TARGET_PLATFORM_IDX,
-      RESOURCE_ALLOCATION_STRATEGY_IDX, REQUIRES_NATIVE_MULTIDEVICE_IDX};
+      RESOURCE_ALLOCATION_STRATEGY_IDX, REQUIRES_NATIVE_MULTIDEVICE_IDX, ALIASED_IO_IDX};
   const std::vector<std::string> fields = serialize();
   std::vector<c10::IValue> pairs;
   pairs.reserve(fields.size());
@@ -224,15 +289,21 @@ std::string StandInEngine::to_str() const {
   std::ostringstream ss;
   ss << "Torch-TensorRT TensorRT Engine:" << std::endl;
   ss << "  Name: " << name << std::endl;
-  ss << "  Inputs: [" << std::endl;
-  for (size_t i = 0; i < in_binding_names.size(); ++i) {
-    ss << "    id: " << i << std::endl << "      name: " << in_binding_names[i] << std::endl;
+  // 2.13 and later list the bindings only from a live execution context: none before the first call.
+  if (!context_live) {
+    ss << "  Inputs: <execution context not yet materialized>" << std::endl;
+    ss << "  Outputs: <execution context not yet materialized>" << std::endl;
+  } else {
+    ss << "  Inputs: [" << std::endl;
+    for (size_t i = 0; i < in_binding_names.size(); ++i) {
+      ss << "    id: " << i << std::endl << "      name: " << in_binding_names[i] << std::endl;
+    }
+    ss << "  ]" << std::endl << "  Outputs: [" << std::endl;
+    for (size_t o = 0; o < out_binding_names.size(); ++o) {
+      ss << "    id: " << o << std::endl << "      name: " << out_binding_names[o] << std::endl;
+    }
+    ss << "  ]" << std::endl;
   }
-  ss << "  ]" << std::endl << "  Outputs: [" << std::endl;
-  for (size_t o = 0; o < out_binding_names.size(); ++o) {
-    ss << "    id: " << o << std::endl << "      name: " << out_binding_names[o] << std::endl;
-  }
-  ss << "  ]" << std::endl;
   ss << "  Device: " << (device_index < 0 ? std::string("CPU (stand-in)") : "cuda:" + std::to_string(device_index))
      << std::endl;
   ss << "  Hardware Compatibility: " << (info[HW_COMPATIBLE_IDX] == "1" ? "Enabled" : "Disabled") << std::endl;
@@ -241,6 +312,19 @@ std::string StandInEngine::to_str() const {
   // 2.12 and later also say whether the engine needs native multi-device collectives.
   if (static_cast<int64_t>(info.size()) > REQUIRES_NATIVE_MULTIDEVICE_IDX) {
     ss << "  Multi-Device Engine: " << (info[REQUIRES_NATIVE_MULTIDEVICE_IDX] == "1" ? 1 : 0) << std::endl;
+  }
+  // 2.13 and later end with the runtime settings.
+  if (traits(version).runtime_settings) {
+    static const char* const kKernelStrategies[] = {"lazy", "eager", "none"};
+    static const char* const kGraphStrategies[] = {"disabled", "whole_graph_capture"};
+    ss << "RuntimeSettings{" << std::endl;
+    ss << "  Dynamic Shapes Kernel Strategy: " << kKernelStrategies[kernel_strategy] << std::endl;
+    ss << "  CUDA Graph Strategy: " << kGraphStrategies[cuda_graph_strategy] << std::endl;
+    ss << "  Runtime Cache: "
+       << (!runtime_cache ? "<engine-local, in-memory>"
+                          : runtime_cache->path.empty() ? "<in-memory shared>" : runtime_cache->path.c_str())
+       << std::endl;
+    ss << "}";
   }
   return ss.str();
 }

@@ -5,7 +5,7 @@
 // TensorRT Engine:" then "  Name: <name>"), def_pickle with the engine field base64-encoded, and
 // __obj_flatten__ as one (key, value) pair per field. The layout and the call's stream and device
 // handling follow the runtime version the engine was made under (standin_runtime_version.h:
-// 2.11 or 2.13). Instead of a TensorRT plan, the ENGINE field holds the stand-in's parameters
+// 2.11, 2.13 or 2.14). Instead of a TensorRT plan, the ENGINE field holds the stand-in's parameters
 // ("key=value;..."), so they survive pickling and AOTInductor packaging.
 #pragma once
 
@@ -28,8 +28,8 @@
 
 namespace trt_standin {
 
-// The real runtime's serialized-info indices. 2.11 has the first 11; 2.13 adds the twelfth. How
-// many a version reads and writes is RuntimeTraits::serialization_len.
+// The real runtime's serialized-info indices. 2.11 has the first 11; 2.13 adds the twelfth, 2.14 the
+// thirteenth. How many a version reads and writes is RuntimeTraits::serialization_len.
 enum SerializedInfoIndex : int {
   ABI_TARGET_IDX = 0,
   NAME_IDX,
@@ -42,10 +42,19 @@ enum SerializedInfoIndex : int {
   TARGET_PLATFORM_IDX,
   REQUIRES_OUTPUT_ALLOCATOR_IDX,
   RESOURCE_ALLOCATION_STRATEGY_IDX,
-  REQUIRES_NATIVE_MULTIDEVICE_IDX,  // 2.13 only
+  REQUIRES_NATIVE_MULTIDEVICE_IDX,  // 2.13 and later
+  ALIASED_IO_IDX,                   // 2.14: "output@input@kind" records joined with '%'
   MAX_SERIALIZATION_LEN,
 };
 constexpr char kBindingDelim = '%';
+constexpr char kAliasFieldDelim = '@';
+
+// One optimization profile of the stand-in's "plan" (2.14): the range of dimension 0 it accepts
+// for every input, as TensorRT's getProfileShape gives min and max.
+struct ProfileRange {
+  int64_t min = 0;
+  int64_t max = 0;
+};
 
 // A layer of the stand-in's "plan": host work of a known cost inside enqueue (CPU engines), which
 // the engine's profiler times and reports under the layer's name, as TensorRT reports its layers.
@@ -72,9 +81,18 @@ struct EngineParams {
   int64_t dispatch_contiguous = 0;
   // In execution order; "layers=<us>:<name>|<us>:<name>..." with %, ; and | in names as %25, %3B, %7C.
   std::vector<StandInLayer> layers;
+  // Optimization profiles ("profiles=<min>:<max>|..."); none: one profile that takes any shape.
+  std::vector<ProfileRange> profiles;
 
   static EngineParams parse(const std::string& text);
   std::string serialize() const;
+};
+
+// tensorrt.RuntimeCacheHandle (2.13+): a runtime cache engines may share, and the file it is kept in.
+// Only TensorRT-RTX fills one; the stand-in keeps the path and never has a cache.
+struct RuntimeCacheHandle : torch::CustomClassHolder {
+  explicit RuntimeCacheHandle(std::string p) : path(std::move(p)) {}
+  std::string path;
 };
 
 std::string base64_encode(const std::string& in);
@@ -103,6 +121,28 @@ struct StandInEngine : torch::CustomClassHolder {
   std::vector<std::string> in_binding_names;
   std::vector<std::string> out_binding_names;
 
+  // 2.14: output index -> the input index whose storage it is bound to (from ALIASED_IO_IDX). Such an
+  // output is not allocated: the call returns the bound input in its place.
+  std::vector<std::pair<int64_t, int64_t>> aliased_outputs;
+  std::optional<int64_t> aliased_input_of(int64_t output) const;
+  void parse_aliased_io(const std::string& text);
+
+  // 2.14's optimization profiles: the one loaded in the context, shape-based selection (opt-in), and
+  // how many switches were made (for tests).
+  int64_t active_profile = 0;
+  bool auto_select_profiles = false;
+  int64_t profile_switches = 0;
+  int64_t num_optimization_profiles() const {
+    return params.profiles.empty() ? 1 : static_cast<int64_t>(params.profiles.size());
+  }
+  bool profile_fits(int64_t profile, const std::vector<at::Tensor>& inputs) const;
+
+  // 2.13+: the runtime settings (two strategies and a runtime cache handle, compared by identity);
+  // a change drops the context.
+  int64_t kernel_strategy = 0;
+  int64_t cuda_graph_strategy = 0;
+  c10::intrusive_ptr<RuntimeCacheHandle> runtime_cache;  // null: the engine's own, in memory
+
   std::mutex mu;  // the per-engine lock of the real runtime
 
   // Torch-TensorRT's own profiling (standin_profiling.h). The profiler and the context are guarded,
@@ -110,10 +150,10 @@ struct StandInEngine : torch::CustomClassHolder {
   bool profile_execution = false;
   std::unique_ptr<LayerProfiler> profiler;
   std::string profile_path_prefix;     // the real default: the system's temporary directory
-  bool context_live = true;            // 2.13 drops it and makes the next one lazily
+  bool context_live = true;            // 2.13+ makes none until the first call, drops it, makes the next lazily
   bool context_user_managed = false;   // created for the Dynamic strategy (the workspace is bound to it)
   bool profiler_on_context = false;    // the live context has the profiler attached
-  int64_t contexts_created = 1;        // the constructor's
+  int64_t contexts_created = 1;        // 2.11: the constructor's; 2.13+: none until the first call
   int64_t static_context_workspaces = 0;  // workspaces bound to a static context (a TensorRT error)
   std::atomic<int64_t> unsafe_toggles{0};  // enable/disable_profiling while a call held `mu`
   int64_t profiled_calls = 0;          // calls that ran with the profiler attached

@@ -2,8 +2,9 @@
 // dispatches in steps 1, 2, 7 and 8 are the ones the tracer's phase model
 // observes; the "engine" computation runs hidden from observers of the
 // dispatcher, as TensorRT's enqueueV3 dispatches no aten op. Where Torch-TensorRT
-// 2.11 and 2.13 differ (inputs off the engine's device, streams), the call follows
-// the version its engine was made under (standin_runtime_version.h).
+// 2.11, 2.13 and 2.14 differ (inputs off the engine's device, streams, the lazy
+// context, 2.14's aliased outputs and optimization profiles), the call follows the
+// version its engine was made under (standin_runtime_version.h).
 #include <ATen/record_function.h>
 #include <c10/core/impl/LocalDispatchKeySet.h>
 #include <torch/csrc/autograd/profiler_legacy.h>
@@ -76,8 +77,11 @@ bool run_plan_cpu_float(const EngineParams& p, const std::vector<at::Tensor>& in
 // Other devices and dtypes: aten ops. TensorRT's kernels are no dispatcher ops, so these are hidden
 // from RecordFunction callbacks and from every dispatch key at or above ADInplaceOrView (modes,
 // wrappers, autograd): an observer of the call's ops sees what it would see with the real runtime.
-void run_plan(const EngineParams& p, const std::vector<at::Tensor>& inputs, std::vector<at::Tensor>& outputs) {
-  if (run_plan_cpu_float(p, inputs, outputs)) return;
+// `aliased`: an output shares an input's storage (2.14), so the plain loops, which read the inputs
+// again on every pass, are not used; the ops below read every input before writing any output.
+void run_plan(const EngineParams& p, const std::vector<at::Tensor>& inputs, std::vector<at::Tensor>& outputs,
+              bool aliased) {
+  if (!aliased && run_plan_cpu_float(p, inputs, outputs)) return;
   at::RecordFunctionGuard invisible(/*is_enabled=*/false);
   c10::impl::ExcludeDispatchKeyGuard below_modes(
       c10::DispatchKeySet(c10::DispatchKeySet::FULL) -
@@ -167,7 +171,8 @@ std::vector<at::Tensor> execute_engine(std::vector<at::Tensor> inputs, c10::intr
     }
   }
 
-  // The execution context (2.13 makes one here where it was dropped; 2.11 always has one).
+  // The execution context (2.13 and 2.14 make one here at the first call and where it was dropped,
+  // before the workspace and the lock; 2.11 always has one).
   ensure_context(*engine);
 
   // 2. Dynamic workspace, before the lock (Dynamic strategy only), bound to the context.
@@ -183,10 +188,24 @@ std::vector<at::Tensor> execute_engine(std::vector<at::Tensor> inputs, c10::intr
   std::unique_lock<std::mutex> lock(engine->mu);
   const int64_t call_index = ++engine->calls;
 
-  // 6. Shape key from the input sizes.
+  // 6. Shape key from the input sizes; 2.14 with shape-based selection switches the optimization
+  //    profile here when the shapes changed and the loaded profile does not take them (no op is
+  //    dispatched: setOptimizationProfileAsync).
   std::string shape_key;
   for (const auto& in : inputs) shape_key += c10::str(in.sizes());
+  const bool shape_changed = shape_key != engine->last_shape_key;
   engine->last_shape_key = shape_key;
+  if (shape_changed && engine->num_optimization_profiles() > 1 && engine->auto_select_profiles &&
+      !engine->profile_fits(engine->active_profile, inputs)) {
+    int64_t fitting = -1;
+    for (int64_t k = 0; k < engine->num_optimization_profiles() && fitting < 0; ++k) {
+      if (engine->profile_fits(k, inputs)) fitting = k;
+    }
+    TORCH_CHECK(fitting >= 0, "No optimization profile matches the input shapes. Fix the input shapes or pin a "
+                "profile explicitly via optimization_profile(module, index).");
+    engine->active_profile = fitting;
+    ++engine->profile_switches;
+  }
 
   // 7. Input setup: view(shape).contiguous() per input.
   auto input_profile = step_profile(*engine, "_input_profile.trace");
@@ -196,6 +215,9 @@ std::vector<at::Tensor> execute_engine(std::vector<at::Tensor> inputs, c10::intr
     TORCH_CHECK(in.device().type() == device.type(), "Expected input tensors to have device ",
                 c10::DeviceTypeName(device.type(), /*lower_case=*/true), ", found device ", in.device());
     at::Tensor viewed = in.view(in.sizes());
+    // setInputShape fails for a shape outside the loaded optimization profile (2.14, several profiles).
+    TORCH_CHECK(engine->num_optimization_profiles() <= 1 || engine->profile_fits(engine->active_profile, {in}),
+                "Error while setting the input shape");
     bound_inputs.push_back(p.dispatch_contiguous != 0 ? viewed.__dispatch_contiguous(c10::MemoryFormat::Contiguous)
                                                       : viewed.contiguous());
   }
@@ -206,8 +228,11 @@ std::vector<at::Tensor> execute_engine(std::vector<at::Tensor> inputs, c10::intr
   //    dispatches nothing.)
   input_profile.reset();
   auto output_profile = step_profile(*engine, "_output_profile.trace");
+  //    2.14: an aliased output is not allocated, the bound input takes its place (the caller's storage,
+  //    written through); an engine with aliased outputs never reuses pre-allocated outputs.
   std::vector<at::Tensor> outputs;
-  const bool reuse = engine->use_pre_allocated_outputs &&
+  const bool aliased = !engine->aliased_outputs.empty();
+  const bool reuse = engine->use_pre_allocated_outputs && !aliased &&
                      engine->pre_allocated_outputs.size() == static_cast<size_t>(p.num_outputs) &&
                      engine->pre_allocated_outputs[0].sizes() == bound_inputs[0].sizes();
   if (reuse) {
@@ -215,14 +240,20 @@ std::vector<at::Tensor> execute_engine(std::vector<at::Tensor> inputs, c10::intr
   } else {
     const at::TensorOptions like = bound_inputs[0].options();
     for (int64_t k = 0; k < p.num_outputs; ++k) {
-      if (rt.converts_outputs) {
+      if (const auto source = engine->aliased_input_of(k)) {
+        const at::Tensor& in = bound_inputs[static_cast<size_t>(*source)];
+        TORCH_CHECK(in.sizes() == bound_inputs[0].sizes(), "Aliased output ", engine->out_binding_names[k],
+                    " shape (", bound_inputs[0].sizes(), ") does not match source input ",
+                    engine->in_binding_names[*source], " shape (", in.sizes(), ")");
+        outputs.push_back(in);
+      } else if (rt.converts_outputs) {
         outputs.push_back(at::empty(bound_inputs[0].sizes(), at::TensorOptions().device(like.device()))
                               .to(like.dtype().toScalarType()));
       } else {
         outputs.push_back(at::empty(bound_inputs[0].sizes(), like));
       }
     }
-    if (engine->use_pre_allocated_outputs) engine->pre_allocated_outputs = outputs;
+    if (engine->use_pre_allocated_outputs && !aliased) engine->pre_allocated_outputs = outputs;
   }
 
 #ifdef STANDIN_WITH_CUDA
@@ -256,7 +287,7 @@ std::vector<at::Tensor> execute_engine(std::vector<at::Tensor> inputs, c10::intr
                                " calls)");
     }
     run_layers(*engine);
-    run_plan(p, bound_inputs, outputs);
+    run_plan(p, bound_inputs, outputs, aliased);
   }
 #ifdef STANDIN_WITH_CUDA
   if (streams && streams->hand_off) {  // engine -> caller

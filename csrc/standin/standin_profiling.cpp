@@ -98,7 +98,7 @@ void ensure_context(StandInEngine& engine) {
 
 void enable_profiling(StandInEngine& engine) {
   note_unsafe_toggle(engine);
-  ensure_context(engine);  // 2.13: exec_ctx() makes one if none is live (2.11 always has one)
+  ensure_context(engine);  // 2.13+: exec_ctx() makes one if none is live (2.11 always has one)
   engine.profile_execution = true;
   engine.profiler = std::make_unique<LayerProfiler>();
   engine.profiler_on_context = true;
@@ -108,7 +108,7 @@ void disable_profiling(StandInEngine& engine) {
   note_unsafe_toggle(engine);  // (the real one first synchronises the device)
   engine.profile_execution = false;
   engine.profiler.reset();
-  if (traits(engine.version).lazy_context) {  // 2.13: the next call makes a context lazily
+  if (traits(engine.version).lazy_context) {  // 2.13+: the next call makes a context lazily
     engine.context_live = false;
     engine.profiler_on_context = false;
   } else {  // 2.11: a new context now, with the default (static) strategy whatever the engine's
@@ -127,11 +127,42 @@ void use_dynamically_allocated_resources(StandInEngine& engine, bool dynamic) {
   if (dynamic == engine.dynamic_allocation) return;
   engine.dynamic_allocation = dynamic;
   if (traits(engine.version).lazy_context) {
-    engine.context_live = false;  // 2.13: dropped; the next call makes one with the new strategy
+    engine.context_live = false;  // 2.13+: dropped; the next call makes one with the new strategy
     engine.profiler_on_context = false;
   } else {
     create_context(engine, dynamic);  // 2.11: re-created now with the new strategy
   }
+}
+
+void update_runtime_settings(StandInEngine& engine, int64_t kernel_strategy, int64_t cuda_graph_strategy,
+                             c10::intrusive_ptr<RuntimeCacheHandle> runtime_cache) {
+  TORCH_CHECK(traits(engine.version).runtime_settings, "Torch-TensorRT ", traits(engine.version).name,
+              " engines have no update_runtime_settings");
+  TORCH_CHECK(kernel_strategy >= 0 && kernel_strategy < 3, "Invalid dynamic_shapes_kernel_specialization_strategy int: ",
+              kernel_strategy, " (expected 0..2 mapping to lazy|eager|none)");
+  TORCH_CHECK(cuda_graph_strategy >= 0 && cuda_graph_strategy < 2, "Invalid cuda_graph_strategy int: ",
+              cuda_graph_strategy, " (expected 0..1 mapping to disabled|whole_graph_capture)");
+  if (kernel_strategy == engine.kernel_strategy && cuda_graph_strategy == engine.cuda_graph_strategy &&
+      runtime_cache.get() == engine.runtime_cache.get()) {
+    return;  // the same settings (the handle by identity): the context stays
+  }
+  engine.kernel_strategy = kernel_strategy;
+  engine.cuda_graph_strategy = cuda_graph_strategy;
+  engine.runtime_cache = std::move(runtime_cache);
+  engine.context_live = false;  // the next call makes one with the new settings, without a profiler
+  engine.profiler_on_context = false;
+}
+
+void set_active_profile(StandInEngine& engine, int64_t profile) {
+  TORCH_CHECK(traits(engine.version).optimization_profiles, "Torch-TensorRT ", traits(engine.version).name,
+              " engines have no set_active_profile");
+  if (engine.num_optimization_profiles() <= 1 || profile == engine.active_profile) return;
+  ensure_context(engine);  // the profile is loaded into the context: exec_ctx() makes one if needed
+  TORCH_CHECK(profile >= 0 && profile < engine.num_optimization_profiles(),
+              "Failed to switch to optimization profile index ", profile);
+  engine.active_profile = profile;
+  ++engine.profile_switches;
+  engine.last_shape_key = "None";  // the next call's shapes count as changed
 }
 
 }  // namespace trt_standin

@@ -12,7 +12,12 @@
 //     (`unsafe_toggles`), which in the real runtime frees a profiler or a context in use.
 //   * disable_profiling(): 2.11 drops the profiler and re-creates the execution context at once
 //     with the default (static) allocation strategy, also for an engine of the Dynamic strategy;
-//     2.13 drops it and creates the next one lazily, with the engine's strategy, at the next call.
+//     2.13 and 2.14 drop it and create the next one lazily, with the engine's strategy, at the next
+//     call. They also make none in the constructor: the first call, or enable_profiling(), does.
+//   * update_runtime_settings() (2.13+): new strategies or another runtime cache handle drop the
+//     context (lazily made again); the same settings change nothing. set_active_profile() (2.14)
+//     makes the context if none is live and loads the profile in it; neither touches the profiler,
+//     so a profiler attached before a drop is not on the next context.
 //     A context created afresh has no profiler (2.13 also drops the context when the allocation
 //     strategy changes: profiling stays "on" but reports nothing until enable_profiling() again).
 //
@@ -42,6 +47,9 @@ void enable_profiling(StandInEngine& engine);
 void disable_profiling(StandInEngine& engine);
 void set_profile_format(StandInEngine& engine, const std::string& format);
 void use_dynamically_allocated_resources(StandInEngine& engine, bool dynamic);
+void update_runtime_settings(StandInEngine& engine, int64_t kernel_strategy, int64_t cuda_graph_strategy,
+                             c10::intrusive_ptr<RuntimeCacheHandle> runtime_cache);
+void set_active_profile(StandInEngine& engine, int64_t profile);
 
 // The execution context a call uses: created here where none is live (2.13's lazy creation).
 void ensure_context(StandInEngine& engine);

@@ -27,6 +27,12 @@ bool with_profiling_methods() {
   return raw == nullptr || std::string(raw) != "0";
 }
 
+// 2.13+: tensorrt.RuntimeCacheHandle, registered before the engine class whose update_runtime_settings takes one.
+const auto kRuntimeCacheClass = torch::class_<RuntimeCacheHandle>("tensorrt", "RuntimeCacheHandle")
+                                    .def(torch::init<std::string>())
+                                    .def_readwrite("path", &RuntimeCacheHandle::path)
+                                    .def("has_cache", [](const c10::intrusive_ptr<RuntimeCacheHandle>&) { return false; });
+
 torch::class_<StandInEngine> register_engine_class() {
   auto cls = torch::class_<StandInEngine>("tensorrt", "Engine")
                  .def(torch::init<std::vector<std::string>>())
@@ -36,6 +42,22 @@ torch::class_<StandInEngine> register_engine_class() {
                  .def("use_dynamically_allocated_resources",
                       [](const EnginePtr& self, bool dynamic) { use_dynamically_allocated_resources(*self, dynamic); })
                  .def_readwrite("use_pre_allocated_outputs", &StandInEngine::use_pre_allocated_outputs)
+                 // 2.13+ (refused on engines of an older version): the contexts made, the runtime settings.
+                 .def("num_execution_contexts_created",
+                      [](const EnginePtr& self) -> int64_t { return self->contexts_created; })
+                 .def("update_runtime_settings",
+                      [](const EnginePtr& self, int64_t kernel_strategy, int64_t cuda_graph_strategy,
+                         c10::optional<c10::intrusive_ptr<RuntimeCacheHandle>> cache) {
+                        update_runtime_settings(*self, kernel_strategy, cuda_graph_strategy,
+                                                cache.has_value() ? *cache : nullptr);
+                      })
+                 // 2.14: optimization profiles (set_active_profile refused on older engines).
+                 .def("set_active_profile",
+                      [](const EnginePtr& self, int64_t profile) { set_active_profile(*self, profile); })
+                 .def_property("num_optimization_profiles",
+                               [](const EnginePtr& self) -> int64_t { return self->num_optimization_profiles(); })
+                 .def_readonly("_active_profile_index", &StandInEngine::active_profile)
+                 .def_readwrite("_auto_select_profiles", &StandInEngine::auto_select_profiles)
                  // Not the real runtime's: what its profiling did, for the tests (standin_profiling.h).
                  .def("_trt_trace_standin_state",
                       [](const EnginePtr& self) -> c10::Dict<std::string, int64_t> {
@@ -47,6 +69,8 @@ torch::class_<StandInEngine> register_engine_class() {
                         out.insert("profiled_calls", self->profiled_calls);
                         out.insert("profile_execution", self->profile_execution ? 1 : 0);
                         out.insert("calls", self->calls.load());
+                        out.insert("context_live", self->context_live ? 1 : 0);
+                        out.insert("profile_switches", self->profile_switches);
                         return out;
                       })
                  // Not the real runtime's: each layer time (float ms) its profiler was told since the last read.
@@ -80,7 +104,8 @@ const auto kEngineClass = register_engine_class();
 
 RuntimeVersion version_named(const std::string& name) {
   const auto v = parse_runtime_version(name);
-  TORCH_CHECK(v.has_value(), "trt_trace stand-in: runtime version must be 2.11 or 2.13, got '", name, "'");
+  TORCH_CHECK(v.has_value(), "trt_trace stand-in: runtime version must be ", runtime_version_choices(), ", got '",
+              name, "'");
   return *v;
 }
 
@@ -95,6 +120,7 @@ TORCH_LIBRARY(tensorrt, m) {
   m.def("SERIALIZATION_LEN", []() -> int64_t { return traits(current_runtime_version()).serialization_len; });
   m.def("NAME_IDX", []() -> int64_t { return NAME_IDX; });
   m.def("ENGINE_IDX", []() -> int64_t { return ENGINE_IDX; });
+  m.def("ALIASED_IO_IDX", []() -> int64_t { return ALIASED_IO_IDX; });
   m.def("get_multi_device_safe_mode", []() -> bool { return g_multi_device_safe_mode; });
   m.def("set_multi_device_safe_mode", [](bool on) -> void { g_multi_device_safe_mode = on; });
   m.def("get_cudagraphs_mode", []() -> int64_t { return g_cudagraphs_mode; });

@@ -39,6 +39,9 @@ from ..native.python_calls import Mark
 WATCHED: dict[str, tuple[tuple[str, str], ...]] = {
     "torch_tensorrt.dynamo.runtime._PythonTorchTensorRTModule": (("PythonTorchTensorRTModule", "forward"),),
     "torch_tensorrt.dynamo.runtime._PythonTRTEngine": (("TRTEngine", "execute"),),
+    # Where the released 2.13 and 2.14 packages keep their Python engine (the Python runtime rework moved
+    # it there and removed PythonTorchTensorRTModule): the same class and steps.
+    "torch_tensorrt.dynamo.runtime._TRTEngine": (("TRTEngine", "execute"),),
 }
 INSTRUMENTED = "_trt_trace_instrumented"  # set on a class once it is
 

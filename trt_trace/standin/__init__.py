@@ -10,10 +10,11 @@ at CompositeExplicitAutograd, torchbind class `tensorrt.Engine`, same `__str__` 
     engine = standin.make_engine("_run_on_acc_0_engine", scale=2.0, host_us=50)
     out = torch.ops.tensorrt.execute_engine([x], engine)
 
-It plays Torch-TensorRT 2.11 or 2.13, whose serialized engines (ABI "8" and 11 fields vs "9" and
-12), handling of inputs off the engine's device and streams differ: `TRT_TRACE_STANDIN_RUNTIME=2.11`
-or `=2.13` (the default) picks the version for the process, `runtime_version()` says which is
-played, and `use_runtime()` switches it in-process (for tests).
+It plays Torch-TensorRT 2.11, 2.13 or 2.14, whose serialized engines (ABI "8" and 11 fields, "9" and
+12, "10" and 13), handling of inputs off the engine's device, streams and execution contexts differ
+(2.14 adds aliased outputs and optimization profiles): `TRT_TRACE_STANDIN_RUNTIME=2.11`, `=2.13` (the
+default) or `=2.14` picks the version for the process, `runtime_version()` says which is played, and
+`use_runtime()` switches it in-process (for tests).
 
 It refuses to load where the real runtime is loaded (both cannot own the `tensorrt` namespace).
 """

@@ -2,7 +2,7 @@
 
 Mirrors what torch_tensorrt registers for the real runtime: a fake class for tensorrt::Engine built
 from `__obj_flatten__` pairs, and a fake kernel for tensorrt::execute_engine. The pairs are one per
-serialized-info field of the runtime version played (11 in 2.11, 12 in 2.13); the fake checks them
+serialized-info field of the runtime version played (11 in 2.11, 12 in 2.13, 13 in 2.14); the fake checks them
 against the loaded runtime's layout ops, so an engine of another version fails export here.
 """
 
@@ -29,7 +29,8 @@ _OtherMethods = type("_OtherMethods", (), {name: _does_nothing(result) for name,
     ("get_engine_layer_info", ""), ("dump_engine_layer_info", None), ("dump_engine_layer_info_to_file", None),
     ("profile_path_prefix_getter", ""), ("profile_path_prefix_setter", None), ("_trt_trace_standin_state", {}),
     ("_trt_trace_standin_reported", []), ("use_dynamically_allocated_resources", None),
-    ("use_pre_allocated_outputs_getter", False), ("use_pre_allocated_outputs_setter", None))})
+    ("use_pre_allocated_outputs_getter", False), ("use_pre_allocated_outputs_setter", None),
+    ("num_execution_contexts_created", 0), ("update_runtime_settings", None), ("set_active_profile", None))})
 
 
 @torch._library.register_fake_class("tensorrt::Engine")

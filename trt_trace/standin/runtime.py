@@ -1,8 +1,9 @@
 """Loading the stand-in runtime library, choosing the Torch-TensorRT version it plays, making engines.
 
-The stand-in plays Torch-TensorRT 2.11 or 2.13 (csrc/standin/standin_runtime_version.h says what
-differs: ABI "8" and 11 serialized-info fields vs "9" and 12, inputs off the engine's device,
-streams). `TRT_TRACE_STANDIN_RUNTIME=2.11|2.13` (default 2.13) picks it for the whole process, read
+The stand-in plays Torch-TensorRT 2.11, 2.13 or 2.14 (csrc/standin/standin_runtime_version.h says
+what differs: ABI "8" and 11 serialized-info fields, "9" and 12, "10" and 13; inputs off the engine's
+device, streams, the lazy context; 2.14's aliased outputs and optimization profiles).
+`TRT_TRACE_STANDIN_RUNTIME=2.11|2.13|2.14` (default 2.13) picks it for the whole process, read
 once when the library loads; child processes inherit the variable, so an AOTInductor package built
 in one process loads in its children. `use_runtime()` switches it in-process for tests: engines
 made (or unpickled) afterwards follow the new version, engines made before keep theirs.
@@ -22,9 +23,10 @@ from ..native._library import once
 # Serialized-info indices shared by every runtime version; how many fields there are and the ABI
 # string come from the loaded runtime's own ops (torch.ops.tensorrt.SERIALIZATION_LEN, ABI_VERSION).
 NAME_IDX, DEVICE_IDX, ENGINE_IDX = 1, 2, 3
-REQUIRES_NATIVE_MULTIDEVICE_IDX = 11  # in runtimes with 12 fields
+REQUIRES_NATIVE_MULTIDEVICE_IDX = 11  # in runtimes with 12 fields and more
+ALIASED_IO_IDX = 12  # in runtimes with 13 fields (2.14)
 
-RUNTIME_VERSIONS = ("2.11", "2.13")
+RUNTIME_VERSIONS = ("2.11", "2.13", "2.14")
 
 
 class RealRuntimePresent(RuntimeError):
@@ -62,13 +64,13 @@ def load() -> None:
 
 
 def runtime_version() -> str:
-    """The Torch-TensorRT version the stand-in plays now: "2.11" or "2.13"."""
+    """The Torch-TensorRT version the stand-in plays now: "2.11", "2.13" or "2.14"."""
     load()
     return torch.ops.tensorrt._trt_trace_standin_runtime()
 
 
 def use_runtime(version: str) -> str:
-    """Plays `version` ("2.11" or "2.13") from now on in this process; returns the previous one.
+    """Plays `version` ("2.11", "2.13" or "2.14") from now on in this process; returns the previous one.
 
     For tests: a real process has one runtime. Engines made before keep their version (their
     calls, pickling and __obj_flatten__ follow it); packages and pickles of the other version no
@@ -105,6 +107,11 @@ class EngineSpec:
     # which Torch-TensorRT's profiler (enable_profiling) times and reports by name, as TensorRT reports
     # its layers. Names are any text (TensorRT's look like "[CONVOLUTION]-[aten_ops...]-[conv1] + [RELU]-...").
     layers: tuple[tuple[str, int], ...] = ()
+    # (output, input) index pairs (2.14): the output is bound to the input's storage, written through and
+    # returned in its place, not allocated (Torch-TensorRT's aliased IO, e.g. a KV-cache update).
+    aliased: tuple[tuple[int, int], ...] = ()
+    # (min, max) of every input's dimension 0 per optimization profile (2.14); empty: one profile.
+    profiles: tuple[tuple[int, int], ...] = ()
 
     def params_text(self) -> str:
         keys = ("scale", "bias", "activation", "num_inputs", "num_outputs", "repeat", "host_us",
@@ -116,6 +123,8 @@ class EngineSpec:
         if self.layers:  # the separators of this text, escaped in names (csrc/standin/standin_engine.cpp)
             escaped = (n.replace("%", "%25").replace(";", "%3B").replace("|", "%7C") for n, _ in self.layers)
             text += ";layers=" + "|".join(f"{int(us)}:{n}" for (_, us), n in zip(self.layers, escaped, strict=True))
+        if self.profiles:  # part of the plan, as a TensorRT engine holds its profiles
+            text += ";profiles=" + "|".join(f"{int(lo)}:{int(hi)}" for lo, hi in self.profiles)
         return text
 
     def serialized_info(self) -> list[str]:
@@ -135,6 +144,11 @@ class EngineSpec:
         info[10] = "1" if self.dynamic else "0"
         if len(info) > REQUIRES_NATIVE_MULTIDEVICE_IDX:
             info[REQUIRES_NATIVE_MULTIDEVICE_IDX] = "0"
+        if len(info) > ALIASED_IO_IDX:  # the runtime's records: output@input@kind, joined with %
+            info[ALIASED_IO_IDX] = "%".join(f"output_{o}@input_{i}@user" for o, i in self.aliased)
+        elif self.aliased:
+            raise ValueError(f"trt_trace.standin: aliased outputs need Torch-TensorRT 2.14 (ABI \"10\"), the "
+                             f"stand-in plays {runtime_version()}")
         return info
 
     @classmethod
@@ -150,7 +164,8 @@ def make_engine(name: str, **params) -> torch.ScriptObject:
 
 
 def reference_outputs(spec: EngineSpec, inputs: list[torch.Tensor]) -> list[torch.Tensor]:
-    """What the engine must return, computed independently in float64."""
+    """What the engine must return, computed independently in float64 (an aliased output too: the call
+    also writes it into its input)."""
     y = sum(x.double() for x in inputs) * spec.scale + spec.bias
     if spec.activation == "relu":
         y = torch.relu(y)
