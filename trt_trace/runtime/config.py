@@ -626,3 +626,26 @@ def metrics_from_env() -> MetricsSettings | None:
         return None
     addr = os.environ.get("TRT_TRACE_METRICS_ADDR", "").strip() or DEFAULT_METRICS_ADDR
     return MetricsSettings(port=port, addr=addr)
+
+
+# -- on-demand capture (runtime/on_demand.py): whether a process is armed, and where the control sockets live --
+
+def arm_from_env() -> bool | None:
+    """TRT_TRACE_ARM: True (`1`: armed from start-up, through the start-up hook), False (`0`: never armed,
+    not even by `import trt_trace`), None when unset (armed by `import trt_trace`)."""
+    raw = os.environ.get("TRT_TRACE_ARM")
+    if raw is None or raw.strip() == "":
+        return None
+    return _bool("TRT_TRACE_ARM", raw, True)
+
+
+def control_dir_from_env() -> str:
+    """Where armed processes keep their control sockets: TRT_TRACE_CONTROL_DIR, else a folder of this user's
+    alone ($XDG_RUNTIME_DIR/trt_trace, else /tmp/trt_trace-UID), the same for the target and `trt-trace capture`."""
+    raw = os.environ.get("TRT_TRACE_CONTROL_DIR", "").strip()
+    if raw:
+        return raw
+    runtime = os.environ.get("XDG_RUNTIME_DIR", "").strip()
+    if runtime and os.path.isdir(runtime):
+        return os.path.join(runtime, "trt_trace")
+    return os.path.join("/tmp", f"trt_trace-{os.getuid()}")
