@@ -649,3 +649,19 @@ def control_dir_from_env() -> str:
     if runtime and os.path.isdir(runtime):
         return os.path.join(runtime, "trt_trace")
     return os.path.join("/tmp", f"trt_trace-{os.getuid()}")
+
+
+CUDA_PROFILER_MODES = ("session",)
+
+
+def cuda_profiler_from_env() -> str | None:
+    """TRT_TRACE_CUDA_PROFILER: `session` calls cudaProfilerStart when a session starts recording and
+    cudaProfilerStop when it has stopped (runtime/profiler_range.py); None when unset, `0` or nonsense (one line)."""
+    raw = os.environ.get("TRT_TRACE_CUDA_PROFILER", "").strip().lower()
+    if raw in ("", "0", "off", "false", "no"):
+        return None
+    if raw not in CUDA_PROFILER_MODES:
+        warn(f"TRT_TRACE_CUDA_PROFILER={raw!r} is not a mode; use session (or 0: off) (running without a "
+             "cudaProfilerApi range)")
+        return None
+    return raw

@@ -21,7 +21,7 @@ from ..io import formats
 from ..native import ops
 from ..schema.errors import BufferUnavailable, TraceError
 from ..schema.version import __version__
-from . import config, metrics, process_hooks
+from . import config, metrics, process_hooks, profiler_range
 from .config import (
     Settings,
     check_gpu_every,
@@ -183,6 +183,7 @@ class Session:
         if not available["nvtx"] and self.settings.nvtx:
             warn("TRT_TRACE_NVTX: this build has no NVTX (install nvidia-nvtx and reinstall trt_trace)")
         self._switch_before = ops.get_profile_execution()
+        profiler_range.begin()  # TRT_TRACE_CUDA_PROFILER=session: nsys's cudaProfilerApi range opens here
         ops.set_recording(True)
         ops.set_profile_execution(True)
 
@@ -260,6 +261,7 @@ class Session:
         ops.set_recording(False)
         ops.set_profile_execution(self._switch_before or metrics.serving())  # served metrics keep counting
         self.drainer.stop()
+        profiler_range.end()  # after the last drain, which waited for the last calls' GPU spans
         # After the last drain: it waited for GPU spans. Per-layer timing goes off with it (every engine back to
         # normal calls, the runtime's private folder removed) before the end record reports the windows.
         ops.restore_session_switches(self._switches_before)
