@@ -151,3 +151,19 @@ def test_no_cuda_runtime_is_one_line(tmp_path: Path) -> None:
     assert r.stderr.splitlines() == ["trt_trace: TRT_TRACE_CUDA_PROFILER: no CUDA runtime in this process (no "
                                      "cudaProfilerStart); no capture range"]
     assert _call_span_ns(tmp_path / "second.json")[0] == 3
+
+
+@pytest.mark.parametrize(("raw", "expected", "warns"), [
+    (None, None, False), ("0", None, False), ("off", None, False), ("session", "session", False),
+    (" Session ", "session", False), ("calls", None, True), ("1", None, True),
+])
+def test_trt_trace_cuda_profiler_reads_as_documented(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture,
+                                                     raw: str | None, expected: str | None, warns: bool) -> None:
+    from trt_trace.runtime import config
+
+    if raw is None:
+        monkeypatch.delenv("TRT_TRACE_CUDA_PROFILER", raising=False)
+    else:
+        monkeypatch.setenv("TRT_TRACE_CUDA_PROFILER", raw)
+    assert config.cuda_profiler_from_env() == expected
+    assert (capsys.readouterr().err != "") is warns

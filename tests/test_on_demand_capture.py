@@ -316,3 +316,32 @@ def test_a_control_folder_open_to_others_is_refused(tmp_path: Path, mode: str) -
     assert proc.stderr.splitlines() == [f"trt_trace: on-demand capture is off in this process: control folder "
                                         f"{control} is open to other users (mode {mode[1:]}; it must be 700)"]
     assert list(control.iterdir()) == []
+
+
+@pytest.mark.parametrize(("raw", "expected", "warns"), [
+    (None, None, False), ("", None, False), ("1", True, False), ("yes", True, False), ("0", False, False),
+    ("off", False, False), ("maybe", True, True),
+])
+def test_trt_trace_arm_reads_as_documented(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture,
+                                           raw: str | None, expected: bool | None, warns: bool) -> None:
+    from trt_trace.runtime import config
+
+    if raw is None:
+        monkeypatch.delenv("TRT_TRACE_ARM", raising=False)
+    else:
+        monkeypatch.setenv("TRT_TRACE_ARM", raw)
+    assert config.arm_from_env() is expected
+    assert (capsys.readouterr().err != "") is warns
+
+
+def test_the_control_folder_is_the_variable_else_the_users_runtime_folder_else_tmp(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    from trt_trace.runtime import config
+
+    monkeypatch.setenv("TRT_TRACE_CONTROL_DIR", str(tmp_path / "c"))
+    assert config.control_dir_from_env() == str(tmp_path / "c")
+    monkeypatch.delenv("TRT_TRACE_CONTROL_DIR")
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(tmp_path))
+    assert config.control_dir_from_env() == str(tmp_path / "trt_trace")
+    monkeypatch.delenv("XDG_RUNTIME_DIR")
+    assert config.control_dir_from_env() == f"/tmp/trt_trace-{os.getuid()}"

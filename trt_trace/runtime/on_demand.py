@@ -97,6 +97,7 @@ def arm() -> None:
         if problem is not None:
             config.warn(f"on-demand capture is off in this process: control folder {problem}")
             return
+        sweep(folder)  # the sockets that processes leaving through os._exit or a kill left behind
         path = socket_path(folder, os.getpid())
         listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         try:
