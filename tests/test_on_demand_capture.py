@@ -42,6 +42,8 @@ def call_for(seconds):
     while time.monotonic() < end:
         call()
 
+# Armed is not tracing: no session, the live counters' switch as the program left it (off).
+assert trt_trace.active() is None and not trt_trace.get_profile_execution()
 print("ready", os.getpid(), flush=True)
 """
 
@@ -96,6 +98,7 @@ def test_a_window_of_a_busy_process_holds_every_call_it_made_in_the_window(tmp_p
 workers = [threading.Thread(target=call_for, args=(8,)) for _ in range(2)]
 for w in workers: w.start()
 for w in workers: w.join()
+assert trt_trace.active() is None and not trt_trace.get_profile_execution()  # back to tracing off
 print(counts["inside"], counts["edge"], flush=True)
 """
     proc = _start(body, control, tmp_path, TRT_TRACE_BUFFER="64")
@@ -162,23 +165,28 @@ def test_a_single_c_call_holding_the_gil_answers_timed_out_in_one_line(tmp_path:
 
 def test_a_forked_child_is_an_armed_process_of_its_own(tmp_path: Path) -> None:
     """The child gets its own socket (the parent keeps its own); a capture of the child holds the child's calls
-    under the child's pid; the parent can be captured too."""
+    under the child's pid; the parent can be captured too. A child that subprocess forks to exec another program
+    (with a preexec_fn, the one case where the fork handlers run) is not armed."""
     control = tmp_path / "ctl"
     body = """
 child = os.fork()
 if child == 0:
     call_for(30)
     os._exit(0)
-print("child", child, flush=True)
+import subprocess
+sleeper = subprocess.Popen(["sleep", "60"], preexec_fn=lambda: None)
+print("child", child, sleeper.pid, flush=True)
 call_for(30)
 """
     proc = _start(body, control, tmp_path)
+    child = sleeper = 0
     try:
-        child = int(proc.stdout.readline().split()[1])
+        child, sleeper = (int(v) for v in proc.stdout.readline().split()[1:])
         deadline = time.monotonic() + 30
         while not (control / f"{child}.sock").exists() and time.monotonic() < deadline:
             time.sleep(0.05)
         assert (control / f"{child}.sock").exists() and (control / f"{proc.pid}.sock").exists()
+        assert not (control / f"{sleeper}.sock").exists()
         r = _capture(control, str(child), "--seconds", "1", "-o", str(tmp_path / "child.json"))
         assert r.returncode == 0, r.stderr
         in_file, _ = _line_counts(r.stdout, child)
@@ -191,10 +199,12 @@ call_for(30)
     finally:
         proc.kill()
         _finish(proc)
-        try:
-            os.kill(child, 9)
-        except (ProcessLookupError, UnboundLocalError):
-            pass
+        for pid in (child, sleeper):
+            try:
+                if pid > 0:
+                    os.kill(pid, 9)
+            except ProcessLookupError:
+                pass
 
 
 def test_all_captures_every_worker_of_a_group_into_a_file_each(tmp_path: Path) -> None:
@@ -295,6 +305,23 @@ def test_each_failure_is_one_line(tmp_path: Path) -> None:
             if p is not None:
                 p.kill()
                 p.communicate()
+
+
+def test_a_process_that_exits_during_the_window_leaves_a_finished_file(tmp_path: Path) -> None:
+    """The process ends (normally) 1.5 s into a 30 s window: its exit finishes the file, and the command says,
+    in one line, that it ended and where what it recorded is."""
+    control = tmp_path / "ctl"
+    proc = _start("time.sleep(1); call_for(1.5)\n", control, tmp_path)
+    try:
+        out = tmp_path / "short.json"
+        r = _capture(control, str(proc.pid), "--seconds", "30", "-o", str(out))
+    finally:
+        _finish(proc)
+    assert r.returncode == 1 and r.stdout == ""
+    assert r.stderr.splitlines() == [f"trt-trace capture: process {proc.pid} ended during the window; {out} holds "
+                                     "what it recorded until then (finished at its exit)"]
+    assert load_strict(out)[-1]["args"]["ended"] == "closed"
+    assert _calls(out) > 0
 
 
 def test_all_with_no_armed_process_says_so(tmp_path: Path) -> None:

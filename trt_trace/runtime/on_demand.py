@@ -34,6 +34,7 @@ import select
 import socket
 import stat
 import struct
+import sys
 import threading
 import time
 from pathlib import Path
@@ -128,9 +129,16 @@ def _disarm_at_exit() -> None:
             pass
 
 
+def _exec_follows() -> bool:
+    """Whether this fork is subprocess's with a preexec_fn (the only fork of subprocess that runs the at-fork
+    handlers): the child execs another program at once, so arming it (a socket, a thread) would be waste."""
+    caller = sys._getframe(2)  # the Python frame that forked (this function's caller is the fork handler)
+    return caller.f_code.co_name == "_execute_child" and caller.f_code.co_filename.endswith("subprocess.py")
+
+
 def _after_fork_in_child() -> None:
     """The child is a process of its own: the parent's listening socket closed here (its file stays, the
-    parent's), then armed under the child's pid."""
+    parent's), then armed under the child's pid (unless it is about to exec another program)."""
     global _listener, _pid, _capturing, _lock
     _lock = threading.Lock()  # a thread of the parent may have held it at the fork
     listener, _listener = _listener, None
@@ -141,7 +149,7 @@ def _after_fork_in_child() -> None:
             listener.close()
         except OSError:
             pass
-    if was_armed:
+    if was_armed and not _exec_follows():
         arm()
 
 
