@@ -7,13 +7,14 @@ from __future__ import annotations
 
 import os
 import re
+import signal
 import subprocess
 import sys
 import time
 from pathlib import Path
 
 import pytest
-from conftest import TERMINAL_SIGNALS, trt_trace_cli
+from conftest import TERMINAL_SIGNALS, terminal_signals, trt_trace_cli
 from trace_checks import load_strict
 
 from trt_trace.analysis.trace_summary import aggregate_file
@@ -322,6 +323,30 @@ def test_a_process_that_exits_during_the_window_leaves_a_finished_file(tmp_path:
                                      "what it recorded until then (finished at its exit)"]
     assert load_strict(out)[-1]["args"]["ended"] == "closed"
     assert _calls(out) > 0
+
+
+def test_ctrl_c_on_the_command_ends_the_window_and_the_file_is_finished(tmp_path: Path) -> None:
+    control = tmp_path / "ctl"
+    proc = _start("call_for(120)\n", control, tmp_path)
+    try:
+        out = tmp_path / "short.json"
+        command = subprocess.Popen([*trt_trace_cli(), "capture", str(proc.pid), "--seconds", "60", "-o", str(out)],
+                                   env=_env(control), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                   preexec_fn=terminal_signals)
+        deadline = time.monotonic() + 60
+        while not out.exists() and time.monotonic() < deadline:  # the process creates it as the window opens
+            time.sleep(0.05)
+        time.sleep(0.5)
+        command.send_signal(signal.SIGINT)
+        stdout, stderr = command.communicate(timeout=60)
+    finally:
+        proc.kill()
+        _finish(proc)
+    assert command.returncode == 0 and stderr == "", stderr
+    in_file, _ = _line_counts(stdout, proc.pid)
+    seconds = float(re.search(r": ([\d.]+) s captured", stdout).group(1))
+    assert 0 < seconds < 60
+    assert load_strict(out)[-1]["args"]["ended"] == "closed" and in_file == _calls(out) > 0
 
 
 def test_all_with_no_armed_process_says_so(tmp_path: Path) -> None:

@@ -142,18 +142,31 @@ def _cmd_capture(args: argparse.Namespace) -> int:
             print(f"trt-trace capture: {exc}", file=sys.stderr)
             failed += 1
     stop = threading.Event()
-    threads = [threading.Thread(target=capture_request.capture_one, args=(c, path, args.seconds, args.timeout),
-                                kwargs={"stop": stop}, daemon=True) for c, path in targets]
-    for t in threads:
-        t.start()
+    finished = [threading.Event() for _ in targets]
+
+    def run_one(c: capture_request.Capture, path: str, finished: threading.Event) -> None:
+        try:
+            capture_request.capture_one(c, path, args.seconds, args.timeout, stop=stop)
+        finally:
+            finished.set()
+
+    for (c, path), done in zip(targets, finished, strict=True):
+        threading.Thread(target=run_one, args=(c, path, done), daemon=True).start()
+    # Waited for through events, not Thread.join: a Ctrl-C inside join() can leave a running thread looking ended.
     try:
-        for t in threads:
-            while t.is_alive():
-                t.join(0.2)
+        for done in finished:
+            while not done.wait(0.2):
+                pass
     except KeyboardInterrupt:  # the window ends now; each target still finishes its file and answers
         stop.set()
-        for t in threads:
-            t.join()
+        try:
+            for done in finished:
+                while not done.wait(0.2):
+                    pass
+        except KeyboardInterrupt:
+            print("trt-trace capture: interrupted again; the processes finish their files by themselves",
+                  file=sys.stderr)
+            return 130
     for c, _ in targets:
         if c.error:
             print(f"trt-trace capture: {c.error}" if c.error.startswith(("not ", "no ", "timed out", "process "))
