@@ -132,7 +132,10 @@ def _disarm_at_exit() -> None:
 def _exec_follows() -> bool:
     """Whether this fork is subprocess's with a preexec_fn (the only fork of subprocess that runs the at-fork
     handlers): the child execs another program at once, so arming it (a socket, a thread) would be waste."""
-    caller = sys._getframe(2)  # the Python frame that forked (this function's caller is the fork handler)
+    try:
+        caller = sys._getframe(2)  # the Python frame that forked (this function's caller is the fork handler)
+    except ValueError:  # forked from C with no Python frame below: no subprocess
+        return False
     return caller.f_code.co_name == "_execute_child" and caller.f_code.co_filename.endswith("subprocess.py")
 
 
