@@ -1,5 +1,6 @@
-"""Start-up hook: trace the whole process when TRT_TRACE_OUT is set, and serve live metrics when
-TRT_TRACE_METRICS_PORT is, with no code change.
+"""Start-up hook: trace the whole process when TRT_TRACE_OUT is set, serve live metrics when
+TRT_TRACE_METRICS_PORT is, and arm it for `trt-trace capture` when TRT_TRACE_ARM=1 (the import of
+trt_trace below arms it: trt_trace/runtime/on_demand.py), with no code change.
 
 trt_trace_autostart.pth (installed at the top of site-packages) imports this module at interpreter
 start-up, only when one of them (or TRT_TRACE_FLIGHT, or TRT_TRACE_LAYERS: alone it gets a warning)

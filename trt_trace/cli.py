@@ -12,6 +12,8 @@
     trt-trace export trace.json calls.parquet
     trt-trace export rank*.json --dataset calls/    # a Parquet dataset of many traces; summary calls/
     trt-trace view trace.json [--port 10000] [--no-browser]
+    trt-trace capture PID --seconds 10 -o trace.json   # a window of a running (armed) process
+    trt-trace capture --all --seconds 10 -o 'trace_{rank}.json'   # every armed process of this user
     trt-trace demo
 """
 
@@ -22,6 +24,7 @@ import dataclasses
 import os
 import subprocess
 import sys
+import threading
 from typing import NoReturn
 
 import orjson
@@ -45,7 +48,7 @@ from .analysis.summary_table import (
     parse_columns,
 )
 from .analysis.trace_slice import SliceError, slice_trace
-from .analysis.trace_summary import cut_short_note, summary_parts
+from .analysis.trace_summary import aggregate_file, cut_short_note, summary_parts
 from .captures import report
 from .captures.kernel_columns import top_kernels_text
 from .captures.merge_capture import is_capture, report_lines
@@ -57,7 +60,8 @@ from .io.readers.end_notes import end_notes
 from .io.readers.trace_info import bad_input_rc
 from .io.readers.view_checks import end_state_notes, too_large
 from .native import _library
-from .runtime.config import expand_path, plain, run_flags, shown
+from .runtime import capture_request
+from .runtime.config import control_dir_from_env, expand_path, plain, run_flags, shown
 from .runtime.session import TraceError, check_output_path
 from .schema.trace_format import DURATIONS
 from .viewer import DEFAULT_PORT, ViewerError, ViewerServer, ctrl_c_stops, open_browser
@@ -99,6 +103,80 @@ def _cmd_run(args: argparse.Namespace) -> int:
         return 126
     except KeyboardInterrupt:
         return 130
+
+
+def _calls_in(paths: list[str]) -> int | None:
+    """The calls a capture's files hold (read back: the accounting's first half); None where unreadable."""
+    try:
+        return sum(int(aggregate_file(p, ("total",)).stats[:, 0].sum()) for p in paths)
+    except (TraceFileError, OSError, ValueError):
+        return None
+
+
+def _cmd_capture(args: argparse.Namespace) -> int:
+    if not (args.seconds > 0 and args.seconds < float("inf")) or not (args.timeout > 0 and args.timeout < 1e6):
+        print("trt-trace capture: --seconds and --timeout take a positive number of seconds", file=sys.stderr)
+        return 2
+    if (args.pid is None) == (not args.all):
+        print("trt-trace capture: give one PID, or --all for every armed process of this user", file=sys.stderr)
+        return 2
+    folder = control_dir_from_env()
+    many = args.all
+    out = capture_request.output_template(args.out, many)
+    try:
+        check_output_path(expand_path(out))  # the folder, here (the target checks its own file too)
+    except TraceError as exc:
+        print(f"trt-trace capture: {exc}", file=sys.stderr)
+        return 2
+    targets: list[tuple[capture_request.Capture, str]] = []
+    failed = 0
+    pids = capture_request.armed_pids(folder) if many else [args.pid]
+    if many and not pids:
+        print(f"trt-trace capture: no armed process of this user in {shown(folder)} (a process is armed once it "
+              "imports trt_trace, or with TRT_TRACE_ARM=1)", file=sys.stderr)
+        return 1
+    for pid in pids:
+        try:
+            targets.append((capture_request.Capture(pid, out), capture_request.check_target(pid, folder)))
+        except capture_request.CaptureError as exc:
+            print(f"trt-trace capture: {exc}", file=sys.stderr)
+            failed += 1
+    stop = threading.Event()
+    finished = [threading.Event() for _ in targets]
+
+    def run_one(c: capture_request.Capture, path: str, finished: threading.Event) -> None:
+        try:
+            capture_request.capture_one(c, path, args.seconds, args.timeout, stop=stop)
+        finally:
+            finished.set()
+
+    for (c, path), done in zip(targets, finished, strict=True):
+        threading.Thread(target=run_one, args=(c, path, done), daemon=True).start()
+    # Waited for through events, not Thread.join: a Ctrl-C inside join() can leave a running thread looking ended.
+    try:
+        for done in finished:
+            while not done.wait(0.2):
+                pass
+    except KeyboardInterrupt:  # the window ends now; each target still finishes its file and answers
+        stop.set()
+        try:
+            for done in finished:
+                while not done.wait(0.2):
+                    pass
+        except KeyboardInterrupt:
+            print("trt-trace capture: interrupted again; the processes finish their files by themselves",
+                  file=sys.stderr)
+            return 130
+    for c, _ in targets:
+        if c.error:
+            print(f"trt-trace capture: {c.error}" if c.error.startswith(("not ", "no ", "timed out", "process "))
+                  else f"trt-trace capture: process {c.pid}: {c.error}", file=sys.stderr)
+            failed += 1
+            continue
+        paths = list(c.done.get("paths") or [c.path])
+        print(capture_request.result_line(c, None if c.done.get("failed") else _calls_in(paths)), flush=True)
+        failed += bool(c.done.get("failed"))
+    return 1 if failed else 0
 
 
 def _window(args: argparse.Namespace, verb: str) -> Window | None:
@@ -582,6 +660,20 @@ def build_parser() -> argparse.ArgumentParser:
     view.add_argument("--port", type=int, help="port on 127.0.0.1 (default 10000; a busy one moves to the next free)")
     view.add_argument("--no-browser", action="store_true", help="only print the URL")
     view.set_defaults(func=_cmd_view)
+
+    capture = verb("capture", "trace a running process for a window, without restarting it (a process that "
+                              "imported trt_trace, or runs with TRT_TRACE_ARM=1)")
+    capture.add_argument("pid", type=int, nargs="?", metavar="PID", help="the process to capture")
+    capture.add_argument("--all", action="store_true",
+                         help="every armed process of this user on this host (e.g. all workers of a torchrun job), "
+                              "one file each")
+    capture.add_argument("--seconds", type=float, default=10.0, metavar="S", help="the window (default 10)")
+    capture.add_argument("-o", "--output", dest="out", default="trace_{pid}.json",
+                         help="the trace each process writes ({pid}, {rank}, {host} replaced; with --all and neither "
+                              "{pid} nor {rank}, .{pid} goes before the suffix; default trace_{pid}.json)")
+    capture.add_argument("--timeout", type=float, default=10.0, metavar="S",
+                         help="how long a process may take to answer and start (default 10)")
+    capture.set_defaults(func=_cmd_capture)
 
     demo = verb("demo", "trace a stand-in AOTInductor package with TRT_TRACE_OUT (see README)")
 

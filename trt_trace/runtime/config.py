@@ -605,3 +605,42 @@ def metrics_from_env() -> MetricsSettings | None:
         return None
     addr = os.environ.get("TRT_TRACE_METRICS_ADDR", "").strip() or DEFAULT_METRICS_ADDR
     return MetricsSettings(port=port, addr=addr)
+
+
+# -- on-demand capture (runtime/on_demand.py): whether a process is armed, and where the control sockets live --
+
+def arm_from_env() -> bool | None:
+    """TRT_TRACE_ARM: True (`1`: armed from start-up, through the start-up hook), False (`0`: never armed,
+    not even by `import trt_trace`), None when unset (armed by `import trt_trace`)."""
+    raw = os.environ.get("TRT_TRACE_ARM")
+    if raw is None or raw.strip() == "":
+        return None
+    return _bool("TRT_TRACE_ARM", raw, True)
+
+
+def control_dir_from_env() -> str:
+    """Where armed processes keep their control sockets: TRT_TRACE_CONTROL_DIR, else a folder of this user's
+    alone ($XDG_RUNTIME_DIR/trt_trace, else /tmp/trt_trace-UID), the same for the target and `trt-trace capture`."""
+    raw = os.environ.get("TRT_TRACE_CONTROL_DIR", "").strip()
+    if raw:
+        return raw
+    runtime = os.environ.get("XDG_RUNTIME_DIR", "").strip()
+    if runtime and os.path.isdir(runtime):
+        return os.path.join(runtime, "trt_trace")
+    return os.path.join("/tmp", f"trt_trace-{os.getuid()}")
+
+
+CUDA_PROFILER_MODES = ("session",)
+
+
+def cuda_profiler_from_env() -> str | None:
+    """TRT_TRACE_CUDA_PROFILER: `session` calls cudaProfilerStart when a session starts recording and
+    cudaProfilerStop when it has stopped (runtime/profiler_range.py); None when unset, `0` or nonsense (one line)."""
+    raw = os.environ.get("TRT_TRACE_CUDA_PROFILER", "").strip().lower()
+    if raw in ("", "0", "off", "false", "no"):
+        return None
+    if raw not in CUDA_PROFILER_MODES:
+        warn(f"TRT_TRACE_CUDA_PROFILER={raw!r} is not a mode; use session (or 0: off) (running without a "
+             "cudaProfilerApi range)")
+        return None
+    return raw

@@ -19,7 +19,7 @@ from ..io import formats
 from ..native import ops
 from ..schema.errors import BufferUnavailable, TraceError
 from ..schema.version import __version__
-from . import config, metrics, process_hooks
+from . import config, metrics, process_hooks, profiler_range
 from .config import (
     Settings,
     check_gpu_every,
@@ -158,7 +158,10 @@ class Session:
         # No "(pid N)": the viewers show the pid after every process name themselves.
         self.writer.begin(f"{metadata['program']}{rank}", metadata)
         self.started_ns = time.monotonic_ns()
+        profiler_range.begin()  # TRT_TRACE_CUDA_PROFILER=session: nsys's cudaProfilerApi range opens before recording
         refused, message, available = self.writer.start_session(self.settings.native())
+        if refused:
+            profiler_range.end()
         if refused == 3:
             raise BufferUnavailable(
                 f"a trace buffer of {config.events_text(self.settings.buffer_events)} cannot be allocated in this "
@@ -212,6 +215,7 @@ class Session:
         flight = self.flight
         failure, self.end_written, dump_paths, calls, held_s, capped = ops.session_stop(
             metrics.serving(), flight is not None and flight.on_exit)
+        profiler_range.end()  # after the stop op's last drain, which waited for the last calls' GPU spans
         self.writer.freeze()  # its counts change no more
         self.failure = failure or None
         if flight is not None:
