@@ -4,8 +4,9 @@ instead of arrays of every call, so that two 6 M-call traces compare in bounded 
 The same test as scipy.stats.mannwhitneyu(x, y) with continuity correction and the method chosen
 here, not by scipy's "auto" (whose rule has changed between scipy releases): the exact distribution
 where one sample has at most 8 values and there are no ties (scipy itself computes it then, with
-method="exact": the samples are that small), else the normal approximation with the tie correction, whose ranks, U and tie term are computed here from the distinct values and
-their counts, then scipy.special.ndtr as scipy does (tests/test_diff.py compares both)."""
+method="exact": the samples are that small), else the normal approximation with the tie correction,
+whose ranks, U and tie term are computed here from the distinct values and their counts, then
+scipy.special.ndtr as scipy does (tests/test_diff.py and tests/test_mann_whitney.py compare both)."""
 
 from __future__ import annotations
 
