@@ -7,7 +7,9 @@ pytest process (each pytest-xdist worker too), and each writes one JSON line per
 of its children that were waited for (getrusage(RUSAGE_CHILDREN): a child's own waited-for children
 are in its figure), and the wall seconds, setup, call and teardown together. A fixture of module or
 session scope is counted in the test that made it (or tore it down). At the end each process adds
-one line with its totals, so time spent outside tests (imports, collection) is seen too.
+one line with its totals, so time spent outside tests (imports, collection) is seen too; the controller
+of pytest-xdist workers writes its totals alone (controller.jsonl). A pytest that a test starts records
+nothing of its own: it is in that test's children.
 
     TRT_TRACE_TEST_CPU=/tmp/cpu bash tools/test.sh
     .venv/bin/python tests/cpu_time_plugin.py /tmp/cpu       # rank tests and files by CPU
@@ -33,9 +35,13 @@ def _children_cpu() -> float:
 
 
 class CpuTimes:
-    def __init__(self, folder: Path) -> None:
+    def __init__(self, folder: Path, runs_tests: bool) -> None:
+        """runs_tests: this process runs the tests (a pytest-xdist worker, or pytest without workers), not
+        the controller of workers, which writes its totals alone."""
         folder.mkdir(parents=True, exist_ok=True)
-        worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
+        worker = os.environ.get("PYTEST_XDIST_WORKER", "main" if runs_tests else "controller")
+        if runs_tests:  # a pytest that a test starts (tests/test_launch.py) is in that test's children's figure
+            os.environ.pop("TRT_TRACE_TEST_CPU", None)
         self._out = (folder / f"{worker}.jsonl").open("a", buffering=1)
         self._worker = worker
 
@@ -70,9 +76,12 @@ def report(folder: Path, top: int = 30) -> str:
         entry[1] += t["children"]
         entry[2] += t["wall"]
         entry[3] += 1
-    lines = [f"{len(tests)} tests; CPU of the pytest processes {sum(t['cpu'] for t in totals):.1f} s, of their "
-             f"waited-for children {sum(t['children'] for t in totals):.1f} s; in tests: "
-             f"{sum(t['cpu'] for t in tests):.1f} s + {sum(t['children'] for t in tests):.1f} s",
+    # The controller's children are the workers, counted in their own lines already.
+    own = sum(t["cpu"] for t in totals)
+    children = sum(t["children"] for t in totals if t["worker"] != "controller")
+    lines = [f"{len(tests)} tests; CPU of the pytest processes {own:.1f} s, of their waited-for children "
+             f"{children:.1f} s: {own + children:.1f} s in all; in tests: {sum(t['cpu'] for t in tests):.1f} s + "
+             f"{sum(t['children'] for t in tests):.1f} s",
              "", f"slowest {top} tests by CPU (own + children, wall):"]
     for t in sorted(tests, key=lambda t: t["cpu"] + t["children"], reverse=True)[:top]:
         lines.append(f"{t['cpu'] + t['children']:7.2f} s  ({t['cpu']:6.2f} + {t['children']:6.2f}, wall "
