@@ -25,6 +25,10 @@ from trt_trace.standin import model
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "xdist_group(name): run these tests on one pytest-xdist worker, in order")
+    if os.environ.get("TRT_TRACE_TEST_CPU"):  # per-test CPU seconds into that folder (tests/cpu_time_plugin.py)
+        from cpu_time_plugin import CpuTimes  # why: only when asked; tests/ is on sys.path as the conftest's folder
+        runs_tests = bool(os.environ.get("PYTEST_XDIST_WORKER")) or not config.getoption("numprocesses", None)
+        config.pluginmanager.register(CpuTimes(Path(os.environ["TRT_TRACE_TEST_CPU"]), runs_tests), "cpu_time_plugin")
 
 
 # The GPU machine has no browser and reaches no network (tools/device/device_check.sh sets this there, and

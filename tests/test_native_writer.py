@@ -274,17 +274,20 @@ def test_a_busy_package_loop_is_drained_while_it_runs_and_drops_nothing(tmp_path
 
 
 # The main thread makes its calls and then keeps the GIL for HOLD_S: with a switch interval of 1000 s no other Python
-# thread runs until it blocks, which it does not (a pure Python loop). argv: out, calls. Prints the hold's bounds.
+# thread runs until it blocks, which it does not (a pure Python loop). argv: calls, flag file. Prints the hold's
+# bounds. The hold ends early once the test has seen every call in the file (it sets the flag file's byte, read
+# through a shared mapping: no system call, the GIL never released), not HOLD_S of a busy core later.
 GIL_HOLDER = """
-import sys, time, torch
+import mmap, os, sys, time, torch
 from trt_trace import standin
 e = standin.make_engine("gil_engine")
 x = [torch.ones(4)]
+seen = mmap.mmap(os.open(sys.argv[2], os.O_RDWR), 1)
 sys.setswitchinterval(1000)
 for _ in range(int(sys.argv[1])):
     torch.ops.tensorrt.execute_engine(x, e)
 t0 = time.monotonic_ns()
-while time.monotonic_ns() < t0 + %d:
+while time.monotonic_ns() < t0 + %d and not seen[0]:
     pass
 print(t0, time.monotonic_ns(), flush=True)
 """
@@ -301,13 +304,16 @@ def test_every_call_reaches_the_file_while_the_gil_is_held(tmp_path, suffix):
     out, calls = tmp_path / f"held{suffix}", 3000
     script = tmp_path / "hold.py"
     script.write_text(GIL_HOLDER % (HOLD_S * 10**9))
-    proc = subprocess.Popen([sys.executable, str(script), str(calls)], cwd=tmp_path, env=_env(TRT_TRACE_OUT=str(out)),
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    flag = tmp_path / "seen"
+    flag.write_bytes(b"\0")
+    proc = subprocess.Popen([sys.executable, str(script), str(calls), str(flag)], cwd=tmp_path,
+                            env=_env(TRT_TRACE_OUT=str(out)), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     seen_ns = 0  # when the file first held every call
     while proc.poll() is None and not seen_ns:
         time.sleep(0.02)
         if out.exists() and read_calls(str(out), lambda part, info: None).calls == calls:
             seen_ns = time.monotonic_ns()
+            flag.write_bytes(b"\1")  # after seen_ns: the hold ends later than it, as a hold of HOLD_S would
     stdout, stderr = proc.communicate(timeout=120)
     assert proc.returncode == 0, stderr
     held_from, held_to = map(int, stdout.split())

@@ -99,6 +99,28 @@ def test_cli_run_passes_the_exit_code_on_and_summary_reports_bad_files(tmp_path)
     assert proc.returncode == 1 and proc.stderr.count("\n") == 1 and "not a trace" in proc.stderr
 
 
+# What only one verb uses: the viewer's HTTP server, merge's Perfetto writer, the other verbs' analysis. The
+# CLI imports each when its verb runs, so that a reading verb (and the suite's hundreds of them) starts
+# without the others' (about a quarter of its start-up, issue 32).
+OTHER_VERBS_MODULES = ("trt_trace.viewer", "http.server", "trt_trace.analysis.merge", "trt_trace.analysis.diff",
+                       "trt_trace.analysis.fleet", "trt_trace.analysis.export", "trt_trace.analysis.trace_slice",
+                       "trt_trace.analysis.plot")
+IMPORTED_BY_VERB = ("import sys, trt_trace_cli\nsys.argv = ['trt-trace', *sys.argv[1:]]\n"
+                    "try:\n    trt_trace_cli.main()\n"
+                    f"except SystemExit:\n    pass\nprint(*[m for m in {OTHER_VERBS_MODULES!r} if m in sys.modules])")
+
+
+@pytest.mark.parametrize("argv,imported", [
+    (["--help"], ""),
+    (["summary", "missing.json"], ""),
+    (["diff", "missing.json", "missing.json"], "trt_trace.analysis.diff"),  # the probe sees what a verb imports
+])
+def test_the_cli_starts_without_the_other_verbs_modules(tmp_path, argv, imported):
+    proc = subprocess.run([sys.executable, "-c", IMPORTED_BY_VERB, *argv], cwd=tmp_path, capture_output=True,
+                          text=True, timeout=120)
+    assert proc.stdout.splitlines()[-1] == imported, (proc.stdout, proc.stderr)
+
+
 def test_the_demo_runs_from_the_repository_root(tmp_path):
     # The README's demo command runs `trt-trace demo` in the checkout, whose source folder has no
     # compiled library: the serving process must import the installed package all the same.

@@ -29,13 +29,10 @@ from typing import NoReturn
 
 import orjson
 
-from .analysis.diff import diff_files, format_diff, to_json
-from .analysis.diff_plot import plot_diff
-from .analysis.export import ExportError, export_calls
-from .analysis.fleet import DatasetError, dataset_summary_parts, export_dataset
+# Each verb imports what only it uses (its analysis, the viewer's HTTP server, the merge's Perfetto
+# writer) when it runs: every child process the CLI is (a test's, a script's) starts with what its
+# verb needs, not with all of them (the CLI's start-up; tests/test_startup_and_cli.py).
 from .analysis.layers_report import LAYER_SORT_KEYS, LayerOptions, layers_report
-from .analysis.merge import MergeError, input_notes, merge
-from .analysis.plot import plot_engines
 from .analysis.summary_table import (
     COLUMN_GROUPS,
     COLUMNS,
@@ -47,24 +44,19 @@ from .analysis.summary_table import (
     TableOptions,
     parse_columns,
 )
-from .analysis.trace_slice import SliceError, slice_trace
 from .analysis.trace_summary import aggregate_file, cut_short_note, summary_parts
-from .captures import report
 from .captures.kernel_columns import top_kernels_text
-from .captures.merge_capture import is_capture, report_lines
 from .demo import INTERRUPTED
 from .demo import add_arguments as demo_arguments
 from .demo import run as run_demo
 from .io.readers import TraceFileError, Window
 from .io.readers.end_notes import end_notes
 from .io.readers.trace_info import bad_input_rc
-from .io.readers.view_checks import end_state_notes, too_large
 from .native import _library
 from .runtime import capture_request
 from .runtime.config import control_dir_from_env, expand_path, plain, run_flags, shown
 from .runtime.session import TraceError, check_output_path
 from .schema.trace_format import DURATIONS
-from .viewer import DEFAULT_PORT, ViewerError, ViewerServer, ctrl_c_stops, open_browser
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
@@ -269,6 +261,9 @@ def _cmd_summary(args: argparse.Namespace) -> int:
     inputs = summary.metadata.get("merged", {}).get("inputs", []) if isinstance(summary.metadata.get("merged"),
                                                                                  dict) else []
     title = os.path.basename(args.trace) + (f" ({len(inputs)} processes)" if len(inputs) > 1 else "")
+    # why: this verb's alone, kept out of the CLI's start-up (see the module's top)
+    from .analysis.plot import plot_engines
+
     try:
         plot_engines(summary, args.plot, title)
     except (OSError, ValueError) as exc:  # matplotlib: unwritable path, unknown image format
@@ -305,6 +300,9 @@ def _with_top_kernels_json(text: str, summary: object, n: int) -> str:
     capture = getattr(summary, "capture", None)
     if capture is None or not capture.has_device_activity:
         return text
+    # why: this verb's alone, kept out of the CLI's start-up (see the module's top)
+    from .captures import report
+
     rows = [dataclasses.asdict(r) for r in report.top_kernels(capture, n=n, calls_kept=summary.capture_kept)]
     doc = orjson.loads(text)
     (doc[-1] if isinstance(doc, list) else doc)["top_kernels"] = rows
@@ -324,6 +322,12 @@ def _kernel_count(value: str) -> int:
 def _cmd_diff(args: argparse.Namespace) -> int:
     """Exit code: 1 when an engine regressed significantly beyond the threshold, 2 on bad input (also
     two traces that share no engine)."""
+    # why: this verb's alone, kept out of the CLI's start-up (see the module's top)
+    from .analysis.diff import diff_files, format_diff, to_json
+
+    # why: this verb's alone, kept out of the CLI's start-up (see the module's top)
+    from .analysis.diff_plot import plot_diff
+
     if not (args.threshold >= 0):  # also NaN
         print(f"trt-trace diff: --threshold {args.threshold}: give a percentage >= 0, e.g. 5", file=sys.stderr)
         return 2
@@ -357,6 +361,12 @@ def _cmd_diff(args: argparse.Namespace) -> int:
 
 
 def _cmd_merge(args: argparse.Namespace) -> int:
+    # why: this verb's alone, kept out of the CLI's start-up (see the module's top)
+    from .analysis.merge import MergeError, input_notes, merge
+
+    # why: this verb's alone, kept out of the CLI's start-up (see the module's top)
+    from .captures.merge_capture import report_lines
+
     window = _window(args, "merge")
     if window is None:
         return 2
@@ -386,6 +396,12 @@ def _cmd_merge(args: argparse.Namespace) -> int:
 
 
 def _cmd_slice(args: argparse.Namespace) -> int:
+    # why: this verb's alone, kept out of the CLI's start-up (see the module's top)
+    from .analysis.trace_slice import SliceError, slice_trace
+
+    # why: this verb's alone, kept out of the CLI's start-up (see the module's top)
+    from .captures.merge_capture import is_capture
+
     window = _window(args, "slice")
     if window is None:
         return 2
@@ -411,6 +427,9 @@ def _cmd_slice(args: argparse.Namespace) -> int:
 
 def _dataset_summary(args: argparse.Namespace, window: Window, options: TableOptions) -> int:
     """summary of a Parquet dataset (export --dataset), on DuckDB."""
+    # why: this verb's alone, kept out of the CLI's start-up (see the module's top)
+    from .analysis.fleet import DatasetError, dataset_summary_parts
+
     for flag, given in (("--plot", args.plot), ("--kernels", args.kernels is not None)):
         if given:
             print(f"trt-trace summary: {flag} reads a trace file, not a dataset ({args.trace})", file=sys.stderr)
@@ -429,6 +448,12 @@ def _dataset_summary(args: argparse.Namespace, window: Window, options: TableOpt
 
 
 def _cmd_export(args: argparse.Namespace) -> int:
+    # why: this verb's alone, kept out of the CLI's start-up (see the module's top)
+    from .analysis.export import ExportError, export_calls
+
+    # why: this verb's alone, kept out of the CLI's start-up (see the module's top)
+    from .analysis.fleet import export_dataset
+
     window = _window(args, "export")
     if window is None:
         return 2
@@ -506,6 +531,9 @@ def _add_table_options(p: argparse.ArgumentParser, row: str) -> None:
 
 
 def _cmd_view(args: argparse.Namespace) -> int:
+    # why: this verb's alone, kept out of the CLI's start-up (see the module's top)
+    from .viewer import DEFAULT_PORT, ctrl_c_stops
+
     port = DEFAULT_PORT if args.port is None else args.port
     if not 0 <= port <= 65535:
         print(f"trt-trace view: --port {port} is not a port; give one in 1..65535 (0: any free one)", file=sys.stderr)
@@ -515,6 +543,12 @@ def _cmd_view(args: argparse.Namespace) -> int:
 
 
 def _view(args: argparse.Namespace, port: int) -> int:
+    # why: this verb's alone, kept out of the CLI's start-up (see the module's top)
+    from .io.readers.view_checks import end_state_notes, too_large
+
+    # why: this verb's alone, kept out of the CLI's start-up (see the module's top)
+    from .viewer import ViewerError, ViewerServer, open_browser
+
     server = None
     try:  # Ctrl-C at any point, also before serving, ends it with one line
         if os.path.isfile(args.trace):
