@@ -37,11 +37,18 @@ NEEDED = ("begin_ns", "engine", "engine_id", "call_id", "total_ns", *(f"{p}_ns" 
           "error", "captured", "on_cuda", "profiled")
 
 
+def _time_type() -> Any:
+    import pyarrow as pa  # heavy and optional: only export pays for it
+
+    return pa.timestamp("us", tz="UTC")
+
+
 def dataset_schema() -> Any:
     import pyarrow as pa  # heavy and optional: only export pays for it
 
     base = call_schema()
-    fields = [f for f in base if f.name not in PARTITIONS]
+    # The wall-clock time in µs: Spark reads no Parquet timestamp in ns (begin_ns keeps the ns).
+    fields = [pa.field("time", _time_type()) if f.name == "time" else f for f in base if f.name not in PARTITIONS]
     fields.insert([f.name for f in fields].index("engine") + 1, pa.field("engine_id", pa.int32()))
     fields.append(pa.field("on_cuda", pa.bool_()))
     fields.append(pa.field("profiled", pa.bool_()))
@@ -120,6 +127,7 @@ class _DatasetWriter:
             cols = call_columns(mine, info, self._proc)
             for name in PARTITIONS:
                 del cols[name]
+            cols["time"] = cols["time"].cast(_time_type(), safe=False)  # truncated to the µs
             cols["engine_id"] = pa.array(mine["engine_id"].astype(np.int32), type=pa.int32())
             cols["on_cuda"] = pa.array((mine["flags"] & CALL_ON_CUDA).astype(bool))
             cols["profiled"] = pa.array(profiled[of_pid])

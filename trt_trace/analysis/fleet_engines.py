@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import sys
 import tempfile
 from typing import Any, NamedTuple, Protocol
 
@@ -86,6 +87,8 @@ appender.console.name = console
 appender.console.target = SYSTEM_ERR
 appender.console.layout.type = PatternLayout
 appender.console.layout.pattern = %p %c{1}: %m%n
+logger.repl.name = org.apache.spark.repl.Main
+logger.repl.level = error
 """
 
 
@@ -102,14 +105,27 @@ def spark_session() -> Any:
     fd, log4j = tempfile.mkstemp(prefix="trt-trace-log4j2-", suffix=".properties")
     with os.fdopen(fd, "w") as f:
         f.write(_LOG4J)
+    # The JVM's own stderr (the java launcher's notes, a log line before log4j is set up) goes to a file of
+    # its own for the JVM's life: the table's output stays the table's, and a JVM that does not start is
+    # one line, with its last line of output.
+    jvm_err = tempfile.TemporaryFile()
+    sys.stderr.flush()
+    saved = os.dup(2)
+    os.dup2(jvm_err.fileno(), 2)
     try:
         builder = (SparkSession.builder.appName("trt-trace summary")
                    .config("spark.driver.extraJavaOptions", f"-Dlog4j2.configurationFile=file:{log4j}")
                    .config("spark.ui.showConsoleProgress", "false").config("spark.ui.enabled", "false"))
         spark = builder.getOrCreate()
     except Exception as exc:  # noqa: BLE001  (the JVM that would not start: pyspark's errors and py4j's)
-        raise DatasetError(f"Spark did not start: {_first_line(exc)}") from None
+        jvm_err.seek(0)
+        said = [line for line in jvm_err.read().decode(errors="replace").splitlines() if line.strip()]
+        raise DatasetError(f"Spark did not start: {_first_line(exc)}" + (f" ({said[-1].strip()})" if said else "")) \
+            from None
     finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+        jvm_err.close()
         os.unlink(log4j)
     spark.sparkContext.setLogLevel("ERROR")
     return spark
