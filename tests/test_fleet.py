@@ -125,8 +125,17 @@ def test_bad_datasets_are_one_line(fleet, tmp_path):
                    lacking / "part-0.parquet")
     (tmp_path / "junk").mkdir()
     (tmp_path / "junk" / "x.parquet").write_text("not parquet")
+    old = tmp_path / "old" / "host=h" / "rank=0" / "pid=1"  # format 1: no column `profiled`
+    old.mkdir(parents=True)
+    facts = orjson.loads(pq.read_metadata(part).metadata[b"trt_trace"])
+    old_facts = {"trt_trace": orjson.dumps({**facts, "format": 1})}
+    pq.write_table(table.drop(["profiled"]).replace_schema_metadata(old_facts), old / "part-0.parquet")
+    (tmp_path / "loose").mkdir()  # a part outside its process's folder: whose calls are these?
+    pq.write_table(table.replace_schema_metadata(pq.read_metadata(part).metadata), tmp_path / "loose" / "p.parquet")
     cases = {"empty": "no Parquet files", "plain": "not a part of a trt_trace dataset",
-             "lacking": "without the column 'enqueue_ns'", "junk": "not a trt_trace dataset"}
+             "lacking": "without the column 'enqueue_ns'", "junk": "not a trt_trace dataset",
+             "old": "a trt_trace dataset of format 1; this trt-trace reads format 2 (export the traces again)",
+             "loose": "not a folder of a trt_trace dataset"}
     for name, words in cases.items():
         proc = cli("summary", str(tmp_path / name))
         assert proc.returncode == 2 and proc.stdout == "" and proc.stderr.count("\n") == 1, (name, proc.stderr)
