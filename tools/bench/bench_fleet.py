@@ -18,7 +18,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import resource
 import shutil
 import subprocess
 import sys
@@ -82,29 +81,35 @@ def _tree_sample(root: int) -> dict[int, tuple[int, int]]:
             for pid in tree if pid in stats}
 
 
+# The command's own child process: its RUSAGE_CHILDREN is the command's tree alone (what its processes reaped).
+_WRAPPER = ("import resource, subprocess, sys; p = subprocess.run(sys.argv[1:]); "
+            "u = resource.getrusage(resource.RUSAGE_CHILDREN); "
+            "print(u.ru_maxrss, u.ru_utime + u.ru_stime, p.returncode, file=sys.stderr)")
+
+
 def measured_tree(cmd: list[str]) -> tuple[float, float, float, float]:
     """(wall s, peak RSS MiB of the process tree, largest process's peak MiB, CPU s) of cmd."""
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    with tempfile.TemporaryFile() as out:
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         t = time.perf_counter()
-        proc = subprocess.Popen(cmd, stdout=out, stderr=out)
+        proc = subprocess.Popen([sys.executable, "-c", _WRAPPER, *cmd], stdout=out, stderr=err)
         peak = largest = 0
         ticks: dict[int, int] = {}
         while proc.poll() is None:
             sample = _tree_sample(proc.pid)
+            sample.pop(proc.pid, None)  # the wrapper's own
             peak = max(peak, sum(rss for rss, _ in sample.values()))
             largest = max([largest, *(rss for rss, _ in sample.values())])
             ticks.update({pid: cpu for pid, (_, cpu) in sample.items()})
             time.sleep(0.02)
         wall = time.perf_counter() - t
-        if proc.returncode != 0:
-            out.seek(0)
-            sys.exit(f"{' '.join(cmd)} failed ({proc.returncode}): {out.read()[-2000:].decode(errors='replace')}")
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    cpu = max(after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime,
-              sum(ticks.values()) / os.sysconf("SC_CLK_TCK"))
-    largest = max(largest, after.ru_maxrss * 1024)
-    return wall, peak / 2**20, largest / 2**20, cpu
+        err.seek(0)
+        lines = err.read().decode(errors="replace").splitlines()
+        maxrss_kib, cpu, rc = lines[-1].split()
+        if proc.returncode != 0 or rc != "0":
+            sys.exit(f"{' '.join(cmd)} failed ({rc}): {chr(10).join(lines[-20:])}")
+    cpu_s = max(float(cpu), sum(ticks.values()) / os.sysconf("SC_CLK_TCK"))
+    largest = max(largest, int(maxrss_kib) * 1024)
+    return wall, peak / 2**20, largest / 2**20, cpu_s
 
 
 def main() -> None:
