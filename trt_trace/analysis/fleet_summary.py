@@ -5,8 +5,8 @@ The plan: the dataset's files are found and their trt_trace metadata read here (
 which gives the processes, their clock offsets (hosts aligned as `merge` aligns them) and the window's
 bounds; the engine then exposes the rows as a relation `calls` (every column, plus the process's number
 `proc` and its `offset_ns`), and runs the same SQL on it: a view `kept` (the window: engines, skip-first by
-row_number, from/to on the merged clock), one GROUPING SETS pass for the rows (process, engine), each
-process and all calls, and one pass for the table of all processes (engines added up by name). The SQL is
+row_number, from/to on the merged clock), one pass for the rows (process, engine), one GROUPING SETS pass
+for each process and all calls, and one for the table of all processes (engines added up by name). The SQL is
 the same text on both engines: standard aggregates and percentile_disc(q) WITHIN GROUP (ORDER BY x).
 
 The figures are those of `merge` + `summary` of the same traces: sums and counts exactly; p50/p99 exactly
@@ -239,13 +239,15 @@ def dataset_summaries(root: str, phase: str = "total", window: Window | None = N
     engine = engine or DuckDBEngine()
     engine.load(root, files, [(p.key, i, p.offset_ns) for i, p in enumerate(processes)])
     engine.run(f"CREATE OR REPLACE TEMP VIEW kept AS {_kept_sql(phase, window, processes, include_profiled)}")
-    # One pass: the rows (process, engine), each process's figures over its engines, those over every call.
-    grouped = engine.rows(f"SELECT proc, engine_id, min(engine), GROUPING(proc), GROUPING(engine_id), "
-                          f"sum(CASE WHEN profiled THEN 1 ELSE 0 END), {_SUMS}, {_STATS} FROM kept "
-                          f"GROUP BY GROUPING SETS ((proc, engine_id), (proc), ())")
-    per = sorted((r for r in grouped if r[3] == 0 and r[4] == 0 and r[6]), key=lambda r: (r[0], r[1]))
-    per_proc = {r[0]: r for r in grouped if r[3] == 0 and r[4] == 1}
-    overall = next((r[6 + _N_SUMS:] for r in grouped if r[3] == 1), _NO_STATS)
+    # The rows (process, engine); then each process's figures over its engines and those over every call, in
+    # one GROUPING SETS pass. Two passes, not one of three sets: an exact percentile holds every value of its
+    # group, and one pass of the three would hold each call's value six times at once (p50, p99; three sets).
+    per = sorted((r for r in engine.rows(f"SELECT proc, engine_id, min(engine), {_SUMS}, {_STATS} FROM kept "
+                                         f"GROUP BY proc, engine_id") if r[3]), key=lambda r: (r[0], r[1]))
+    grouped = engine.rows(f"SELECT proc, GROUPING(proc), sum(CASE WHEN profiled THEN 1 ELSE 0 END), {_STATS} "
+                          f"FROM kept GROUP BY GROUPING SETS ((proc), ())")
+    per_proc = {r[0]: (int(r[2]), tuple(r[3:])) for r in grouped if r[1] == 0}  # proc -> (profiled calls, figures)
+    overall = next((r[3:] for r in grouped if r[1] == 1), _NO_STATS)
     # The table of all processes: engines by name, the k-th engine of a name in each process in row (name, k).
     rows: dict[tuple[str, int], int] = {}
     mapping = []
@@ -259,18 +261,18 @@ def dataset_summaries(root: str, phase: str = "total", window: Window | None = N
         mine = [r for r in per if r[0] == i]
         facts = p.facts
         every = max(int(f.get("gpu_every") or 1) for f in facts)
-        s = _summary([r[2] for r in mine], [r[6:] for r in mine], label=p.label(), pid=p.os_pid,
+        s = _summary([r[2] for r in mine], [r[3:] for r in mine], label=p.label(), pid=p.os_pid,
                      metadata={"rank": p.rank, "host": p.host}, gpu_every=every,
                      dropped=max(_int(f.get("dropped")) for f in facts),
                      threads_with_drops=max(_int(f.get("threads_with_drops")) for f in facts),
                      partial_calls=sum(_int(f.get("partial_calls")) for f in facts),
                      ended=str(facts[-1].get("ended") or CUT_SHORT),
                      malformed=max(_int(f.get("malformed")) for f in facts),
-                     profiled_calls=int(per_proc[i][5]) if i in per_proc else 0,
+                     profiled_calls=per_proc[i][0] if i in per_proc else 0,
                      profiled_included=include_profiled)
         if every == 1:
             s.stats[:, STATS_COLUMNS.index("gpu_sampled_out")] = 0
-        s.fixed_all = _fixed(tuple(per_proc[i][6 + _N_SUMS:]) if i in per_proc else _NO_STATS)
+        s.fixed_all = _fixed(per_proc[i][1] if i in per_proc else _NO_STATS)
         parts.append(s)
     if len(parts) == 1:
         whole = parts[0]
