@@ -24,7 +24,6 @@ from trt_trace.analysis.fleet_summary import dataset_summary_parts
 from trt_trace.analysis.summary_table import TableOptions
 from trt_trace.analysis.trace_summary import summary_parts
 from trt_trace.io.readers import Window
-from trt_trace.schema.trace_format import DURATIONS
 
 JSON = TableOptions(format="json")
 
@@ -48,8 +47,10 @@ def fleet(tmp_path_factory) -> tuple[Path, list[Path], Path]:
     return traced_fleet(tmp_path_factory.mktemp("fleet_spark"))
 
 
-@pytest.mark.parametrize(("include", "phases"), [(False, DURATIONS), (True, ("total", "gpu"))])
-def test_same_numbers_as_merge_and_summary_for_every_phase(spark, fleet, include, phases):
+# Three durations of the six: the SQL is the same text for every one (test_fleet.py runs them all on DuckDB);
+# these have what differs between them: nulls (gpu, calls without a GPU span) and none (total, enqueue).
+@pytest.mark.parametrize(("include", "phases"), [(False, ("total", "enqueue", "gpu")), (True, ("total",))])
+def test_same_numbers_as_merge_and_summary(spark, fleet, include, phases):
     work, _, merged = fleet
     for phase in phases:
         want, _ = summary_parts(str(merged), include_profiled=include, by_process=True, phase=phase, options=JSON)
@@ -97,7 +98,9 @@ def test_a_host_name_with_escaped_characters(spark, fleet, tmp_path):
 def test_the_cli_on_spark_prints_the_traces_table_and_nothing_of_spark(fleet):
     work, _, merged = fleet
     a = cli("summary", str(merged), "--by-rank", "--phase", "gpu")
-    b = cli("summary", str(work / "ds"), "--by-rank", "--phase", "gpu", "--engine", "spark")
+    # A JVM of its own: the command took 113 s, and over 300 s, on the dev VM at a load average near 20.
+    b = subprocess.run([*CLI, "summary", str(work / "ds"), "--by-rank", "--phase", "gpu", "--engine", "spark"],
+                       capture_output=True, text=True, timeout=900)
     assert a.returncode == b.returncode == 0 and a.stdout == b.stdout, (a.stdout, b.stdout, b.stderr)
     assert a.stderr == b.stderr, b.stderr
     assert json.loads(cli("summary", str(merged), "--json").stdout)["profiled_calls"] > 0
