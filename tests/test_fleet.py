@@ -1,90 +1,34 @@
-"""`trt-trace export TRACE... --dataset DIR` and `trt-trace summary DIR` (trt_trace/analysis/fleet.py):
-traces of real traced processes of the stand-in runtime (three ranks, one of them writing Perfetto),
-exported into one Hive-partitioned Parquet dataset, give on DuckDB the tables `merge` + `summary` give
-of the same traces: by rank, for every duration, in windows (hypothesis)."""
+"""`trt-trace export TRACE... --dataset DIR` and `trt-trace summary DIR` (trt_trace/analysis/fleet.py,
+fleet_summary.py) on DuckDB: traces of real traced processes of the stand-in runtime (three ranks, one of
+them writing Perfetto, two with calls under per-layer profiling; tests/fleet_traces.py), exported into one
+Hive-partitioned Parquet dataset, give the tables `merge` + `summary` give of the same traces: by rank, for
+every duration, in windows (hypothesis), with the profiled calls left out (the default) or kept. Spark:
+tests/test_fleet_spark.py."""
 
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import orjson
 import pyarrow.parquet as pq
 import pytest
-from conftest import trt_trace_cli
+from fleet_traces import PROFILED_RANKS, RANKS, assert_same_tables, cli, docs, traced_fleet
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from trt_trace.analysis.fleet import dataset_summary_parts
+from trt_trace.analysis.fleet_summary import dataset_summary_parts
 from trt_trace.analysis.merge import merge
 from trt_trace.analysis.summary_table import TableOptions
 from trt_trace.analysis.trace_summary import summary_parts
 from trt_trace.io.readers import Window
 from trt_trace.schema.trace_format import DURATIONS
 
-CLI = trt_trace_cli()
-RANKS = 3
-
-JOB = """
-import os, torch
-from trt_trace.standin import model
-rank = int(os.environ["RANK"])
-net = model.StandInModel(model.demo_specs(3 + rank % 2))
-x = torch.randn(8, 64)
-for i in range(30 + 7 * rank):
-    net(x)
-"""
-
-
-# The trace side is read with include_profiled / --include-profiled throughout: a dataset has no per-call mark
-# for calls under per-layer profiling and counts them (docs/fleet.md), so the two tables say the same of them.
-
-
-def cli(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([*CLI, *args], capture_output=True, text=True, timeout=300, cwd=cwd)
-
 
 @pytest.fixture(scope="module")
 def fleet(tmp_path_factory) -> tuple[Path, list[Path], Path]:
     """Three traced ranks of the stand-in, run at once: (their folder, their traces, the merged trace)."""
-    work = tmp_path_factory.mktemp("fleet")
-    (work / "job.py").write_text(JOB)
-    base = {k: v for k, v in os.environ.items() if not k.startswith("TRT_TRACE_") or k == "TRT_TRACE_CACHE_DIR"}
-    procs = []
-    traces = []
-    for rank in range(RANKS):
-        out = work / (f"trace_{rank}.pftrace" if rank == 2 else f"trace_{rank}.json")
-        traces.append(out)
-        env = {**base, "TRT_TRACE_OUT": str(out), "RANK": str(rank), "WORLD_SIZE": str(RANKS), "OMP_NUM_THREADS": "1"}
-        procs.append(subprocess.Popen([sys.executable, "job.py"], cwd=work, env=env, stdout=subprocess.PIPE,
-                                      stderr=subprocess.STDOUT, text=True))
-    for p in procs:
-        out, _ = p.communicate(timeout=300)
-        assert p.returncode == 0, out
-    merge([str(t) for t in traces], str(work / "all.json"))
-    proc = cli("export", *map(str, traces), "--dataset", str(work / "ds"))
-    assert proc.returncode == 0, proc.stderr
-    return work, traces, work / "all.json"
-
-
-def _docs(text: str) -> list[dict]:
-    docs = orjson.loads(text)
-    return docs if isinstance(docs, list) else [docs]
-
-
-def assert_same_tables(dataset_text: str, trace_text: str) -> None:
-    """Equal JSON tables; the standard deviation (double precision on DuckDB) to the ns."""
-    got, want = _docs(dataset_text), _docs(trace_text)
-    assert len(got) == len(want)
-    for g, w in zip(got, want, strict=True):
-        for rows in ((g["engines"], w["engines"]), ([g["all"]], [w["all"]])):
-            for a, b in zip(*rows, strict=True):
-                sa, sb = a.pop("stddev_ms"), b.pop("stddev_ms")
-                assert (sa is None) == (sb is None) and (sa is None or abs(sa - sb) <= 1e-6), (sa, sb)
-        assert g == w
+    return traced_fleet(tmp_path_factory.mktemp("fleet"))
 
 
 def test_the_dataset_is_hive_partitioned_by_host_rank_pid(fleet):
@@ -98,22 +42,41 @@ def test_the_dataset_is_hive_partitioned_by_host_rank_pid(fleet):
     assert not {"host", "rank", "pid"} & set(table.column_names)  # the partition's, not the file's
 
 
+def test_the_dataset_marks_the_calls_under_per_layer_profiling(fleet):
+    """3 calls of each engine of ranks 0 and 2 (TRT_TRACE_LAYERS=3), none of rank 1's."""
+    work, _, merged = fleet
+    for rank in range(RANKS):
+        table = pq.read_table(next((work / "ds").rglob(f"rank={rank}/*/*.parquet")), columns=["engine_id", "profiled"])
+        marked = {}
+        for eid, profiled in zip(table["engine_id"].to_pylist(), table["profiled"].to_pylist(), strict=True):
+            marked[eid] = marked.get(eid, 0) + profiled
+        assert set(marked.values()) == ({3} if rank in PROFILED_RANKS else {0}), (rank, marked)
+    doc = json.loads(cli("summary", str(merged), "--json").stdout)
+    assert doc["profiled_calls"] == sum(3 * (3 + r % 2) for r in PROFILED_RANKS)
+
+
+@pytest.mark.parametrize("include", [False, True])
 @pytest.mark.parametrize("phase", DURATIONS)
-def test_same_numbers_as_merge_and_summary(fleet, phase):
+def test_same_numbers_as_merge_and_summary(fleet, phase, include):
     work, _, merged = fleet
     options = TableOptions(format="json")
-    want, _ = summary_parts(str(merged), include_profiled=True, by_process=True, phase=phase, options=options)
-    got, _ = dataset_summary_parts(str(work / "ds"), by_process=True, phase=phase, options=options)
+    want, _ = summary_parts(str(merged), include_profiled=include, by_process=True, phase=phase, options=options)
+    got, _ = dataset_summary_parts(str(work / "ds"), by_process=True, phase=phase, options=options,
+                                   include_profiled=include)
     assert_same_tables(got, want)
-    assert [d["engines"][0]["calls"] > 0 for d in _docs(got)] == [True] * (RANKS + 1)
+    tables = docs(got)
+    assert [d["engines"][0]["calls"] > 0 for d in tables] == [True] * (RANKS + 1)
+    assert tables[-1]["profiled_calls"] > 0 and all(d["profiled_included"] == include for d in tables)
 
 
 def test_the_cli_text_and_csv_tables_are_the_same(fleet):
     work, _, merged = fleet
-    for extra in ([], ["--by-rank"], ["--format", "csv", "--columns", "calls,total,share,p50,p99,min,mean,max"]):
-        a = cli("summary", str(merged), "--include-profiled", *extra)
+    for extra in ([], ["--by-rank"], ["--format", "csv", "--columns", "calls,total,share,p50,p99,min,mean,max"],
+                  ["--include-profiled", "--by-rank"], ["--include-profiled", "--format", "csv"]):
+        a = cli("summary", str(merged), *extra)
         b = cli("summary", str(work / "ds"), *extra)
         assert a.returncode == b.returncode == 0 and a.stdout == b.stdout, (extra, a.stdout, b.stdout, b.stderr)
+        assert a.stderr == b.stderr, (extra, a.stderr, b.stderr)
 
 
 def test_a_merged_trace_exported_gives_its_own_table(fleet, tmp_path):
@@ -121,19 +84,20 @@ def test_a_merged_trace_exported_gives_its_own_table(fleet, tmp_path):
     proc = cli("export", str(merged), "--dataset", str(tmp_path / "m"))
     assert proc.returncode == 0 and proc.stdout.endswith(f"of {RANKS} processes into {tmp_path / 'm'}\n")
     options = TableOptions(format="json")
-    want, _ = summary_parts(str(merged), include_profiled=True, by_process=True, options=options,
-                            window=Window(0, 0.01, None))
-    got, _ = dataset_summary_parts(str(tmp_path / "m"), by_process=True, options=options,
-                                   window=Window(0, 0.01, None))
-    assert_same_tables(got, want)
+    for include in (False, True):
+        want, _ = summary_parts(str(merged), include_profiled=include, by_process=True, options=options,
+                                window=Window(0, 0.01, None))
+        got, _ = dataset_summary_parts(str(tmp_path / "m"), by_process=True, options=options,
+                                       window=Window(0, 0.01, None), include_profiled=include)
+        assert_same_tables(got, want)
 
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(phase=st.sampled_from(DURATIONS), lo=st.one_of(st.none(), st.floats(0, 3)),
        width=st.one_of(st.none(), st.floats(0.001, 3)), skip=st.integers(0, 12),
        engines=st.one_of(st.none(), st.sets(st.sampled_from([f"_run_on_acc_{2 * i}_engine" for i in range(4)]) |
-                                            st.just("nope"), min_size=1)))
-def test_windows_and_phases_agree(fleet, phase, lo, width, skip, engines):
+                                            st.just("nope"), min_size=1)), include=st.booleans())
+def test_windows_and_phases_agree(fleet, phase, lo, width, skip, engines, include):
     work, _, merged = fleet
     names = None
     if engines is not None:
@@ -141,9 +105,10 @@ def test_windows_and_phases_agree(fleet, phase, lo, width, skip, engines):
     hi = None if width is None else (lo or 0) + width
     window = Window(skip, lo, hi, names)
     options = TableOptions(format="json")
-    want, _ = summary_parts(str(merged), include_profiled=True, by_process=True, phase=phase, window=window,
+    want, _ = summary_parts(str(merged), include_profiled=include, by_process=True, phase=phase, window=window,
                             options=options)
-    got, _ = dataset_summary_parts(str(work / "ds"), by_process=True, phase=phase, window=window, options=options)
+    got, _ = dataset_summary_parts(str(work / "ds"), by_process=True, phase=phase, window=window, options=options,
+                                   include_profiled=include)
     assert_same_tables(got, want)
 
 
@@ -160,8 +125,17 @@ def test_bad_datasets_are_one_line(fleet, tmp_path):
                    lacking / "part-0.parquet")
     (tmp_path / "junk").mkdir()
     (tmp_path / "junk" / "x.parquet").write_text("not parquet")
+    old = tmp_path / "old" / "host=h" / "rank=0" / "pid=1"  # format 1: no column `profiled`
+    old.mkdir(parents=True)
+    facts = orjson.loads(pq.read_metadata(part).metadata[b"trt_trace"])
+    old_facts = {"trt_trace": orjson.dumps({**facts, "format": 1})}
+    pq.write_table(table.drop(["profiled"]).replace_schema_metadata(old_facts), old / "part-0.parquet")
+    (tmp_path / "loose").mkdir()  # a part outside its process's folder: whose calls are these?
+    pq.write_table(table.replace_schema_metadata(pq.read_metadata(part).metadata), tmp_path / "loose" / "p.parquet")
     cases = {"empty": "no Parquet files", "plain": "not a part of a trt_trace dataset",
-             "lacking": "without the column 'enqueue_ns'", "junk": "not a trt_trace dataset"}
+             "lacking": "without the column 'enqueue_ns'", "junk": "not a trt_trace dataset",
+             "old": "a trt_trace dataset of format 1; this trt-trace reads format 2 (export the traces again)",
+             "loose": "not a folder of a trt_trace dataset"}
     for name, words in cases.items():
         proc = cli("summary", str(tmp_path / name))
         assert proc.returncode == 2 and proc.stdout == "" and proc.stderr.count("\n") == 1, (name, proc.stderr)
@@ -179,7 +153,7 @@ def test_exports_of_several_hosts_add_up_in_one_folder(fleet, tmp_path):
     for t in traces:
         assert cli("export", str(t), "--dataset", str(tmp_path / "shared")).returncode == 0
     got = json.loads(cli("summary", str(tmp_path / "shared"), "--json").stdout)
-    want = json.loads(cli("summary", str(merged), "--include-profiled", "--json").stdout)
+    want = json.loads(cli("summary", str(merged), "--json").stdout)
     assert_same_tables(json.dumps(got), json.dumps(want))
 
 
@@ -213,6 +187,6 @@ def test_windows_across_hosts_are_on_the_merged_clock(two_hosts, lo, hi):
     assert {p.name for p in ds.iterdir()} >= {"host=another-host"}
     options = TableOptions(format="json")
     window = Window(0, lo, hi)
-    want, _ = summary_parts(str(merged), include_profiled=True, by_process=True, window=window, options=options)
+    want, _ = summary_parts(str(merged), by_process=True, window=window, options=options)
     got, _ = dataset_summary_parts(str(ds), by_process=True, window=window, options=options)
     assert_same_tables(got, want)

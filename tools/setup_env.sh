@@ -2,7 +2,8 @@
 # Does all set-up on a fresh machine with only Python 3.10+ and a C++ compiler:
 # a virtual environment, torch (2.13 CPU by default), the build of the C++
 # libraries and the install of trt_trace with its test tools (and Debian's Chromium, which the
-# real-UI tests drive, where /usr/bin/chromium is missing: apt-get, as root or through sudo; and
+# real-UI tests drive, where /usr/bin/chromium is missing: apt-get, as root or through sudo; Debian's
+# Java for the Spark tests, the same way, where no java is found; and
 # Nsight Systems from Debian's non-free packages, unpacked into the cache: tools/install_nsys.sh).
 # Idempotent: a second run reinstalls only when the sources changed.
 #
@@ -22,6 +23,16 @@ if [ ! -x "$CHROMIUM" ]; then
   if [ "$(id -u)" != 0 ]; then SUDO="sudo"; fi
   $SUDO apt-get update -q
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q chromium
+fi
+
+# Java for Spark (tests/test_fleet_spark.py: `trt-trace summary DIR --engine spark`, pyspark in local mode):
+# Debian's default JRE (17 on bookworm; pyspark 4 needs 17 or newer), where no java is on PATH or in JAVA_HOME.
+if [ -z "${JAVA_HOME:-}" ] && ! command -v java >/dev/null 2>&1; then
+  echo "setup: installing default-jre-headless (apt-get) for the Spark tests"
+  SUDO=""
+  if [ "$(id -u)" != 0 ]; then SUDO="sudo"; fi
+  $SUDO apt-get update -q
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q default-jre-headless
 fi
 
 # Nsight Systems for the capture tests (tests/test_captures_nsys.py): unpacked into the cache, see the script.

@@ -32,6 +32,7 @@ import orjson
 # Each verb imports what only it uses (its analysis, the viewer's HTTP server, the merge's Perfetto
 # writer) when it runs: every child process the CLI is (a test's, a script's) starts with what its
 # verb needs, not with all of them (the CLI's start-up; tests/test_startup_and_cli.py).
+from .analysis.fleet_engines import ENGINES  # the names alone: the engines load their packages when used
 from .analysis.layers_report import LAYER_SORT_KEYS, LayerOptions, layers_report
 from .analysis.summary_table import (
     COLUMN_GROUPS,
@@ -228,6 +229,10 @@ def _cmd_summary(args: argparse.Namespace) -> int:
     args.json = options.format == "json"
     if os.path.isdir(args.trace):
         return _dataset_summary(args, window, options)
+    if args.engine is not None:
+        print(f"trt-trace summary: --engine reads a dataset folder (export --dataset), not a trace file "
+              f"({args.trace})", file=sys.stderr)
+        return 2
     try:
         text, summary = summary_parts(args.trace, by_process=args.by_rank, phase=args.phase, window=window,
                                       options=options, include_profiled=args.include_profiled)
@@ -426,20 +431,30 @@ def _cmd_slice(args: argparse.Namespace) -> int:
 
 
 def _dataset_summary(args: argparse.Namespace, window: Window, options: TableOptions) -> int:
-    """summary of a Parquet dataset (export --dataset), on DuckDB."""
+    """summary of a Parquet dataset (export --dataset), on DuckDB or Spark (--engine)."""
     # why: this verb's alone, kept out of the CLI's start-up (see the module's top)
-    from .analysis.fleet import DatasetError, dataset_summary_parts
+    from .analysis.fleet_engines import DatasetError, DuckDBEngine, SparkEngine, spark_session
+    from .analysis.fleet_summary import dataset_summary_parts
 
     for flag, given in (("--plot", args.plot), ("--kernels", args.kernels is not None)):
         if given:
             print(f"trt-trace summary: {flag} reads a trace file, not a dataset ({args.trace})", file=sys.stderr)
             return 2
+    spark = None
     try:
+        if args.engine == "spark":
+            spark = spark_session()
+            engine: DuckDBEngine | SparkEngine = SparkEngine(spark)
+        else:
+            engine = DuckDBEngine()
         text, summary = dataset_summary_parts(args.trace, by_process=args.by_rank, phase=args.phase, window=window,
-                                              options=options)
+                                              options=options, include_profiled=args.include_profiled, engine=engine)
     except DatasetError as exc:
         print(f"trt-trace summary: {exc}", file=sys.stderr)
         return 2
+    finally:
+        if spark is not None:
+            spark.stop()
     print(text, end="")
     _notes("summary", summary.notes)
     if window.active and options.format == "text":
@@ -619,7 +634,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     summary = verb("summary", "per-engine timing table of a trace file")
     summary.add_argument("trace", help="trace.json / trace.pftrace written by trt_trace (or trt-trace merge), a "
-                                       "dataset folder (export --dataset, read on DuckDB), or a "
+                                       "dataset folder (export --dataset, read on DuckDB or Spark), or a "
                                        "torch.profiler trace (.json, .json.gz) / nsys export (.sqlite) of a traced run")
     summary.add_argument("--by-rank", action="store_true",
                          help="one table per process (rank) of a merged trace, then all of them")
@@ -639,6 +654,9 @@ def build_parser() -> argparse.ArgumentParser:
     summary.add_argument("--include-profiled", action="store_true",
                          help="keep the calls that ran under per-layer profiling (TRT_TRACE_LAYERS) in the rows; by "
                               "default they are left out (profiling makes them slower) and a line says how many")
+    summary.add_argument("--engine", choices=ENGINES,
+                         help="of a dataset folder: the SQL engine that computes the table (default duckdb, embedded; "
+                              "spark: pyspark, local mode or the master Spark's configuration names)")
     _add_window(summary)
     summary.set_defaults(func=_cmd_summary)
 

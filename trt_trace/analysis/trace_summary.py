@@ -4,9 +4,9 @@ value counts (readers/value_counts.py), so memory follows the engines, not the c
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 import orjson
@@ -233,14 +233,23 @@ class _SplitRows:
     def _split(self, calls: np.ndarray, info: TraceInfo) -> None:
         self._n_held -= len(calls)
         codes = self.known if self.known is not None else self.layer_keys.codes()
+        mine = np.zeros(len(calls), dtype=bool)
         if len(codes):
             mine = np.isin(key_codes(keys_of(calls["pid"], calls["call_id"])), codes)
-            if mine.any():
-                self.profiled.add(calls[mine], info)
-                self.caught += int(mine.sum())
-                calls = calls[~mine]
+            self.caught += int(mine.sum())
+        self.marked(calls, info, mine)
+
+    def marked(self, calls: np.ndarray, info: TraceInfo, profiled: np.ndarray) -> None:
+        """A chunk of calls with its mask of those that ran under per-layer profiling: added up here; a
+        subclass may do otherwise with them (export --dataset writes the mask as a column)."""
+        if profiled.any():
+            self.profiled.add(calls[profiled], info)
+            calls = calls[~profiled]
         if len(calls):
             self.usual.add(calls, info)
+
+    def discard(self) -> None:
+        """This reading is not the one kept (read_split reads the trace again)."""
 
     def all_caught(self, read: CallsRead) -> bool:
         """Whether every call with layer slices was caught as profiled (or left out as cut short). With
@@ -248,6 +257,9 @@ class _SplitRows:
         codes = self.layer_keys.codes() if self.known is None else self.known
         cut = int(np.isin(key_codes(read.partial), codes).sum()) if len(read.partial) and len(codes) else 0
         return self.known is not None or self.caught + cut >= len(codes)
+
+
+_Split = TypeVar("_Split", bound=_SplitRows)
 
 
 def _process_summaries(read: CallsRead, rows: _Rows, profiled: dict[int, int] | None = None,
@@ -354,6 +366,27 @@ def _with_file_facts(s: TraceSummary, read: CallsRead) -> TraceSummary:
     return s
 
 
+def read_split(path: str | Any, make: Callable[[np.ndarray | None], _Split], window: Window | None = None,
+               reader_again: Any = None) -> tuple[_Split, CallsRead]:
+    """Reads `path` into make(None) (a _SplitRows), each call marked profiled or not; where a profiled call
+    came before its layer slices, reads it again into make(every profiled call's key code) (the first one
+    is then dropped: `discard`). Returns (the one that holds every call, what the reader found)."""
+    split = make(None)
+    read = read_calls(path, split.add, visitor=split.layer_keys, window=window)
+    split.finish()
+    if not split.all_caught(read):  # a profiled call came before its layer slices: again, all of them known
+        again = path if isinstance(path, str) else reader_again() if reader_again is not None else None
+        if again is None:
+            split.discard()
+            raise TraceFileError("the calls with per-layer timing need a second reading of the trace")
+        known = split.layer_keys.codes()
+        split.discard()
+        split = make(known)
+        read = read_calls(again, split.add, window=window)
+        split.finish()
+    return split, read
+
+
 def read_summaries(path: str | Any, durations: Iterable[str] = ("total",), window: Window | None = None,
                    include_profiled: bool = True, reader_again: Any = None,
                    ) -> tuple[list[TraceSummary], TraceSummary, CallsRead]:
@@ -362,16 +395,7 @@ def read_summaries(path: str | Any, durations: Iterable[str] = ("total",), windo
     profiling out of the rows (counted in profiled_calls); reader_again makes the reader anew where
     `path` is a reader and a second pass is needed (_SplitRows)."""
     durations = tuple(durations)
-    split = _SplitRows(durations)
-    read = read_calls(path, split.add, visitor=split.layer_keys, window=window)
-    split.finish()
-    if not split.all_caught(read):  # a profiled call came before its layer slices: again, all of them known
-        again = path if isinstance(path, str) else reader_again() if reader_again is not None else None
-        if again is None:
-            raise TraceFileError("the calls with per-layer timing need a second reading of the trace")
-        split = _SplitRows(durations, known=split.layer_keys.codes())
-        read = read_calls(again, split.add, window=window)
-        split.finish()
+    split, read = read_split(path, lambda known: _SplitRows(durations, known), window, reader_again)
     rows = split.usual if not include_profiled else split.usual.merged(split.profiled)
     parts = _process_summaries(read, rows, split.profiled.calls_by_pid(), include_profiled)
     for part in parts:
