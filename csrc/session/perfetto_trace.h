@@ -53,6 +53,8 @@ class PerfettoTrace : public TraceFormat {
  private:
   void write_calls(const Record* recs, size_t n) override;
   void write_layers(const Record* recs, size_t n) override;
+  // Not written in this format yet (docs/inference.md): the JSON format carries the inferences.
+  void write_inferences(const Record*, size_t) override {}
   std::string part_start(int64_t first_ns);
   void clock_snapshot(std::string& out) const;
   const std::string& engine_name(uint32_t engine_id);

@@ -28,6 +28,9 @@ CATEGORY = "trt_trace"  # every slice's category (JSON `cat`)
 METADATA_EVENT = "trt_trace_metadata"  # the start and end metadata (JSON M events, Perfetto instants)
 FLOW_NAME = "launch"  # the flow from a call's enqueue slice to its GPU slice (flow id = call id)
 LAYER_CATEGORY = "trt_trace.layer"  # layer slices (JSON `cat`): never counted as a call or phase by name
+INFERENCE_CATEGORY = "trt_trace.inference"  # inference slices (docs/inference.md): never an engine call
+INFERENCE_NAME = "inference"  # their slice name, and their track's: "inference · <thread>"
+INFERENCE_KINDS = {1: "aoti", 2: "module"}  # an inference record's `stream` -> its `kind` arg
 LAYERS_TRACK = "layers"  # an engine's layer track: "<engine> layers" (JSON), "layers" under the engine (native)
 
 JSON_SUFFIX = ".json"

@@ -72,7 +72,7 @@ from ...schema.trace_format import (
 )
 from .. import formats
 from ..perfetto_protos import protos
-from ..tracks import Track, TrackBook, split_layers
+from ..tracks import Track, TrackBook, split_inferences, split_layers
 from .trace_file import StreamedTrace, TraceFile
 
 SUFFIXES = PERFETTO_SUFFIXES
@@ -306,6 +306,8 @@ class PerfettoTraceWriter(StreamedTrace):
         ])
 
     def write(self, records: np.ndarray) -> None:
+        # Inferences are not written in this format yet (docs/inference.md): the JSON format carries them.
+        records, _inferences = split_inferences(records)
         records, layers = split_layers(records)
         if len(records):
             self._write_calls(records)

@@ -1,0 +1,195 @@
+"""The whole inference (docs/inference.md): each call of an AOTInductor package's runner (with TRT_TRACE_OUT
+alone) or of a module traced with trt_trace.inference() is a slice on its thread's inference track with its
+engine calls inside it; the table's inference line and `(outside engines)` row agree with the slices counted
+by brute force; the native and Python writers write the same bytes for inference records; readers and verbs
+count no inference as an engine call."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections import defaultdict
+from pathlib import Path
+
+import numpy as np
+import orjson
+import pytest
+import torch
+from conftest import run_python, trt_trace_cli
+from trace_checks import check_trace, load_strict
+
+import trt_trace
+from trt_trace.native import ops
+from trt_trace.runtime.native_trace import process_head
+from trt_trace.schema.records import RECORD_DTYPE
+from trt_trace.standin import model
+
+ENGINES = 3
+
+
+def _inferences(events: list[dict]) -> list[dict]:
+    return [e for e in events if e.get("cat") == "trt_trace.inference"]
+
+
+def _calls(events: list[dict]) -> list[dict]:
+    return [e for e in events if e.get("cat") == "trt_trace" and e.get("name") == "execute_engine"]
+
+
+def _inside(inf: dict, calls: list[dict]) -> list[dict]:
+    """Brute force: the outer engine calls of the inference's thread that began inside it."""
+    b, e = round(inf["ts"] * 1000), round((inf["ts"] + inf["dur"]) * 1000)
+    return [c for c in calls if c["args"]["thread"] == inf["args"]["thread"] and not c["args"].get("nested")
+            and b <= round(c["ts"] * 1000) < e]
+
+
+def _summary(path: Path, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([*trt_trace_cli(), "summary", str(path), *args], capture_output=True, text=True,
+                          timeout=300)
+
+
+def test_a_traced_forward_is_one_inference_with_its_engine_calls_inside(tmp_path):
+    m = trt_trace.inference(model.StandInModel(model.demo_specs(ENGINES)))
+    assert trt_trace.inference(m) is m  # once: a second wrap changes nothing
+    x = torch.randn(8, 64)
+    m(x)  # not tracing: no inference, the call works
+    out = tmp_path / "t.json"
+    with trt_trace.tracing(str(out)):
+        for _ in range(20):
+            m(x)
+        torch.ops.tensorrt.execute_engine([x], getattr(m, m.specs[0].name))  # outside any inference
+    events = load_strict(out)
+    check_trace(events)
+    infs, calls = _inferences(events), _calls(events)
+    assert len(infs) == 20 and len(calls) == 20 * ENGINES + 1
+    assert all(i["args"]["kind"] == "module" and len(_inside(i, calls)) == ENGINES for i in infs)
+    names = {e["tid"]: e["args"]["name"] for e in events if e.get("name") == "thread_name"}
+    assert {names[i["tid"]] for i in infs} == {f"inference · {infs[0]['args']['thread']}"}
+    assert infs[0]["tid"] < min(c["tid"] for c in calls)  # listed before the engines' tracks
+    ids = {i["args"]["call_id"] for i in infs}
+    assert not ids & {c["args"]["call_id"] for c in calls}  # never an engine call's id
+
+    doc = orjson.loads(_summary(out, "--format", "json").stdout)
+    assert sum(r["calls"] for r in doc["engines"]) == 20 * ENGINES + 1  # no inference counted as a call
+    f = doc["inferences"]
+    durations = sorted(round(i["dur"] * 1000) for i in infs)
+    engine_ns = sum(round(c["dur"] * 1000) for i in infs for c in _inside(i, calls))
+    assert f["count"] == 20
+    assert f["p50_ms"] == pytest.approx(durations[9] / 1e6, abs=2e-6)  # ceil(0.5 n)-th smallest
+    assert f["p99_ms"] == pytest.approx(durations[19] / 1e6, abs=2e-6)
+    outside = sum(durations) - engine_ns
+    assert f["outside_engines_ms"] == pytest.approx(outside / 1e6, abs=1e-4)
+    assert f["outside_engines_pct"] == pytest.approx(100 * outside / sum(durations), abs=1e-3)
+    first = min(round(i["ts"] * 1000) for i in infs)
+    last = max(round((i["ts"] + i["dur"]) * 1000) for i in infs)
+    assert f["per_s"] == pytest.approx(20 * 1e9 / (last - first), rel=1e-4)
+    assert doc["outside_engines"]["engine"] == "(outside engines)" and doc["outside_engines"]["calls"] == 20
+
+    text = _summary(out).stdout
+    lines = text.splitlines()
+    assert lines[0].startswith("inferences: 20   p50 ") and "outside engines" in lines[0]
+    row = next(k for k, line in enumerate(lines) if line.startswith("(outside engines)"))
+    assert lines[row + 1].startswith("ALL")  # after the engines, before ALL
+    assert "(outside engines)" in _summary(out, "--format", "csv").stdout
+    assert "(outside engines)" in _summary(out, "--sort", "calls", "--top", "1").stdout  # apart from --top
+
+
+def test_nested_inferences_count_once_and_errors_are_flagged(tmp_path):
+    m = trt_trace.inference(model.StandInModel(model.demo_specs(2)))
+
+    @trt_trace.inference
+    def handler(x: torch.Tensor) -> torch.Tensor:
+        return m(m(x))
+
+    @trt_trace.inference
+    def broken(x: torch.Tensor) -> torch.Tensor:
+        m(x)
+        raise ValueError("no")
+
+    out = tmp_path / "t.json"
+    with trt_trace.tracing(str(out)):
+        handler(torch.randn(8, 64))
+        with pytest.raises(ValueError, match="no"):
+            broken(torch.randn(8, 64))
+        m(torch.randn(8, 64))  # the next inference opens: the failed one left none open
+    infs = _inferences(load_strict(out))
+    calls = _calls(load_strict(out))
+    assert [len(_inside(i, calls)) for i in infs] == [4, 2, 2]
+    assert [bool(i["args"].get("error")) for i in infs] == [False, True, False]
+    with pytest.raises(TypeError, match="module or a callable"):
+        trt_trace.inference(3)
+
+
+def test_a_package_runner_is_traced_with_trt_trace_out_alone(tmp_path, demo_package):
+    # examples/serve.py changes nothing for tracing: the runner's class is wrapped when torch._inductor's package
+    # module is imported. Two threads: one inference track each, each inference holding its six engine calls.
+    out = tmp_path / "serve.json"
+    serve = Path(__file__).resolve().parents[1] / "examples" / "serve.py"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TRT_TRACE_")
+           or k in ("TRT_TRACE_CACHE_DIR", "TRT_TRACE_STANDIN_RUNTIME")}
+    env["TRT_TRACE_OUT"] = str(out)
+    r = subprocess.run([sys.executable, str(serve), "--calls", "15", "--threads", "2"], env=env, cwd=tmp_path,
+                       capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stderr
+    events = load_strict(out)
+    check_trace(events)
+    infs, calls = _inferences(events), _calls(events)
+    assert len(infs) == 30 and all(i["args"]["kind"] == "aoti" for i in infs)
+    assert all(len(_inside(i, calls)) == 6 for i in infs)
+    by_thread = defaultdict(set)
+    for i in infs:
+        by_thread[i["args"]["thread"]].add(i["tid"])
+    assert len(by_thread) == 2 and all(len(t) == 1 for t in by_thread.values())
+    text = _summary(out).stdout
+    assert text.startswith("inferences: 30 ") and "(outside engines)" in text
+
+
+def test_without_tracing_the_wrapper_records_nothing(tmp_path):
+    r = run_python("import trt_trace, torch\n"
+                   "from trt_trace.native import inference_calls\n"
+                   "e = inference_calls.entry()\n"
+                   "print(e.begin())\n"
+                   "trt_trace.start('" + str(tmp_path / "t.json") + "')\n"
+                   "h = e.begin(); print(h, e.begin()); e.end(h, 1, 0)\n"
+                   "h = e.begin(); print(h); e.end(h, 1, 0)\n"
+                   "trt_trace.stop()\n")
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.split() == ["0", "1", "0", "1"]  # off: none; on: one, none nested; closed: one again
+
+
+def _records(threads: int) -> np.ndarray:
+    rows = []
+    for k in range(threads):
+        b = 1_000_000 + 10 * k
+        rows.append((b, b + 5_000, 1 + 2 * k, 0, 100 + k, 11, k % 2, 0xFFFF, 1 + k % 2))
+        rows.append((b + 100, b + 900, 2 + 2 * k, 1, 100 + k, 0, 0, 0xFFFF, 0))
+        rows.append((b + 100, b + 900, 2 + 2 * k, 1, 100 + k, 1, 0, 0xFFFF, 0))
+    out = np.array(rows, dtype=RECORD_DTYPE)
+    return out[np.argsort(out["end_ns"], kind="stable")]
+
+
+@pytest.mark.parametrize("threads", [3, 1002])
+def test_the_native_writer_writes_the_python_writers_inference_bytes(tmp_path, threads, monkeypatch):
+    # Past 999 calling threads the tracks go to the overflow range: still one each, the same bytes.
+    from trt_trace.io.writers import ChromeJsonWriter
+
+    recs = _records(threads)
+    monkeypatch.chdir(tmp_path)
+    writer = ChromeJsonWriter("py.json", lambda: ["", "eng"])
+    writer._pid = 4242
+    writer.begin("p", {"tool": "trt_trace"})
+    for i in range(0, len(recs), 50):
+        writer.write(recs[i:i + 50])
+    end = writer.end_record({"records_drained": len(recs), "dropped_events": 0})
+    writer.finish({"records_drained": len(recs), "dropped_events": 0})
+    ops.json_trace_from_records("native.json", torch.from_numpy(recs.view(np.uint8).copy()), 50, 4242, True,
+                                process_head(4242, "p", {"tool": "trt_trace"}), ["", "eng"], [], 0, True,
+                                orjson.dumps(end))
+    assert (tmp_path / "native.json").read_bytes() == (tmp_path / "py.json").read_bytes()
+    events = load_strict(tmp_path / "native.json")
+    tids = {e["tid"] for e in _inferences(events)}
+    assert len(tids) == threads and (threads < 1000 or max(tids) >= 1 << 31)
+    doc = orjson.loads(_summary(tmp_path / "native.json", "--format", "json").stdout)
+    assert doc["inferences"]["count"] == threads and doc["engines"][0]["calls"] == threads
+    # Each inference holds its one call of 800 ns: 4200 ns outside, of 5000.
+    assert doc["inferences"]["outside_engines_pct"] == pytest.approx(84.0)
