@@ -193,3 +193,49 @@ def test_the_native_writer_writes_the_python_writers_inference_bytes(tmp_path, t
     assert doc["inferences"]["count"] == threads and doc["engines"][0]["calls"] == threads
     # Each inference holds its one call of 800 ns: 4200 ns outside, of 5000.
     assert doc["inferences"]["outside_engines_pct"] == pytest.approx(84.0)
+
+
+def _synthetic(path: Path, pid: int) -> None:
+    from trt_trace.io.writers import ChromeJsonWriter
+
+    recs = _records(3)
+    writer = ChromeJsonWriter(str(path), lambda: ["", "eng"])
+    writer._pid = pid
+    writer.begin("p", {"tool": "trt_trace", "pid": pid, "host": "h"})
+    writer.write(recs)
+    writer.finish({"records_drained": len(recs), "dropped_events": 0})
+
+
+def _cli(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([*trt_trace_cli(), *args], capture_output=True, text=True, timeout=300)
+
+
+def test_verbs_carry_inferences_and_never_count_one_as_a_call(tmp_path):
+    a, b = tmp_path / "a.json", tmp_path / "b.json"
+    _synthetic(a, 11)
+    _synthetic(b, 12)
+    merged = tmp_path / "m.json"
+    assert _cli("merge", str(a), str(b), "-o", str(merged)).returncode == 0
+    doc = orjson.loads(_summary(merged, "--format", "json").stdout)
+    assert doc["all"]["calls"] == 6 and doc["inferences"]["count"] == 6
+    assert doc["inferences"]["outside_engines_pct"] == pytest.approx(84.0)  # joined per process, as in each file
+    cut = tmp_path / "s.json"
+    assert _cli("slice", str(a), "--skip-first", "1", "-o", str(cut)).returncode == 0
+    events = load_strict(cut)
+    assert len(_calls(events)) == 2 and len(_inferences(events)) == 3  # kept where they overlap the window
+    d = _cli("diff", str(a), str(b))
+    assert d.returncode == 0 and " 3/3 " in d.stdout  # base/new calls of the engine: no inference among them
+
+
+def test_a_flight_dump_holds_the_inferences(tmp_path):
+    m = trt_trace.inference(model.StandInModel(model.demo_specs(2)))
+    trt_trace.flight(30, str(tmp_path / "f.json"))
+    try:
+        for _ in range(4):
+            m(torch.randn(8, 64))
+        dumped = trt_trace.dump()
+    finally:
+        trt_trace.stop()
+    events = load_strict(dumped)
+    infs, calls = _inferences(events), _calls(events)
+    assert len(infs) == 4 and all(len(_inside(i, calls)) == 2 for i in infs)
