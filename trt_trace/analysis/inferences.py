@@ -6,8 +6,9 @@ the table shows: count, p50/p99 latency, inferences per second, and the time out
 An engine call is inside an inference when it ran on the inference's thread (`thread` arg) and began
 within its span; nested engine calls are counted through their outer call only. Engine calls of other
 threads (a package's own worker threads) are not inside: the share outside engines is the calling
-thread's view, the one its latency is. Memory: four integers per engine call until the end of the
-reading (the join needs them sorted by thread and time)."""
+thread's view, the one its latency is. Memory: in a trace with inferences, four integers per engine call
+until the end of the reading (the join needs them sorted by thread and time); in one without, nothing
+past its first CallSpans.LOOKAHEAD calls."""
 
 from __future__ import annotations
 
@@ -52,12 +53,24 @@ class InferenceSpans(Visitor):
 
 
 class CallSpans:
-    """The engine calls' (pid, thread, begin, total) in ns, outer calls only, as the reader hands them out."""
+    """The engine calls' (pid, thread, begin, total) in ns, outer calls only, as the reader hands them out.
 
-    def __init__(self) -> None:
+    Kept only in a trace with inferences: the writers put a batch's inferences right after its calls, so a
+    trace whose first LOOKAHEAD calls came with no inference has none (a C++ deployment, an older trace),
+    and its reading keeps the readers' memory bound (nothing per call)."""
+
+    LOOKAHEAD = 1 << 20
+
+    def __init__(self, spans: InferenceSpans) -> None:
         self._parts: list[np.ndarray] = []
+        self._spans = spans
+        self._seen = 0
 
     def add(self, calls: np.ndarray) -> None:
+        self._seen += len(calls)
+        if not self._spans.rows and self._seen > self.LOOKAHEAD:
+            self._parts = []
+            return
         outer = calls[(calls["flags"] & CALL_NESTED) == 0]
         part = np.empty((len(outer), 4), dtype=np.int64)
         part[:, 0] = outer["pid"]

@@ -381,7 +381,8 @@ def read_summaries(path: str | Any, durations: Iterable[str] = ("total",), windo
     `path` is a reader and a second pass is needed (_SplitRows)."""
     durations = tuple(durations)
     split = _SplitRows(durations)
-    spans, call_spans = inference_table.InferenceSpans(), inference_table.CallSpans()
+    spans = inference_table.InferenceSpans()
+    call_spans = inference_table.CallSpans(spans)
 
     def add(calls: np.ndarray, info: TraceInfo) -> None:
         split.add(calls, info)
