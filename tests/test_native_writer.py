@@ -203,8 +203,8 @@ def test_the_native_writer_writes_the_python_perfetto_writers_bytes(tmp_path, mo
         assert len(paths) > 1  # the limit was reached: parts with their split end records
     if max_bytes and not split:
         assert not_written > 0
-    else:  # every record but the inferences, which this format does not carry yet (docs/inference.md)
-        assert events == len(recs) - int((recs["phase"] == 11).sum())
+    else:  # every record, the inferences included (docs/inference.md)
+        assert events == len(recs)
 
 
 # -- real processes ------------------------------------------------------------------------------------------

@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from ..io.readers.calls import Window
 from ..io.readers.chrome_json import Visitor
 from ..io.readers.columns import CALL_NESTED
 from ..io.readers.events import U32, U64, Malformed, integer
@@ -97,9 +98,28 @@ class Inferences:
         return len(self.duration)
 
 
-def join(spans: InferenceSpans, calls: np.ndarray, pid: int | None = None) -> Inferences | None:
-    """The inferences of process `pid` (all where None) with their engine time; None where there is none."""
-    rows = np.array(spans.rows, dtype=np.int64).reshape(-1, 4)
+def windowed(rows: np.ndarray, window: Window | None, bounds: tuple[int | None, int | None]) -> np.ndarray:
+    """The inferences (pid, thread, begin, end) the table's window keeps, as it keeps calls: each process's first
+    `skip_first` inferences (by begin) left out, then only those that begin in [lo, hi) ns (the calls' bounds).
+    An inference is whole: where it counts, all of its engine calls count in its engine time."""
+    if window is not None and window.skip_first > 0 and len(rows):
+        order = np.lexsort((rows[:, 2], rows[:, 0]))
+        rows = rows[order]
+        first = np.searchsorted(rows[:, 0], rows[:, 0], "left")  # each row's process's first row
+        rows = rows[np.arange(len(rows)) - first >= window.skip_first]
+    lo, hi = bounds
+    if lo is not None:
+        rows = rows[rows[:, 2] >= lo]
+    if hi is not None:
+        rows = rows[rows[:, 2] < hi]
+    return rows
+
+
+def join(spans: InferenceSpans, calls: np.ndarray, pid: int | None = None, window: Window | None = None,
+         bounds: tuple[int | None, int | None] = (None, None)) -> Inferences | None:
+    """The inferences of process `pid` (all where None) in the window, with their engine time (from `calls`: every
+    call read, the window's or not); None where there is none."""
+    rows = windowed(np.array(spans.rows, dtype=np.int64).reshape(-1, 4), window, bounds)
     if pid is not None:
         rows = rows[rows[:, 0] == pid]
     if not len(rows):

@@ -384,11 +384,10 @@ def read_summaries(path: str | Any, durations: Iterable[str] = ("total",), windo
     spans = inference_table.InferenceSpans()
     call_spans = inference_table.CallSpans(spans)
 
-    def add(calls: np.ndarray, info: TraceInfo) -> None:
-        split.add(calls, info)
-        call_spans.add(calls)
-
-    read = read_calls(path, add, visitor=_Visitors(split.layer_keys, spans), window=window)
+    # The inferences' engine time is of every call (an inference is whole); the window cuts the inferences by their
+    # own begin (docs/inference.md).
+    read = read_calls(path, split.add, visitor=_Visitors(split.layer_keys, spans), window=window,
+                      on_all=call_spans.add)
     split.finish()
     if not split.all_caught(read):  # a profiled call came before its layer slices: again, all of them known
         again = path if isinstance(path, str) else reader_again() if reader_again is not None else None
@@ -405,7 +404,7 @@ def read_summaries(path: str | Any, durations: Iterable[str] = ("total",), windo
     if spans.rows:
         calls = call_spans.array()
         for part in parts if any(whole is p for p in parts) else [*parts, whole]:
-            joined = inference_table.join(spans, calls, part.pid)
+            joined = inference_table.join(spans, calls, part.pid, window, read.window_ns)
             part.inferences = inference_table.fields(joined)
             part.outside_row = inference_table.outside_row(joined) if joined is not None else None
     return parts, whole, read

@@ -41,6 +41,9 @@ MERGED_VIEW_TRACK = "trt_trace merged view"
 
 # Native traces: an engine's track uuid (the reader gets the engine id back from it).
 ENGINE_UUID_BASE = 1 << 32
+# A native Perfetto trace's inference tracks (docs/inference.md): uuid INFERENCE_UUID_BASE + n for the n-th calling
+# thread, past any lane's and below the engines' (the readers' fast path hands their slices to Python by this range).
+INFERENCE_UUID_BASE = 1 << 31
 # Native traces: slice annotation names, interned in this order (iid = index + 1), as
 # csrc/format/perfetto_slices.h's SliceAnnotation (and csrc/session/perfetto_trace.cpp's list of the names) and
 # csrc/readers/perfetto_packets.cpp's AnnKind number them.
