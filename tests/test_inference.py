@@ -319,9 +319,10 @@ def test_the_windows_cut_the_inferences_by_their_begin(tmp_path, suffix):
 
 def _synthetic(path: Path, pid: int) -> None:
     from trt_trace.io.writers import ChromeJsonWriter
+    from trt_trace.io.writers.perfetto_trace import PerfettoTraceWriter
 
     recs = _records(3)
-    writer = ChromeJsonWriter(str(path), lambda: ["", "eng"])
+    writer = (ChromeJsonWriter if path.suffix == ".json" else PerfettoTraceWriter)(str(path), lambda: ["", "eng"])
     writer._pid = pid
     writer.begin("p", {"tool": "trt_trace", "pid": pid, "host": "h"})
     writer.write(recs)
@@ -332,8 +333,9 @@ def _cli(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run([*trt_trace_cli(), *args], capture_output=True, text=True, timeout=300)
 
 
-def test_verbs_carry_inferences_and_never_count_one_as_a_call(tmp_path):
-    a, b = tmp_path / "a.json", tmp_path / "b.json"
+@FORMATS
+def test_verbs_carry_inferences_and_never_count_one_as_a_call(tmp_path, suffix):
+    a, b = tmp_path / f"a{suffix}", tmp_path / f"b{suffix}"
     _synthetic(a, 11)
     _synthetic(b, 12)
     merged = tmp_path / "m.json"
