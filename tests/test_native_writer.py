@@ -62,6 +62,13 @@ def random_records(seed: int, n_calls: int = 300) -> np.ndarray:
             for layer in range(rng.randrange(1, 4)):
                 rows.append((t, t + 700, call, engine, 7, 10, 0, device, (layer + call) % len(LAYER_NAMES)))
                 t += 700
+    # Whole inferences (docs/inference.md) around some calls, on their own tracks: a generator of their own, so
+    # that the calls above stay what they were.
+    inf = random.Random(seed + 1000)
+    for k in range(n_calls // 4):
+        begin = 1_000_000 + k * 80_000 + inf.randrange(-5_000, 5_000)
+        rows.append((begin, begin + inf.randrange(10_000, 120_000), n_calls + 1 + k, 0, inf.choice((7, 8, 9, 123456)),
+                     11, inf.choice((0, 0, 1)), 0xFFFF, inf.choice((1, 2, 3))))
     out = np.array(rows, dtype=RECORD_DTYPE)
     return out[np.argsort(out["end_ns"], kind="stable")]
 
@@ -196,7 +203,7 @@ def test_the_native_writer_writes_the_python_perfetto_writers_bytes(tmp_path, mo
         assert len(paths) > 1  # the limit was reached: parts with their split end records
     if max_bytes and not split:
         assert not_written > 0
-    else:
+    else:  # every record, the inferences included (docs/inference.md)
         assert events == len(recs)
 
 

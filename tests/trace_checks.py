@@ -32,8 +32,11 @@ def check_trace(events: list[dict]) -> dict:
             track_names[(ev["pid"], ev["tid"])] = ev["args"]["name"]
         if ev["ph"] == "X":
             assert ev["ts"] >= 0 and ev["dur"] >= 0
-            assert ev["cat"] == "trt_trace"
-            assert {"engine", "call_id", "thread"} <= set(ev["args"])
+            if ev["cat"] == "trt_trace.inference":  # a whole inference (docs/inference.md): no engine
+                assert ev["name"] == "inference" and {"kind", "call_id", "thread"} <= set(ev["args"])
+            else:
+                assert ev["cat"] == "trt_trace"
+                assert {"engine", "call_id", "thread"} <= set(ev["args"])
             begin = to_ns(ev["ts"])
             slices[(ev["pid"], ev["tid"])].append((begin, begin + to_ns(ev["dur"]), ev["name"]))
     for (pid, tid), items in slices.items():

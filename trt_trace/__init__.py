@@ -28,9 +28,11 @@ from .native.ops import (
     set_profile_execution,
 )
 from .runtime import config as _config
+from .runtime import inference as _inference
 from .runtime import metrics as _metrics
 from .runtime import on_demand as _on_demand
 from .runtime import python_runtime as _python_runtime
+from .runtime.inference import inference
 from .runtime.session import Session, TraceError, active, dump, flight, layers, start, stop
 from .schema.version import __version__
 
@@ -43,6 +45,7 @@ if os.environ.get("_TRT_TRACE_CLI_READ_ONLY") != "1":
     _library.load_at_import()
     _python_runtime.install()
     _on_demand.arm()
+    _inference.install()  # the AOTInductor package runner's calls as inferences (docs/inference.md)
 
 
 @contextlib.contextmanager
@@ -85,6 +88,7 @@ __all__ = [
     "flight",
     "get_nvtx",
     "get_profile_execution",
+    "inference",
     "layers",
     "reset",
     "serve_metrics",

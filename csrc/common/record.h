@@ -38,12 +38,16 @@ enum class Phase : uint8_t {
   // the trace, but through its own formatter (csrc/ops/layer_format.cpp; the phase formatters skip
   // it) and its own tracks (trt_trace/io/tracks.py), never as a phase of the table.
   kLayer,
+  // One inference (docs/inference.md): a call of an AOTInductor package's runner or of a traced module's
+  // `forward`, opened and closed from Python (hook/inference_calls.h); engine_id 0, `stream` its kind
+  // (InferenceKind). Past the public phases like kLayer: its own tracks, never a phase of the table.
+  kInference,
 };
 // The values are the trace's (and trt_trace/schema/phases.py's): they must not move.
 static_assert(static_cast<int>(Phase::kCall) == 0 && static_cast<int>(Phase::kEnqueue) == 4 &&
                   static_cast<int>(Phase::kGpu) == 5 && static_cast<int>(Phase::kCallerWait) == 6 &&
                   static_cast<int>(Phase::kGpuPending) == 7 && static_cast<int>(Phase::kPhaseBounds) == 9 &&
-                  static_cast<int>(Phase::kLayer) == 10,
+                  static_cast<int>(Phase::kLayer) == 10 && static_cast<int>(Phase::kInference) == 11,
               "Record.phase values are part of the trace format");
 constexpr uint8_t kLastPublicPhase = static_cast<uint8_t>(Phase::kCallerWait);  // later values stay in C++
 static_assert(kLastPublicPhase + 1 == kNumPublicPhases, "every public phase has a name");

@@ -55,6 +55,7 @@ constexpr uint32_t kDebugAnnotations = 4;
 constexpr uint32_t kType = 9;
 constexpr uint32_t kNameIid = 10;
 constexpr uint32_t kTrackUuid = 11;
+constexpr uint32_t kEventName = 23;  // TrackEvent.name (not interned)
 constexpr uint32_t kFlowIds = 47;             // fixed64
 constexpr uint32_t kTerminatingFlowIds = 48;  // fixed64
 constexpr uint32_t kSliceBegin = 1, kSliceEnd = 2, kInstant = 3;  // TrackEvent.Type
@@ -123,6 +124,7 @@ constexpr FieldNumber kPerfettoFields[] = {
     {"TrackEvent.type", kType, kAsVarint},
     {"TrackEvent.name_iid", kNameIid, kAsVarint},
     {"TrackEvent.track_uuid", kTrackUuid, kAsVarint},
+    {"TrackEvent.name", kEventName, kAsBytes},
     {"TrackEvent.flow_ids", kFlowIds, kAsFixed64},
     {"TrackEvent.terminating_flow_ids", kTerminatingFlowIds, kAsFixed64},
     {"TrackEvent.Type.TYPE_SLICE_BEGIN", kSliceBegin, kEnumValue},

@@ -280,5 +280,41 @@ void metadata_instant(std::string& out, uint32_t seq, uint64_t ts, uint64_t trac
   frame_packet(out, packet);
 }
 
+void inference_slice(std::string& out, uint32_t seq, uint64_t begin_ns, uint64_t end_ns, uint64_t track_uuid,
+                     std::string_view name, std::string_view kind, uint64_t call_id, uint64_t thread, bool error,
+                     uint64_t call_id_iid, uint64_t thread_iid, uint64_t error_iid) {
+  Message begin;
+  {
+    Message a;
+    a.text(kAnnotationName, "kind").text(kStringValue, kind);
+    begin.message(kDebugAnnotations, a);
+  }
+  {  // integers as Python's fill_annotation writes them: int64 where they fit, uint64 above
+    Message a;
+    a.varint(kAnnotationNameIid, call_id_iid).varint(call_id <= static_cast<uint64_t>(INT64_MAX) ? kIntValue : kUintValue,
+                                                      call_id);
+    begin.message(kDebugAnnotations, a);
+  }
+  {
+    Message a;
+    a.varint(kAnnotationNameIid, thread_iid).varint(kIntValue, thread);
+    begin.message(kDebugAnnotations, a);
+  }
+  if (error) {
+    Message a;
+    a.varint(kAnnotationNameIid, error_iid).varint(kBoolValue, 1);
+    begin.message(kDebugAnnotations, a);
+  }
+  begin.varint(kType, kSliceBegin).varint(kTrackUuid, track_uuid).text(kEventName, name);
+  Message packet = packet_on(seq);
+  packet.varint(kTimestamp, begin_ns).message(kTrackEvent, begin);
+  frame_packet(out, packet);
+  Message end;
+  end.varint(kType, kSliceEnd).varint(kTrackUuid, track_uuid);
+  Message end_packet = packet_on(seq);
+  end_packet.varint(kTimestamp, end_ns).message(kTrackEvent, end);
+  frame_packet(out, end_packet);
+}
+
 }  // namespace perfetto_packets
 }  // namespace trt_trace

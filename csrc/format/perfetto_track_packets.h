@@ -119,5 +119,15 @@ std::string split_end_annotations(std::string_view next_part, int64_t part, uint
 void metadata_instant(std::string& out, uint32_t seq, uint64_t ts, uint64_t track_uuid, uint64_t name_iid,
                       std::string_view annotations);
 
+// ---- inferences (docs/inference.md) -------------------------------------------------------------
+
+// An inference's SLICE_BEGIN at `begin_ns` (named `name`, not interned: a few per batch) and its SLICE_END
+// at `end_ns` on track `track_uuid`. The begin's annotations: "kind" (named in full: no interned name),
+// then call_id, thread and, where it raised, error = true (interned names call_id_iid, thread_iid,
+// error_iid). What perfetto_trace.PerfettoTraceWriter._inference_packets() writes.
+void inference_slice(std::string& out, uint32_t seq, uint64_t begin_ns, uint64_t end_ns, uint64_t track_uuid,
+                     std::string_view name, std::string_view kind, uint64_t call_id, uint64_t thread, bool error,
+                     uint64_t call_id_iid, uint64_t thread_iid, uint64_t error_iid);
+
 }  // namespace perfetto_packets
 }  // namespace trt_trace

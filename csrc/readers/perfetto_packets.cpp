@@ -6,7 +6,8 @@
 // which also update the tables this loop reads (names, annotation names, tracks). A slice packet
 // of any other shape (not ours) answers kNotOurs: the file is then read by the general path.
 // Slices on a lane the Python side marks kPythonLane (a "layers" track: per-layer timing, whose
-// names are interned past 256) are handed back as kOther, packet by packet, and paired there.
+// names are interned past 256), and slices on an inference track, are handed back as kOther, packet by
+// packet, and paired there.
 #include <cstring>
 
 #include "readers/read_types.h"
@@ -66,6 +67,9 @@ struct Reader {
 };
 
 constexpr int64_t kPythonLane = -2;  // track_engine: a lane whose slices Python decodes (layers)
+// Inference tracks (docs/inference.md: uuids from 2^31, below the engines' 2^32): few slices, Python decodes
+// and pairs them as it does layer slices (trt_trace/io/readers/perfetto.py).
+constexpr uint64_t kInferenceUuidBase = uint64_t{1} << 31, kEngineUuidBase = uint64_t{1} << 32;
 
 struct Tables {
   const uint8_t* name_phase;     // [256] name iid -> phase + 1 (0: not a phase name)
@@ -202,8 +206,9 @@ TT_API int64_t tt_pf_parse(const uint8_t* buf, int64_t len, int64_t pos, const u
     Event e;
     const bool decoded = !other && te_a != nullptr && decode_event(Reader{te_a, te_b}, t, e);
     const bool is_slice = decoded && e.has_type && (e.type == 1 || e.type == 2);
-    const bool python_lane = decoded && e.has_track && e.track < static_cast<uint64_t>(t.n_tracks) &&
-                             t.track_engine[e.track] == kPythonLane;
+    const bool python_lane = decoded && e.has_track &&
+                             ((e.track < static_cast<uint64_t>(t.n_tracks) && t.track_engine[e.track] == kPythonLane) ||
+                              (e.track >= kInferenceUuidBase && e.track < kEngineUuidBase));
     if (python_lane && !state->open) {  // a layer slice's begin or end: Python pairs them
       *status = kOther;
       break;

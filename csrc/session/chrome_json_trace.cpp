@@ -4,6 +4,7 @@
 
 #include "format/chrome_json_events.h"
 #include "common/json_text.h"
+#include "format/inference_events.h"
 
 namespace trt_trace {
 namespace session {
@@ -153,6 +154,23 @@ void ChromeJsonTrace::write_layers(const Record* recs, size_t n) {
     if (out.p != begin) out.lit(",\n");
     append_layer_event(out, r, layer_track_tid(r.engine_id, placed_.lanes[i]), pid_.data(), pid_.size(), engine,
                        layer_json_[r.stream]);
+  }
+  file_->write(meta, begin, static_cast<size_t>(out.p - begin), static_cast<int64_t>(n), first_begin(recs, n));
+}
+
+void ChromeJsonTrace::write_inferences(const Record* recs, size_t n) {
+  std::string meta;
+  for (size_t i = 0; i < n; ++i) {
+    auto [it, fresh] = inference_tids_.try_emplace(recs[i].thread_id, inference_track_tid(inference_tids_.size()));
+    if (fresh) track_events(it->second, inference_track_name(recs[i].thread_id), &meta);
+  }
+  if (!meta.empty()) track_meta_ += (track_meta_.empty() ? "" : ",") + meta;
+  grow_body((kMaxInferenceEventBytes + pid_.size()) * n);
+  char* const begin = body_.data();
+  JsonOut out{begin};
+  for (size_t i = 0; i < n; ++i) {
+    if (out.p != begin) out.lit(",\n");
+    append_inference_event(out, recs[i], inference_tids_[recs[i].thread_id], pid_.data(), pid_.size());
   }
   file_->write(meta, begin, static_cast<size_t>(out.p - begin), static_cast<int64_t>(n), first_begin(recs, n));
 }

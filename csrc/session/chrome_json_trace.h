@@ -10,6 +10,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "common/record.h"
@@ -37,6 +38,7 @@ class ChromeJsonTrace : public TraceFormat {
  private:
   void write_calls(const Record* recs, size_t n) override;
   void write_layers(const Record* recs, size_t n) override;
+  void write_inferences(const Record* recs, size_t n) override;
   const std::string& engine_name(uint32_t engine_id);
   void refresh_engine_json(uint32_t top_engine_id);
   void refresh_layer_names(const Record* recs, size_t n);
@@ -54,6 +56,7 @@ class ChromeJsonTrace : public TraceFormat {
   std::vector<std::string> engine_names_, engine_json_, layer_names_, layer_json_;
   std::string engine_fallback_;
   std::string track_meta_;  // every track's name events so far, comma-separated
+  std::unordered_map<uint32_t, uint64_t> inference_tids_;  // calling thread -> its inference track's tid
   std::vector<char> body_;              // the formatted events, reused
 };
 

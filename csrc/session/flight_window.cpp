@@ -58,7 +58,9 @@ std::vector<Record> FlightWindow::whole_calls(int64_t now_ns, bool* capped) {
   std::unordered_set<uint64_t> calls;  // the calls whose own record began in the window
   for (const Chunk& c : chunks_) {
     for (const Record& r : c.records) {
-      if (r.phase == static_cast<uint8_t>(Phase::kCall) && r.begin_ns >= cutoff) calls.insert(r.call_id);
+      // An inference's own id is its record's (docs/inference.md): kept whole as a call is.
+      const bool own = r.phase == static_cast<uint8_t>(Phase::kCall) || r.phase == static_cast<uint8_t>(Phase::kInference);
+      if (own && r.begin_ns >= cutoff) calls.insert(r.call_id);
     }
   }
   std::vector<Record> out;

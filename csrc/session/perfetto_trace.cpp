@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "common/phases.h"
+#include "format/inference_events.h"
 #include "format/perfetto_track_packets.h"
 
 namespace trt_trace {
@@ -22,6 +23,9 @@ constexpr uint64_t kMetadataNameIid = kNumPublicPhases + 1;  // event names: pha
 constexpr int32_t kGpuRank = 1 << 20;                          // GPU lanes after the host lanes under their engine
 constexpr int32_t kLayersRank = 2 * kGpuRank;                  // layer tracks after the GPU lanes
 constexpr uint64_t kLayerIidBase = uint64_t{1} << 32;           // a layer's name: event name and annotation string
+// Inference tracks (docs/inference.md): under the process, uuids past any lane's and below the engines'.
+constexpr uint64_t kInferenceUuidBase = uint64_t{1} << 31;
+constexpr int32_t kInferenceRank = -(1 << 20);  // before the engines where the UI honors the rank
 constexpr const char* kMetadataEvent = "trt_trace_metadata";
 constexpr const char* kMetadataTrack = "trt_trace metadata";
 constexpr const char* kEnginesTrack = "engines";
@@ -191,6 +195,29 @@ void PerfettoTrace::write_layers(const Record* recs, size_t n) {
   uint8_t* out = body(ps::layer_packets_max_bytes(n));
   const size_t len = ps::layer_packets(recs, n, uuids_.data(), kSequence, iids, kLayerIidBase, &layer_order_, out);
   file_->write(new_tracks, reinterpret_cast<const char*>(out), len, static_cast<int64_t>(n), first_begin(recs, n));
+  last_end_ns_ = std::max(last_end_ns_, last_end(recs, n));
+}
+
+void PerfettoTrace::write_inferences(const Record* recs, size_t n) {
+  std::string new_tracks;
+  for (size_t i = 0; i < n; ++i) {
+    const size_t index = inference_uuids_.size();
+    auto [it, fresh] = inference_uuids_.try_emplace(recs[i].thread_id, kInferenceUuidBase + index);
+    if (!fresh) continue;
+    const size_t from = new_tracks.size();
+    pp::track_descriptor(new_tracks, kSequence, it->second, inference_track_name(recs[i].thread_id), kProcessUuid,
+                         kInferenceRank + static_cast<int32_t>(index), false);
+    tracks_.append(new_tracks, from, std::string::npos);
+  }
+  inference_body_.clear();
+  for (size_t i = 0; i < n; ++i) {
+    const Record& r = recs[i];
+    // Annotation name iids: trace_format.ANNOTATIONS' call_id, thread, error (index + 1).
+    pp::inference_slice(inference_body_, kSequence, static_cast<uint64_t>(r.begin_ns), static_cast<uint64_t>(r.end_ns),
+                        inference_uuids_[r.thread_id], kInferenceName, inference_kind_name(r.stream), r.call_id,
+                        r.thread_id, (r.flags & kFlagError) != 0, 2, 3, 6);
+  }
+  file_->write(new_tracks, inference_body_.data(), inference_body_.size(), static_cast<int64_t>(n), first_begin(recs, n));
   last_end_ns_ = std::max(last_end_ns_, last_end(recs, n));
 }
 

@@ -17,6 +17,7 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "common/record.h"
@@ -53,6 +54,9 @@ class PerfettoTrace : public TraceFormat {
  private:
   void write_calls(const Record* recs, size_t n) override;
   void write_layers(const Record* recs, size_t n) override;
+  // Inference slices (docs/inference.md) on one "inference · <thread>" track per calling thread, under the
+  // process (uuid kInferenceUuidBase + n for the n-th thread seen).
+  void write_inferences(const Record* recs, size_t n) override;
   std::string part_start(int64_t first_ns);
   void clock_snapshot(std::string& out) const;
   const std::string& engine_name(uint32_t engine_id);
@@ -76,6 +80,8 @@ class PerfettoTrace : public TraceFormat {
   std::vector<perfetto_slices::SliceOrder> order_;
   std::vector<uint32_t> layer_order_;
   std::vector<uint8_t> body_;  // the formatted packets, reused (only grows)
+  std::unordered_map<uint32_t, uint64_t> inference_uuids_;  // calling thread -> its inference track's uuid
+  std::string inference_body_;
 };
 
 }  // namespace session

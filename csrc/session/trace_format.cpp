@@ -5,17 +5,23 @@ namespace session {
 
 void TraceFormat::write(const Record* recs, size_t n) {
   constexpr uint8_t kLayerPhase = static_cast<uint8_t>(Phase::kLayer);
-  bool any_layer = false;
-  for (size_t i = 0; i < n && !any_layer; ++i) any_layer = recs[i].phase == kLayerPhase;
-  if (!any_layer) {  // the usual batch: handed on as it is, no copy
+  constexpr uint8_t kInferencePhase = static_cast<uint8_t>(Phase::kInference);
+  bool any_other = false;
+  for (size_t i = 0; i < n && !any_other; ++i) any_other = recs[i].phase == kLayerPhase || recs[i].phase == kInferencePhase;
+  if (!any_other) {  // the usual batch: handed on as it is, no copy
     if (n) write_calls(recs, n);
     return;
   }
   calls_.clear();
   layers_.clear();
-  for (size_t i = 0; i < n; ++i) (recs[i].phase == kLayerPhase ? layers_ : calls_).push_back(recs[i]);
+  inferences_.clear();
+  for (size_t i = 0; i < n; ++i) {
+    const uint8_t phase = recs[i].phase;
+    (phase == kLayerPhase ? layers_ : phase == kInferencePhase ? inferences_ : calls_).push_back(recs[i]);
+  }
   if (!calls_.empty()) write_calls(calls_.data(), calls_.size());
   if (!layers_.empty()) write_layers(layers_.data(), layers_.size());
+  if (!inferences_.empty()) write_inferences(inferences_.data(), inferences_.size());
 }
 
 }  // namespace session

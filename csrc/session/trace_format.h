@@ -39,7 +39,7 @@ class TraceFormat {
   virtual ~TraceFormat() = default;
 
   // One drained batch (throws WriteFailed; the file then keeps what it had): its calls, then its layer
-  // records (which go on tracks of their own), each part handed to the format in one piece.
+  // records, then its inferences (both on tracks of their own), each part handed to the format in one piece.
   void write(const Record* recs, size_t n);
 
   // Ends the trace with its end record (throws WriteFailed: the disk filled at the end).
@@ -54,6 +54,8 @@ class TraceFormat {
   // A batch's calls and phases (GPU spans included), and its per-layer records; each part is non-empty.
   virtual void write_calls(const Record* recs, size_t n) = 0;
   virtual void write_layers(const Record* recs, size_t n) = 0;
+  // A batch's inferences (Phase::kInference, docs/inference.md), non-empty.
+  virtual void write_inferences(const Record* recs, size_t n) = 0;
   // The end of the last part: the end record (and whatever else the format closes a trace with).
   virtual std::string closing(const TraceEnd& end) = 0;
   // The first timestamp of a part that got no batch (a non-lazy file of a session that ran no engine).
@@ -62,7 +64,7 @@ class TraceFormat {
   std::unique_ptr<TraceFile> file_;
 
  private:
-  std::vector<Record> calls_, layers_;  // a batch that holds layer records, split (reused)
+  std::vector<Record> calls_, layers_, inferences_;  // a batch that holds layer or inference records, split (reused)
 };
 
 }  // namespace session

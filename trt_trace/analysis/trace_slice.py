@@ -19,7 +19,7 @@ from ..io.readers import TraceFileError, Visitor, Window, native, read, read_cal
 from ..io.readers.columns import NATIVE, keys_of
 from ..io.readers.end_notes import end_notes
 from ..io.readers.trace_info import bad_input_rc
-from ..schema.trace_format import METADATA_EVENT
+from ..schema.trace_format import INFERENCE_CATEGORY, METADATA_EVENT
 from ..schema.version import __version__
 from .merge import MergeError, _Output, engine_literals, json_output_problem
 
@@ -72,6 +72,9 @@ class _Keep(Visitor):
         args = ev.get("args")
         call_id = ev.get("id") if ph in ("s", "t", "f") else (args.get("call_id") if isinstance(args, dict) else None)
         pid = ev.get("pid", 0)
+        if ev.get("cat") == INFERENCE_CATEGORY:  # (docs/inference.md) its own call id, no engine call's
+            self._inference(ev)
+            return
         if isinstance(call_id, int) and isinstance(pid, int) and 0 <= call_id < 1 << 64 and 0 <= pid < 1 << 64:
             if self._kept(np.array([pid], dtype=np.uint64), np.array([call_id], dtype=np.uint64))[0]:
                 self.out.event(ev)
@@ -80,6 +83,16 @@ class _Keep(Visitor):
         if isinstance(ts, int | float) and not isinstance(ts, bool):
             ns = ts * 1000
             if (self.lo is not None and ns < self.lo) or (self.hi is not None and ns >= self.hi):
+                return
+        self.out.event(ev)
+
+
+    def _inference(self, ev: dict[str, Any]) -> None:
+        """An inference is kept where it overlaps the window: it begins before its first engine call."""
+        ts, dur = ev.get("ts"), ev.get("dur", 0)
+        if isinstance(ts, int | float) and isinstance(dur, int | float) and not isinstance(ts, bool):
+            begin, end = ts * 1000, (ts + dur) * 1000
+            if (self.lo is not None and end <= self.lo) or (self.hi is not None and begin >= self.hi):
                 return
         self.out.event(ev)
 

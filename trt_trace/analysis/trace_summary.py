@@ -21,6 +21,7 @@ from ..io.readers.trace_info import CLOSED
 from ..io.readers.value_counts import ValueCounts
 from ..schema.records import STATS_COLUMNS
 from ..schema.trace_format import DURATIONS
+from . import inferences as inference_table
 from . import summary_table
 from .summary_table import TableOptions
 from .table_text import escaped, left_out_line
@@ -77,6 +78,10 @@ class TraceSummary:
     # value_stats' dict) of the table's duration, in place of `values`.
     fixed: list[tuple[list[int], dict[str, Any]]] | None = None
     fixed_all: tuple[list[int], dict[str, Any]] | None = None
+    # The whole inferences (docs/inference.md): the table's `inferences` fields and its `(outside engines)`
+    # row; None where the trace has no inference.
+    inferences: dict[str, Any] | None = None
+    outside_row: dict[str, Any] | None = None
 
     def percentiles(self, duration: str = "total") -> tuple[np.ndarray, np.ndarray]:
         """Exact p50 and p99 in ns of one of DURATIONS: int64 [rows, 2] and [2] over every call (-1
@@ -197,6 +202,17 @@ class _LayerCallKeys(Visitor):
             self._codes = np.sort(key_codes(keys_of(np.array([p for p, _ in pairs], dtype=np.uint64),
                                                     np.array([c for _, c in pairs], dtype=np.uint64))))
         return self._codes
+
+
+class _Visitors(Visitor):
+    """Every event to each of several visitors."""
+
+    def __init__(self, *visitors: Visitor) -> None:
+        self.visitors = visitors
+
+    def event(self, ev: dict[str, Any]) -> None:
+        for v in self.visitors:
+            v.event(ev)
 
 
 class _SplitRows:
@@ -367,12 +383,16 @@ def _with_file_facts(s: TraceSummary, read: CallsRead) -> TraceSummary:
 
 
 def read_split(path: str | Any, make: Callable[[np.ndarray | None], _Split], window: Window | None = None,
-               reader_again: Any = None) -> tuple[_Split, CallsRead]:
+               reader_again: Any = None, spans: inference_table.InferenceSpans | None = None,
+               on_all: Callable[[np.ndarray], None] | None = None) -> tuple[_Split, CallsRead]:
     """Reads `path` into make(None) (a _SplitRows), each call marked profiled or not; where a profiled call
     came before its layer slices, reads it again into make(every profiled call's key code) (the first one
-    is then dropped: `discard`). Returns (the one that holds every call, what the reader found)."""
+    is then dropped: `discard`). Returns (the one that holds every call, what the reader found).
+    spans and on_all, of the first reading only (it sees every slice): the inference slices, and every whole
+    call before the window cuts (an inference's engine time is of all its calls: docs/inference.md)."""
     split = make(None)
-    read = read_calls(path, split.add, visitor=split.layer_keys, window=window)
+    visitor = split.layer_keys if spans is None else _Visitors(split.layer_keys, spans)
+    read = read_calls(path, split.add, visitor=visitor, window=window, on_all=on_all)
     split.finish()
     if not split.all_caught(read):  # a profiled call came before its layer slices: again, all of them known
         again = path if isinstance(path, str) else reader_again() if reader_again is not None else None
@@ -395,12 +415,22 @@ def read_summaries(path: str | Any, durations: Iterable[str] = ("total",), windo
     profiling out of the rows (counted in profiled_calls); reader_again makes the reader anew where
     `path` is a reader and a second pass is needed (_SplitRows)."""
     durations = tuple(durations)
-    split, read = read_split(path, lambda known: _SplitRows(durations, known), window, reader_again)
+    spans = inference_table.InferenceSpans()
+    call_spans = inference_table.CallSpans(spans)
+    split, read = read_split(path, lambda known: _SplitRows(durations, known), window, reader_again, spans,
+                             call_spans.add)
     rows = split.usual if not include_profiled else split.usual.merged(split.profiled)
     parts = _process_summaries(read, rows, split.profiled.calls_by_pid(), include_profiled)
     for part in parts:
-        part.malformed = read.info.malformed
-    return parts, aggregate_parts(parts, read), read
+        part.malformed = read.info.malformed + spans.malformed
+    whole = aggregate_parts(parts, read)
+    if spans.rows:
+        calls = call_spans.array()
+        for part in parts if any(whole is p for p in parts) else [*parts, whole]:
+            joined = inference_table.join(spans, calls, part.pid, window, read.window_ns)
+            part.inferences = inference_table.fields(joined)
+            part.outside_row = inference_table.outside_row(joined) if joined is not None else None
+    return parts, whole, read
 
 
 def aggregate(events: list[dict[str, Any]]) -> TraceSummary:
@@ -473,9 +503,20 @@ def _notes_text(s: TraceSummary, phase: str, rows: int) -> str:
     return notes
 
 
+def _with_outside(doc: dict[str, Any], s: TraceSummary) -> dict[str, Any]:
+    """The arranged table with the `(outside engines)` row after the engines (text and CSV), where there are
+    inferences: apart from --sort and --top, which order and cut the engines."""
+    if s.outside_row is None:
+        return doc
+    return dict(doc, engines=[*doc["engines"], s.outside_row])
+
+
 def _json_doc(s: TraceSummary, phase: str, options: TableOptions) -> dict[str, Any]:
     doc, time_ns, _ = table_doc(s, phase)
     doc = summary_table.arrange(doc, time_ns, options.sort, options.top)
+    # The whole inferences (docs/inference.md): null where the trace has none.
+    doc["inferences"] = s.inferences
+    doc["outside_engines"] = s.outside_row
     doc["partial_calls"] = s.partial_calls
     # Calls that ran under per-layer profiling: their number, and whether the rows hold them.
     doc["profiled_calls"] = s.profiled_calls
@@ -494,7 +535,8 @@ def _table(s: TraceSummary, phase: str = "total", json: bool = False, options: T
     n_rows = len(doc["engines"])
     doc = summary_table.arrange(doc, time_ns, options.sort, options.top)
     columns = options.columns or summary_table.default_columns(doc, with_kernels, "text")
-    return summary_table.render_text(doc, columns, phase, options.name_width, options.top) + \
+    head = inference_table.line(s.inferences) + "\n" if s.inferences is not None else ""
+    return head + summary_table.render_text(_with_outside(doc, s), columns, phase, options.name_width, options.top) + \
         _notes_text(s, phase, n_rows)
 
 
@@ -551,7 +593,9 @@ def _csv(tables: list[TraceSummary], phase: str, options: TableOptions, by_proce
             whole.notes.append(f"{label}: {left_out_line(doc['engines_left_out'], 'engine', options.top)[1:-1]}")
         if t.profiled_calls:
             whole.notes.append(f"{label}: {profiled_note(t.profiled_calls, t.profiled_included)}")
-        docs.append((label, doc))
+        if t.inferences is not None:  # CSV rows are all data: the inferences' line goes with the notes
+            whole.notes.append(f"{label}: {inference_table.line(t.inferences)}")
+        docs.append((label, _with_outside(doc, t)))
     return summary_table.render_csv(docs, columns or ())
 
 

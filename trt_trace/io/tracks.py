@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..schema.phases import LAYER_RECORD
+from ..schema.phases import INFERENCE_RECORD, LAYER_RECORD
 from ..schema.trace_format import GPU_PHASES, Phase
 
 # Calls whose phase records may still arrive in the next drained batch.
@@ -260,6 +260,21 @@ def split_layers(records: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     if not layers.any():
         return records, records[:0]
     return records[~layers], records[layers]
+
+
+def split_inferences(records: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(the batch without its inference records, its inference records); no copy when it has none."""
+    inferences = records["phase"] == INFERENCE_RECORD
+    if not inferences.any():
+        return records, records[:0]
+    return records[~inferences], records[inferences]
+
+
+def inference_track_id(n: int) -> int:
+    """The tid of the n-th calling thread's inference track (from 0): below the first engine's, so that
+    the Perfetto UI lists it first; past 999 threads in engine id 0's overflow range, which no engine
+    uses (csrc/format/inference_events.h)."""
+    return n + 1 if n < 999 else OVERFLOW_TRACKS + n - 999
 
 
 # Chrome JSON track ids (tids), which the JSON writer writes and the Perfetto reader rebuilds: see

@@ -44,6 +44,8 @@ WATCHED: dict[str, tuple[tuple[str, str], ...]] = {
     "torch_tensorrt.dynamo.runtime._TRTEngine": (("TRTEngine", "execute"),),
 }
 INSTRUMENTED = "_trt_trace_instrumented"  # set on a class once it is
+# module -> what to do with it right after it has run (inference.py's package runner): the same watch.
+AFTER_IMPORT: dict[str, Callable[[ModuleType], None]] = {}
 
 _lock = threading.Lock()
 # Python-runtime calls this thread has open (an attribute `open` > 0): the marks skip their C call outside a
@@ -186,7 +188,8 @@ class _RuntimeModuleFinder(importlib.abc.MetaPathFinder):
     def find_spec(self, fullname: str, path: Sequence[str] | None, target: ModuleType | None = None
                   ) -> importlib.machinery.ModuleSpec | None:
         classes = WATCHED.get(fullname)
-        if classes is None:
+        then = AFTER_IMPORT.get(fullname)
+        if classes is None and then is None:
             return None
         spec = None
         for finder in list(sys.meta_path):
@@ -203,7 +206,10 @@ class _RuntimeModuleFinder(importlib.abc.MetaPathFinder):
 
         def exec_then_instrument(module: ModuleType) -> None:
             exec_module(module)
-            instrument_module(module, classes)
+            if classes is not None:
+                instrument_module(module, classes)
+            if then is not None:
+                then(module)
 
         loader.exec_module = exec_then_instrument  # type: ignore[union-attr]
         return spec
@@ -217,6 +223,16 @@ def install() -> None:
         module = sys.modules.get(name)
         if module is not None:
             instrument_module(module, classes)
+
+
+def after_import(name: str, then: Callable[[ModuleType], None]) -> None:
+    """Runs `then(module)` on module `name` now where it is imported, and right after it runs from now on."""
+    AFTER_IMPORT[name] = then
+    if not any(isinstance(f, _RuntimeModuleFinder) for f in sys.meta_path):
+        sys.meta_path.insert(0, _RuntimeModuleFinder())
+    module = sys.modules.get(name)
+    if module is not None:
+        then(module)
 
 
 def open_calls() -> int:

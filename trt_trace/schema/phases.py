@@ -39,6 +39,9 @@ Phase.slice_name = property(lambda self: PHASE_NAMES[self])  # type: ignore[attr
 # (csrc/ops/layer_format.cpp) on tracks of its own (tracks.TrackBook.place_layers), never as a phase of a call
 # or a column of the table, so it is not in PHASES.
 LAYER_RECORD = 10
+# Another (Phase::kInference): one whole inference (docs/inference.md), a package runner's call or a traced
+# module's forward, on a track of its calling thread; engine_id 0, `stream` its kind.
+INFERENCE_RECORD = 11
 
 # A record's slice name in both formats, by Phase.
 PHASE_NAMES = tuple(p.slice_name for p in PHASES)

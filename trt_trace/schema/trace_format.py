@@ -28,6 +28,9 @@ CATEGORY = "trt_trace"  # every slice's category (JSON `cat`)
 METADATA_EVENT = "trt_trace_metadata"  # the start and end metadata (JSON M events, Perfetto instants)
 FLOW_NAME = "launch"  # the flow from a call's enqueue slice to its GPU slice (flow id = call id)
 LAYER_CATEGORY = "trt_trace.layer"  # layer slices (JSON `cat`): never counted as a call or phase by name
+INFERENCE_CATEGORY = "trt_trace.inference"  # inference slices (docs/inference.md): never an engine call
+INFERENCE_NAME = "inference"  # their slice name, and their track's: "inference · <thread>"
+INFERENCE_KINDS = {1: "aoti", 2: "module"}  # an inference record's `stream` -> its `kind` arg
 LAYERS_TRACK = "layers"  # an engine's layer track: "<engine> layers" (JSON), "layers" under the engine (native)
 
 JSON_SUFFIX = ".json"
@@ -38,6 +41,9 @@ MERGED_VIEW_TRACK = "trt_trace merged view"
 
 # Native traces: an engine's track uuid (the reader gets the engine id back from it).
 ENGINE_UUID_BASE = 1 << 32
+# A native Perfetto trace's inference tracks (docs/inference.md): uuid INFERENCE_UUID_BASE + n for the n-th calling
+# thread, past any lane's and below the engines' (the readers' fast path hands their slices to Python by this range).
+INFERENCE_UUID_BASE = 1 << 31
 # Native traces: slice annotation names, interned in this order (iid = index + 1), as
 # csrc/format/perfetto_slices.h's SliceAnnotation (and csrc/session/perfetto_trace.cpp's list of the names) and
 # csrc/readers/perfetto_packets.cpp's AnnKind number them.

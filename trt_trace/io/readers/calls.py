@@ -68,6 +68,8 @@ class CallsRead:
     skipped: dict[tuple[int, int], int] = field(default_factory=dict)
     windowed: bool = False  # a window (--from/--to, --skip-first, --engines) chose the calls kept
     calls_span_ns: tuple[int, int] | None = None  # the earliest call's begin, the latest call's end (all calls)
+    # A timed window's bounds in ns ([lo, hi), None: open), as the calls were cut: the inferences are cut by them too.
+    window_ns: tuple[int | None, int | None] = (None, None)
 
     def partial_by_pid(self) -> dict[int, int]:
         pids, counts = np.unique(self.partial["pid"], return_counts=True)
@@ -118,9 +120,11 @@ class _WindowFilter:
 class _Handout:
     """Counts the whole calls read and those the window keeps, and hands the kept ones to on_calls."""
 
-    def __init__(self, on_calls: Callable[[np.ndarray, TraceInfo], None], filt: _WindowFilter | None) -> None:
+    def __init__(self, on_calls: Callable[[np.ndarray, TraceInfo], None], filt: _WindowFilter | None,
+                 on_all: Callable[[np.ndarray], None] | None = None) -> None:
         self.on_calls = on_calls
         self.filt = filt
+        self.on_all = on_all
         self.calls = 0
         self.kept = 0
         self.first_ns: int | None = None  # the earliest call's begin and the latest call's end
@@ -133,6 +137,8 @@ class _Handout:
             end = int((part["begin_ns"] + part["ns"][:, 0]).max())
             self.first_ns = begin if self.first_ns is None else min(self.first_ns, begin)
             self.last_ns = end if self.last_ns is None else max(self.last_ns, end)
+            if self.on_all is not None:
+                self.on_all(part)
         if self.filt is not None:
             part = self.filt(part)
         self.kept += len(part)
@@ -141,20 +147,22 @@ class _Handout:
 
 
 def read_calls(path: str | Any, on_calls: Callable[[np.ndarray, TraceInfo], None], visitor: Visitor | None = None,
-               window: Window | None = None, origin_ns: int | None = None) -> CallsRead:
+               window: Window | None = None, origin_ns: int | None = None,
+               on_all: Callable[[np.ndarray], None] | None = None) -> CallsRead:
     """Reads `path` (or a reader such as in_memory.EventsReader), handing every whole call (in the
     window) to on_calls in chunks; slices and events also go to `visitor`. origin_ns: the trace's
-    first slice (for a timed window; read first with trace_origin() where None)."""
+    first slice (for a timed window; read first with trace_origin() where None). on_all: every whole call,
+    the window's or not (the inferences' engine time: docs/inference.md)."""
     reader = open_reader(path) if isinstance(path, str) else path
     path = reader.path
     if getattr(reader, "whole_calls", False):  # a profiler's capture: whole calls, no slices to join
-        return _read_whole_calls(reader, on_calls, window, origin_ns)
+        return _read_whole_calls(reader, on_calls, window, origin_ns, on_all)
     joiner = native.Joiner(GPU_WINDOW, OPEN_CAP)
     info = TraceInfo(path, reader.format)
     window = window or Window()
     if window.timed and origin_ns is None:
         origin_ns = trace_origin(path)
-    handout = _Handout(on_calls, _WindowFilter(window, origin_ns, info) if window.active else None)
+    handout = _Handout(on_calls, _WindowFilter(window, origin_ns, info) if window.active else None, on_all)
 
     def deliver() -> None:
         for part in joiner.take():
@@ -180,14 +188,14 @@ def read_calls(path: str | Any, on_calls: Callable[[np.ndarray, TraceInfo], None
     partial["pid"], partial["call_id"] = pids, ids
     partial.sort()
     return CallsRead(info, partial, joiner.orphan_spans(), handout.calls, handout.kept,
-                     windowed=window.active, calls_span_ns=_span(handout))
+                     windowed=window.active, calls_span_ns=_span(handout), window_ns=_bounds(handout))
 
 
 def _read_whole_calls(reader: Any, on_calls: Callable[[np.ndarray, TraceInfo], None], window: Window | None,
-                      origin_ns: int | None) -> CallsRead:
+                      origin_ns: int | None, on_all: Callable[[np.ndarray], None] | None = None) -> CallsRead:
     info = TraceInfo(reader.path, reader.format)
     window = window or Window()
-    handout = _Handout(on_calls, None)
+    handout = _Handout(on_calls, None, on_all)
 
     def deliver(part: np.ndarray, info: TraceInfo) -> None:
         if window.active and handout.filt is None:  # the capture's origin is known once its reading began
@@ -196,11 +204,15 @@ def _read_whole_calls(reader: Any, on_calls: Callable[[np.ndarray, TraceInfo], N
 
     reader.read_calls(deliver, info)
     return CallsRead(info, np.zeros(0, dtype=KEY_DTYPE), 0, handout.calls, handout.kept,
-                     windowed=window.active, calls_span_ns=_span(handout))
+                     windowed=window.active, calls_span_ns=_span(handout), window_ns=_bounds(handout))
 
 
 def _span(handout: _Handout) -> tuple[int, int] | None:
     return None if handout.first_ns is None or handout.last_ns is None else (handout.first_ns, handout.last_ns)
+
+
+def _bounds(handout: _Handout) -> tuple[int | None, int | None]:
+    return (None, None) if handout.filt is None else (handout.filt.lo, handout.filt.hi)
 
 
 def trace_origin(path: str | Any) -> int | None:

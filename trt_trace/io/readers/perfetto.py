@@ -33,7 +33,15 @@ from . import native, pipeline
 from .chrome_json import ChromeJsonReader, Visitor
 from .columns import SLICE_DTYPE
 from .layer_slices import PYTHON_LANE, LayerPairs, layer_event, layers_lane, track_label, track_tid
-from .perfetto_general import SequenceState, annotation_value, lane_of, replay
+from .perfetto_general import (
+    SequenceState,
+    annotation_value,
+    inference_event,
+    inference_tid,
+    is_inference_track,
+    lane_of,
+    replay,
+)
 from .trace_info import TraceFileError, TraceInfo
 
 BLOCK = 8 << 20
@@ -72,6 +80,8 @@ class PerfettoReader:
         self.seq_id = 0
         self.layer_tracks: dict[int, tuple[int, str, int]] = {}  # layers track uuid -> (engine id, name, tid)
         self.layer_pairs = LayerPairs()
+        self.inference_tracks: dict[int, int] = {}  # inference track uuid -> its JSON tid (docs/inference.md)
+        self.inference_pairs = LayerPairs()  # paired as layer slices are: an end right after its begin
         self.force_general = False  # tests: the general path for the whole file
 
     # -- tables ---------------------------------------------------------------------------------
@@ -101,6 +111,13 @@ class PerfettoReader:
             proc.label = self.state.process_name
             return
         pid = self.state.pid
+        if is_inference_track(track.uuid):  # an "inference · <thread>" track: its slices paired in _inference_packet
+            tid = self.inference_tracks[track.uuid] = inference_tid(track.uuid)
+            visitor.event({"ph": "M", "name": "thread_name", "pid": pid, "tid": tid,
+                           "args": {"name": text(track.name)}})
+            visitor.event({"ph": "M", "name": "thread_sort_index", "pid": pid, "tid": tid,
+                           "args": {"sort_index": tid}})
+            return
         if track.uuid >= ENGINE_UUID_BASE:
             info.process(pid).engines.setdefault(track.uuid - ENGINE_UUID_BASE, text(track.name))
             return
@@ -140,6 +157,9 @@ class PerfettoReader:
                 if ev.track_uuid in self.layer_tracks:
                     self._layer_packet(visitor, packet)
                     return True
+                if ev.track_uuid in self.inference_tracks:
+                    self._inference_packet(visitor, packet)
+                    return True
                 return False
             name, args = self.state.event_fields(ev)
             if ev.type == pb.TrackEvent.TYPE_INSTANT and name == METADATA_EVENT:
@@ -160,6 +180,20 @@ class PerfettoReader:
             begin, name, args = opened
             engine_id, engine_name, tid = self.layer_tracks[ev.track_uuid]
             visitor.event(layer_event(name, begin, packet.timestamp, self.state.pid, tid, engine_id, engine_name, args))
+
+    def _inference_packet(self, visitor: Visitor, packet: Any) -> None:
+        """An inference slice's begin or end (docs/inference.md): the pair goes to the visitor as one event, in
+        the JSON writer's shape."""
+        ev = packet.track_event
+        if ev.type == protos().TrackEvent.TYPE_SLICE_BEGIN:
+            name, args = self.state.event_fields(ev)
+            self.inference_pairs.begin(ev.track_uuid, packet.timestamp, name, args)
+            return
+        opened = self.inference_pairs.end(ev.track_uuid, packet.timestamp)
+        if opened is not None:
+            begin, name, args = opened
+            visitor.event(inference_event(name, begin, packet.timestamp, self.state.pid,
+                                          self.inference_tracks[ev.track_uuid], args))
 
     # -- reading -----------------------------------------------------------------------------------
 

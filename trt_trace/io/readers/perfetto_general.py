@@ -9,9 +9,16 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from ...schema.trace_format import CATEGORY, ENGINE_UUID_BASE, FLOW_NAME, METADATA_EVENT
+from ...schema.trace_format import (
+    CATEGORY,
+    ENGINE_UUID_BASE,
+    FLOW_NAME,
+    INFERENCE_CATEGORY,
+    INFERENCE_UUID_BASE,
+    METADATA_EVENT,
+)
 from ..perfetto_protos import protos, text
-from ..tracks import track_id
+from ..tracks import inference_track_id, track_id
 from .layer_slices import layer_event, layers_lane, track_tid
 
 
@@ -36,6 +43,22 @@ def lane_of(name: str) -> tuple[int, bool]:
     kind, _, rest = name.partition(" (")
     lane = int(rest.rstrip(")")) - 1 if rest.rstrip(")").isdigit() else 0
     return max(lane, 0), kind == "GPU"
+
+
+def is_inference_track(uuid: int) -> bool:
+    """Whether a track uuid is one of a native trace's inference tracks (writers/perfetto_trace.py)."""
+    return INFERENCE_UUID_BASE <= uuid < ENGINE_UUID_BASE
+
+
+def inference_tid(uuid: int) -> int:
+    """The JSON writer's tid of the inference track of this uuid (the n-th calling thread's)."""
+    return inference_track_id(uuid - INFERENCE_UUID_BASE) & 0xFFFFFFFF
+
+
+def inference_event(name: str, begin_ns: int, end_ns: int, pid: int, tid: int, args: dict[str, Any]) -> dict[str, Any]:
+    """An inference slice (docs/inference.md) as the JSON writer writes it, whatever the file's format."""
+    return {"ph": "X", "cat": INFERENCE_CATEGORY, "name": name, "ts": begin_ns / 1000.0,
+            "dur": (end_ns - begin_ns) / 1000.0, "pid": pid, "tid": tid, "args": args}
 
 
 @dataclass
@@ -121,6 +144,8 @@ def replay(packets: list[tuple[int, Any]], state: SequenceState) -> tuple[list[d
 
 
 def _slice_events(s: _Open, end: int, state: SequenceState, pid: int) -> list[dict[str, Any]]:
+    if is_inference_track(s.track) and s.track in state.tracks:
+        return [inference_event(s.name, s.begin, end, pid, inference_tid(s.track), s.args)]
     engine = state.engine_of(s.track)
     engine_id, engine_name = engine if engine else (0, "")
     lane = layers_lane(text(state.tracks[s.track].name)) if engine and s.track in state.tracks else None

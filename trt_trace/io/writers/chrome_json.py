@@ -32,9 +32,16 @@ import numpy as np
 import orjson
 
 from ...native import ops
-from ...schema.trace_format import LAYERS_TRACK, METADATA_EVENT
+from ...schema.trace_format import (
+    INFERENCE_CATEGORY,
+    INFERENCE_KINDS,
+    INFERENCE_NAME,
+    LAYERS_TRACK,
+    METADATA_EVENT,
+    Flag,
+)
 from .. import formats
-from ..tracks import TrackBook, layer_track_ids, track_id, track_ids
+from ..tracks import TrackBook, inference_track_id, layer_track_ids, track_id, track_ids
 from .trace_file import StreamedTrace, TraceFile
 
 
@@ -58,6 +65,7 @@ class ChromeJsonWriter(StreamedTrace):
         self._format_buffer = ops.FormatBuffer()  # the formatter's output, reused from batch to batch
         self._layer_json: list[str] = []  # layer names as JSON string literals (TRT_TRACE_LAYERS)
         self._layer_buffer = ops.FormatBuffer()
+        self._inference_tids: dict[int, int] = {}  # calling thread -> its inference track's tid
 
     def _part_start(self, first_ns: int) -> bytes:
         """Every file opens the array with the process's names and metadata and every track's name."""
@@ -80,6 +88,30 @@ class ChromeJsonWriter(StreamedTrace):
         ]
         self._track_meta += meta
         return meta
+
+    def _write_inferences(self, inferences: np.ndarray) -> None:
+        """Inference slices (docs/inference.md) on one "inference · <thread>" track per calling thread.
+        Encoded here, a few per batch, as csrc/format/inference_events.h does (byte for byte)."""
+        meta: list[dict[str, Any]] = []
+        events = []
+        pid = self._pid
+        for r in inferences.tolist():  # (begin, end, call id, engine id, thread, phase, flags, device, stream)
+            begin, end, call_id, thread = int(r[0]), int(r[1]), int(r[2]), int(r[4])
+            tid = self._inference_tids.get(thread)
+            if tid is None:
+                tid = self._inference_tids[thread] = inference_track_id(len(self._inference_tids))
+                meta += [{"ph": "M", "name": "thread_name", "pid": pid, "tid": tid,
+                          "args": {"name": f"{INFERENCE_NAME} \u00b7 {thread}"}},
+                         {"ph": "M", "name": "thread_sort_index", "pid": pid, "tid": tid, "args": {"sort_index": tid}}]
+            error = ',"error":true' if int(r[6]) & Flag.ERROR else ""
+            kind = INFERENCE_KINDS.get(int(r[8]), "other")
+            events.append(f'{{"ph":"X","cat":"{INFERENCE_CATEGORY}","name":"{INFERENCE_NAME}","ts":{_us(begin)},'
+                          f'"dur":{_us(end - begin)},"pid":{pid},"tid":{tid},"args":{{"kind":"{kind}",'
+                          f'"call_id":{call_id},"thread":{thread}{error}}}}}')
+        self._track_meta += meta
+        body = ",\n".join(events).encode()
+        self._file.write(orjson.dumps(meta)[1:-1] if meta else b"", body, len(inferences),
+                         int(inferences["begin_ns"].min()))
 
     def _refresh_engine_json(self, top_engine_id: int) -> None:
         if len(self._engine_json) < len(self._book.names) or top_engine_id >= len(self._engine_json):
@@ -127,6 +159,12 @@ class ChromeJsonWriter(StreamedTrace):
         """Ends the file after a failed write, with what it holds up to its last whole batch; False: no end."""
         end = dict(self.end_record(end_metadata), ended="write failed", error=error)
         return self._file.finish_after_failure(self._metadata_event(end))
+
+
+def _us(ns: int) -> str:
+    """ns as microseconds with exactly three decimals, as the native formatter writes them (JsonOut::us)."""
+    sign, ns = ("-", -ns) if ns < 0 else ("", ns)
+    return f"{sign}{ns // 1000}.{ns % 1000:03d}"
 
 
 formats.register_writer("json", ChromeJsonWriter)

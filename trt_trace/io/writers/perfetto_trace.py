@@ -17,6 +17,8 @@ Format decisions (TrackEvent's rules: docs/trace-formats.md):
   ENGINE_UUID_BASE + engine id, so a reader gets the id back) -> lanes "host", "host (2)", ... and
   "GPU", "GPU (2)", ... (tracks.LaneAssigner, as in the JSON: slices on one track always nest),
   and "layers" (TRT_TRACE_LAYERS: a profiled call's layers, docs/layers.md) after them.
+  Whole inferences (docs/inference.md): one "inference · <thread>" track per calling thread under the
+  process (uuid INFERENCE_UUID_BASE + n), a named begin and its end per inference.
   Lanes get small uuids (one varint byte each in every event). The "engines" group is there for
   the order: the Perfetto UI (v52) lists a process's own child tracks by name, ignoring their
   sibling_order_rank, but honors the rank under any other track, so engines appear in engine-id
@@ -65,10 +67,14 @@ from ...native import ops
 from ...schema.trace_format import (
     ANNOTATIONS,
     ENGINE_UUID_BASE,
+    INFERENCE_KINDS,
+    INFERENCE_NAME,
+    INFERENCE_UUID_BASE,
     LAYERS_TRACK,
     METADATA_EVENT,
     PERFETTO_SUFFIXES,
     PHASE_NAMES,
+    Flag,
 )
 from .. import formats
 from ..perfetto_protos import protos
@@ -91,6 +97,8 @@ LAYERS_RANK = 2 * GPU_RANK
 LAYER_IID_BASE = 1 << 32
 LAYER_ANNOTATION_IID = len(ANNOTATIONS) + 1  # the "layer" annotation's name
 # The layer encoder's annotation name iids: engine, call_id, thread, device, layer.
+# Inference tracks (docs/inference.md): under the process, before the engines where the UI honors the rank.
+INFERENCE_RANK = -(1 << 20)
 LAYER_ANNOTATION_IIDS = [ANNOTATIONS.index(a) + 1 for a in ("engine", "call_id", "thread", "device")] + [
     LAYER_ANNOTATION_IID]
 
@@ -266,6 +274,7 @@ class PerfettoTraceWriter(StreamedTrace):
         self._pid = os.getpid()
         self._format_buffer = ops.FormatBuffer()  # the formatter's output, reused from batch to batch
         self._layer_buffer = ops.FormatBuffer()
+        self._inference_uuids: dict[int, int] = {}  # calling thread -> its inference track's uuid
         self._file = TraceFile(path, self._part_start, lazy=lazy, max_bytes=max_bytes, split=split,
                                end_event=self._part_end_event)
 
@@ -304,6 +313,40 @@ class PerfettoTraceWriter(StreamedTrace):
             _track_packet(ENGINES_UUID, ENGINES_TRACK, PROCESS_UUID, 0, has_children=True),
             _track_packet(METADATA_UUID, METADATA_TRACK, PROCESS_UUID, 1),
         ])
+
+    def _write_inferences(self, inferences: np.ndarray) -> None:
+        """Inference slices (docs/inference.md) on one "inference · <thread>" track per calling thread, under the
+        process: a begin (name and annotations kind, call_id, thread, error) and its end each. Encoded here, a few
+        per batch, as csrc/format/perfetto_track_packets.h inference_slice() does (byte for byte)."""
+        pb = protos()
+        new: list[bytes] = []
+        body: list[bytes] = []
+        iid = {name: ANNOTATIONS.index(name) + 1 for name in ("call_id", "thread", "error")}
+        for r in inferences.tolist():  # (begin, end, call id, engine id, thread, phase, flags, device, stream)
+            begin, end, call_id, thread = int(r[0]), int(r[1]), int(r[2]), int(r[4])
+            uuid = self._inference_uuids.get(thread)
+            if uuid is None:
+                n = len(self._inference_uuids)
+                uuid = self._inference_uuids[thread] = INFERENCE_UUID_BASE + n
+                new.append(_track_packet(uuid, f"{INFERENCE_NAME} \u00b7 {thread}", PROCESS_UUID, INFERENCE_RANK + n))
+            packet = pb.TracePacket(timestamp=begin, trusted_packet_sequence_id=SEQUENCE_ID)
+            event = packet.track_event
+            event.debug_annotations.add(name="kind").string_value = INFERENCE_KINDS.get(int(r[8]), "other")
+            fill_annotation(event.debug_annotations.add(name_iid=iid["call_id"]), call_id)
+            event.debug_annotations.add(name_iid=iid["thread"]).int_value = thread
+            if int(r[6]) & Flag.ERROR:
+                event.debug_annotations.add(name_iid=iid["error"]).bool_value = True
+            event.type = pb.TrackEvent.TYPE_SLICE_BEGIN
+            event.track_uuid = uuid
+            event.name = INFERENCE_NAME
+            body.append(frame(packet))
+            packet = pb.TracePacket(timestamp=end, trusted_packet_sequence_id=SEQUENCE_ID)
+            packet.track_event.type = pb.TrackEvent.TYPE_SLICE_END
+            packet.track_event.track_uuid = uuid
+            body.append(frame(packet))
+        self._tracks += new
+        self._file.write(b"".join(new), b"".join(body), len(inferences), int(inferences["begin_ns"].min()))
+        self._last_end_ns = max(self._last_end_ns, int(inferences["end_ns"].max()))
 
     def _write_layers(self, layers: np.ndarray) -> None:
         """Layer slices (docs/layers.md) on "layers" tracks, their names interned once per file."""

@@ -25,7 +25,7 @@ from typing import Any, BinaryIO
 
 import numpy as np
 
-from ..tracks import split_layers
+from ..tracks import split_inferences, split_layers
 
 
 def before_suffix(path: str, tag: str) -> str:
@@ -190,7 +190,8 @@ class FileFact:
 
 class StreamedTrace:
     """What a writer shows of its TraceFile (`self._file`): the session and the tests read these. A batch
-    of records is split once into calls and layer records (`write`); each format writes the two kinds."""
+    of records is split once into calls, layer records and inference records (`write`); each format writes
+    the three kinds."""
 
     _file: TraceFile
     created = FileFact()
@@ -201,16 +202,22 @@ class StreamedTrace:
     max_bytes = FileFact()
 
     def write(self, records: np.ndarray) -> None:
+        records, inferences = split_inferences(records)
         records, layers = split_layers(records)
         if len(records):
             self._write_calls(records)
         if len(layers):
             self._write_layers(layers)
+        if len(inferences):
+            self._write_inferences(inferences)
 
     def _write_calls(self, records: np.ndarray) -> None:
         raise NotImplementedError  # each format's own
 
     def _write_layers(self, layers: np.ndarray) -> None:
+        raise NotImplementedError  # each format's own
+
+    def _write_inferences(self, inferences: np.ndarray) -> None:
         raise NotImplementedError  # each format's own
 
     def end_record(self, end_metadata: dict[str, Any]) -> dict[str, Any]:
