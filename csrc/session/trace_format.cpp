@@ -13,7 +13,13 @@ void TraceFormat::write(const Record* recs, size_t n) {
   }
   calls_.clear();
   layers_.clear();
-  for (size_t i = 0; i < n; ++i) (recs[i].phase == kLayerPhase ? layers_ : calls_).push_back(recs[i]);
+  for (size_t i = 0; i < n; ++i) {
+    if (recs[i].phase == kLayerPhase) {
+      layers_.push_back(as<LayerRecord>(recs[i]));
+    } else {
+      calls_.push_back(recs[i]);
+    }
+  }
   if (!calls_.empty()) write_calls(calls_.data(), calls_.size());
   if (!layers_.empty()) write_layers(layers_.data(), layers_.size());
 }
