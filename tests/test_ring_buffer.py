@@ -26,11 +26,24 @@ def _push_in_new_thread(count: int, engine_id: int, first_seq: int) -> int:
 
 
 def test_record_layout_matches_numpy_dtype():
-    from trt_trace.schema.records import RECORD_DTYPE
+    # Every record kind of csrc/common/record.h, field by field (names, offsets, sizes), as C++ declares it
+    # and as trt_trace/schema/records.py mirrors it.
+    from trt_trace.schema import records
 
-    layout = ops.record_layout()
-    assert layout[0] == RECORD_DTYPE.itemsize
-    assert layout[1:] == [RECORD_DTYPE.fields[name][1] for name in RECORD_DTYPE.names]
+    assert ops.record_layout() == records.layout()
+    assert records.layout()[0] == "span:40"
+    assert records.RECORD_DTYPE.names == records.KIND_DTYPES["span"].names
+
+
+def test_record_layout_check_catches_a_moved_field(monkeypatch):
+    # The comparison above is not vacuous: a mirror with two fields swapped, or one renamed, differs.
+    from trt_trace.schema import records
+
+    kinds = {k: list(v) for k, v in records.RECORD_KINDS.items()}
+    layer = kinds["layer"]
+    layer[-1] = ("stream", layer[-1][1])  # the layer's name id under the span's field name
+    monkeypatch.setattr(records, "KIND_DTYPES", {k: np.dtype(v) for k, v in kinds.items()})
+    assert ops.record_layout() != records.layout()
 
 
 def test_the_phase_list_is_one_list_in_both_languages():

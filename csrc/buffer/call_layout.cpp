@@ -12,13 +12,14 @@ size_t expand_calls(Record* buf, size_t first, size_t n) noexcept {
       buf[w++] = r;
       continue;
     }
-    const int64_t b[kNumHostPhases + 1] = {call.begin_ns, r.begin_ns, r.end_ns, static_cast<int64_t>(r.call_id),
-                                           call.end_ns};
+    const PhaseBoundsRecord bounds = as<PhaseBoundsRecord>(r);
+    const int64_t b[kNumHostPhases + 1] = {call.begin_ns, bounds.inputs_begin_ns, bounds.outputs_begin_ns,
+                                           bounds.enqueue_begin_ns, call.end_ns};
 #pragma GCC unroll 4
     for (int p = 0; p < kNumHostPhases; ++p) {
       if (b[p + 1] > b[p]) {
-        buf[w++] = Record{b[p], b[p + 1], call.call_id, call.engine_id, call.thread_id,
-                          static_cast<uint8_t>(p + 1), call.flags, call.device, 0};
+        buf[w++] = span_record(static_cast<Phase>(p + 1), b[p], b[p + 1], call.call_id, call.engine_id,
+                               call.thread_id, call.flags, call.device, 0);
       }
     }
   }

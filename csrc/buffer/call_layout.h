@@ -7,13 +7,13 @@
 // instead, and the drainer, off the inference thread, derives the rest:
 //
 //   slot 0  the kCall record, as handed out (begin, end, call id, engine, ...)
-//   slot 1  kPhaseBounds: begin_ns = inputs begin, end_ns = outputs begin,
-//           call_id = enqueue begin (the workspace phase starts at the call's
-//           begin, the enqueue phase ends at its end)
+//   slot 1  a PhaseBoundsRecord (common/record.h): inputs, outputs and enqueue
+//           begin (the workspace phase starts at the call's begin, the enqueue
+//           phase ends at its end)
 //
 // expand_calls() makes of the pair the kCall record and one record per phase
 // that took time (none of zero length), exactly what the hook wrote before
-// (same fields, same order). Other slots (a call's kGpuPending, synthetic
+// (same fields, same order). Other slots (a call's GpuPendingRecords, layers, synthetic
 // records) pass unchanged. Rings never hand out a call's slot without its
 // bounds slot (RecordRing::pop), and drops count events, not slots, so
 // `produced == recorded + dropped` holds for what the trace shows.

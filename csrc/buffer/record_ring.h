@@ -1,4 +1,4 @@
-// A single-producer / single-consumer ring of Records.
+// A single-producer / single-consumer ring of record slots (common/record.h: each slot one kind).
 //
 // The producer is the one thread that owns the ring (see ThreadRings); the
 // consumer is the drainer, serialised by ThreadRings' drain mutex. Neither side
@@ -26,7 +26,7 @@ namespace trt_trace {
 class RecordRing {
  public:
   explicit RecordRing(size_t capacity_pow2)
-      : capacity_(capacity_pow2), mask_(capacity_pow2 - 1), slots_(new Record[capacity_pow2]) {}
+      : capacity_(capacity_pow2), mask_(capacity_pow2 - 1), slots_(new RecordSlot[capacity_pow2]) {}
 
   RecordRing(const RecordRing&) = delete;
   RecordRing& operator=(const RecordRing&) = delete;
@@ -50,10 +50,12 @@ class RecordRing {
     *start = head;
     return true;
   }
-  Record& slot(uint64_t index) noexcept { return slots_[index & mask_]; }
+  // A slot is written as its kind (common/record.h: ring->slot(i).span = span_record(...), ...).
+  RecordSlot& slot(uint64_t index) noexcept { return slots_[index & mask_]; }
   void publish(uint64_t end) noexcept { head_.store(end, std::memory_order_release); }
 
-  // Consumer: copy up to max slots, oldest first, into out. Returns the count.
+  // Consumer: copy up to max slots, oldest first, into out (a drained batch, Record-typed, still holding
+  // every kind: the drain expands and resolves the internal ones). Returns the count.
   // Never stops between a call's slot and its phase-bounds slot (the pair
   // expands only together), so it may return one less than max.
   size_t pop(Record* out, size_t max) noexcept {
@@ -62,14 +64,14 @@ class RecordRing {
     size_t n = static_cast<size_t>(head - tail);
     if (n > max) {
       n = max;
-      if (n > 0 && slots_[(tail + n) & mask_].phase == static_cast<uint8_t>(Phase::kPhaseBounds)) --n;
+      if (n > 0 && slots_[(tail + n) & mask_].kind() == static_cast<uint8_t>(Phase::kPhaseBounds)) --n;
     }
     // Copy in at most two contiguous pieces (the ring may wrap).
     const size_t first = tail & mask_;
     const size_t until_end = capacity_ - first;
     const size_t a = n < until_end ? n : until_end;
-    std::memcpy(out, &slots_[first], a * sizeof(Record));
-    if (n > a) std::memcpy(out + a, &slots_[0], (n - a) * sizeof(Record));
+    std::memcpy(static_cast<void*>(out), &slots_[first], a * sizeof(Record));
+    if (n > a) std::memcpy(static_cast<void*>(out + a), &slots_[0], (n - a) * sizeof(Record));
     tail_.store(tail + n, std::memory_order_release);
     return n;
   }
@@ -88,7 +90,7 @@ class RecordRing {
  private:
   const size_t capacity_;
   const uint64_t mask_;
-  std::unique_ptr<Record[]> slots_;
+  std::unique_ptr<RecordSlot[]> slots_;
   // Producer-owned line: head, the cached tail and the event counters.
   alignas(64) std::atomic<uint64_t> head_{0};
   uint64_t tail_cache_ = 0;

@@ -134,9 +134,9 @@ bool ThreadRings::push(const Record* records, size_t n) noexcept {
   for (size_t i = 0; i < n; ++i) calls += records[i].phase == static_cast<uint8_t>(Phase::kCall) ? 1 : 0;
   if (w.ring == nullptr || !w.ring->claim(n, n, calls, &start)) return false;
   for (size_t i = 0; i < n; ++i) {
-    Record& r = w.ring->slot(start + i);
-    r = records[i];
+    Record r = records[i];  // (a whole record of any kind: thread_id is where every kind has it)
     r.thread_id = w.thread_id;
+    w.ring->slot(start + i).span = r;
   }
   w.ring->publish(start + n);
   return true;

@@ -176,14 +176,14 @@ size_t Resolver::take_pending(Record* records, size_t n) {
   for (size_t i = 0; i < n; ++i) {
     const Record& r = records[i];
     if (r.phase == static_cast<uint8_t>(Phase::kCallerWaitPending)) {
-      caller_wait_[r.call_id] = r;  // its kGpuPending follows (written together, drained in order)
+      caller_wait_[r.call_id] = as<GpuPendingRecord>(r);  // its kGpuPending follows (written together, drained in order)
       continue;
     }
     if (r.phase == static_cast<uint8_t>(Phase::kGpuPending)) {
       auto it = enqueue_begin_.find(r.call_id);
       const int64_t not_before = it != enqueue_begin_.end() ? it->second : 0;
       if (it != enqueue_begin_.end()) enqueue_begin_.erase(it);
-      Pending p{r, not_before, 0};
+      Pending p{as<GpuPendingRecord>(r), not_before, 0};
       auto w = caller_wait_.find(r.call_id);
       if (w != caller_wait_.end()) {
         p.has_wait = true;
@@ -204,7 +204,10 @@ size_t Resolver::take_pending(Record* records, size_t n) {
 }
 
 namespace {
-void* event_of(int64_t field) { return reinterpret_cast<void*>(static_cast<uintptr_t>(field)); }
+// The span a resolved pending record becomes: the same call, engine, thread, flags, device and stream.
+Record resolved_span(const GpuPendingRecord& p, Phase phase, int64_t begin_ns, int64_t end_ns) {
+  return span_record(phase, begin_ns, end_ns, p.call_id, p.engine_id, p.thread_id, p.flags, p.device, p.stream);
+}
 }  // namespace
 
 size_t Resolver::resolve(Record* out, size_t max, bool wait) {
@@ -223,9 +226,9 @@ size_t Resolver::resolve(Record* out, size_t max, bool wait) {
     Pending p = pending_.front();
     pending_.pop_front();
     const uint16_t device = p.rec.device;
-    void* start = event_of(p.rec.begin_ns);
-    void* end = event_of(p.rec.end_ns);
-    void* last = p.has_wait ? event_of(p.wait.end_ns) : end;
+    void* start = event_handle(p.rec.start_event);
+    void* end = event_handle(p.rec.stop_event);
+    void* last = p.has_wait ? event_handle(p.wait.stop_event) : end;
     c10::cuda::CUDAGuard guard(static_cast<c10::DeviceIndex>(device));
     DeviceClock& clock = clocks_[device];
     bool failed = false;
@@ -261,8 +264,8 @@ size_t Resolver::resolve(Record* out, size_t max, bool wait) {
       }
       int64_t b = 0, e = 0, wait_b = 0, wait_e = 0;
       const bool placed = host_time(clock, start, &b) && host_time(clock, end, &e) &&
-                          (!p.has_wait || (host_time(clock, event_of(p.wait.begin_ns), &wait_b) &&
-                                           host_time(clock, event_of(p.wait.end_ns), &wait_e)));
+                          (!p.has_wait || (host_time(clock, event_handle(p.wait.start_event), &wait_b) &&
+                                           host_time(clock, event_handle(p.wait.stop_event), &wait_e)));
       if (placed) {
         // The engine's work cannot start before its launch (an idle GPU reaches a start event as soon
         // as it is recorded, before the host has launched anything). Except where the enqueue phase
@@ -277,22 +280,16 @@ size_t Resolver::resolve(Record* out, size_t max, bool wait) {
           // its release. The engine's stream waited for the caller's and the caller's for the
           // engine's, so on the GPU the wait contains the engine span; placement resolves 0.5 us
           // (cudaEventElapsedTime), so the containment is restated rather than trusted.
-          Record w = p.wait;
-          w.begin_ns = std::min(b, std::max(wait_b, late_enqueue ? INT64_MIN : p.not_before_ns));
-          w.end_ns = std::max(e, wait_e);
-          w.phase = static_cast<uint8_t>(Phase::kCallerWait);
-          out[n++] = w;
+          out[n++] = resolved_span(p.wait, Phase::kCallerWait,
+                                   std::min(b, std::max(wait_b, late_enqueue ? INT64_MIN : p.not_before_ns)),
+                                   std::max(e, wait_e));
         }
-        Record r = p.rec;
-        r.begin_ns = b;
-        r.end_ns = e;
-        r.phase = static_cast<uint8_t>(Phase::kGpu);
-        out[n++] = r;
-        if (EngineStats::Table* stats = EngineStats::instance().this_thread()) stats->add_gpu(r.engine_id, e - b);
+        out[n++] = resolved_span(p.rec, Phase::kGpu, b, e);
+        if (EngineStats::Table* stats = EngineStats::instance().this_thread()) stats->add_gpu(p.rec.engine_id, e - b);
       }
     }
     give_back_shared(device, as_event(start), as_event(end));  // for the calling threads
-    if (p.has_wait) give_back_shared(device, as_event(event_of(p.wait.begin_ns)), as_event(event_of(p.wait.end_ns)));
+    if (p.has_wait) give_back_shared(device, as_event(event_handle(p.wait.start_event)), as_event(event_handle(p.wait.stop_event)));
   }
   return n;
 }

@@ -73,11 +73,11 @@ class Resolver {
     std::deque<Anchor> anchors;
   };
   struct Pending {
-    Record rec;                 // the kGpuPending record (begin/end hold the events)
+    GpuPendingRecord rec;       // the call's kGpuPending slot: its engine span's two events
     int64_t not_before_ns = 0;  // the call's enqueue begin
     int64_t completed_ns = 0;   // host time when the end event was seen complete (0: not yet)
     bool has_wait = false;      // the call's kCallerWaitPending record came with it
-    Record wait;                //   (begin/end hold the caller-stream events)
+    GpuPendingRecord wait;      //   (its kCallerWaitPending slot: the caller-stream events)
   };
 
   // Records an anchor for `device` now.
@@ -90,7 +90,7 @@ class Resolver {
   std::array<DeviceClock, kMaxDevices> clocks_;
   std::deque<Pending> pending_;
   std::unordered_map<uint64_t, int64_t> enqueue_begin_;  // call id -> host ns
-  std::unordered_map<uint64_t, Record> caller_wait_;     // call id -> its kCallerWaitPending, until its kGpuPending
+  std::unordered_map<uint64_t, GpuPendingRecord> caller_wait_;  // call id -> its kCallerWaitPending, until its kGpuPending
   ClockStats stats_;                                     // percentiles filled in by clock_stats()
   std::vector<int64_t> abs_residuals_;                   // the last kResidualsKept, for percentiles
   size_t residual_next_ = 0;

@@ -105,7 +105,7 @@ inline void append_slice_event(JsonOut& out, const Record& r, uint64_t tid, cons
 // engine's names given as JSON string literals. At most kMaxLayerEventBytes plus the names (twice the layer's)
 // and the pid's digits.
 constexpr size_t kMaxLayerEventBytes = 360;
-inline void append_layer_event(JsonOut& out, const Record& r, uint64_t tid, const char* pid, size_t pid_len,
+inline void append_layer_event(JsonOut& out, const LayerRecord& r, uint64_t tid, const char* pid, size_t pid_len,
                                const std::string& engine, const std::string& layer) {
   out.lit(R"({"ph":"X","cat":"trt_trace.layer","name":)");
   out.str(layer);

@@ -117,7 +117,7 @@ size_t slice_packets(const Record* rec, size_t n, const int64_t* uuid, uint64_t 
   return static_cast<size_t>(ev.p - out);
 }
 
-size_t layer_packets(const Record* rec, size_t n, const int64_t* uuid, uint64_t seq, const LayerIids& iids,
+size_t layer_packets(const LayerRecord* rec, size_t n, const int64_t* uuid, uint64_t seq, const LayerIids& iids,
                      uint64_t name_iid_base, std::vector<uint32_t>* order, uint8_t* out) {
   // Perfetto sorts packets by timestamp and keeps file order among equal ones: records by begin
   // (a call's layers are already in order; a zero-length layer's end comes before the next begin).
@@ -127,9 +127,9 @@ size_t layer_packets(const Record* rec, size_t n, const int64_t* uuid, uint64_t 
                    [&](uint32_t a, uint32_t b) { return rec[a].begin_ns < rec[b].begin_ns; });
   Out ev{out};
   for (const uint32_t i : *order) {
-    const Record& r = rec[i];
+    const LayerRecord& r = rec[i];
     const auto track = static_cast<uint64_t>(uuid[i]);
-    const uint64_t name_iid = name_iid_base + r.stream;
+    const uint64_t name_iid = name_iid_base + r.name_id;
     auto lengths = open_event(ev, r.begin_ns, seq, kSliceBegin, track);
     ev.field(kNameIid, name_iid);
     ev.annotation(iids[kLayerEngine], kStringValueIid, static_cast<uint64_t>(r.engine_id) + 1);

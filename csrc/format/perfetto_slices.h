@@ -51,9 +51,9 @@ size_t slice_packets(const Record* recs, size_t n, const int64_t* track_uuids, u
                      bool flows, std::vector<SliceOrder>* order, uint8_t* out);
 
 // Layer records (all Phase::kLayer) as begin/end packet pairs: the name interned as name_iid_base + layer id
-// (the record's `stream`), annotations engine, call_id, thread, device and layer (the same string iid as
+// (its `name_id`), annotations engine, call_id, thread, device and layer (the same string iid as
 // the name). Writes at `out` (layer_packets_max_bytes(n) bytes available); returns the bytes written.
-size_t layer_packets(const Record* recs, size_t n, const int64_t* track_uuids, uint64_t seq, const LayerIids& iids,
+size_t layer_packets(const LayerRecord* recs, size_t n, const int64_t* track_uuids, uint64_t seq, const LayerIids& iids,
                      uint64_t name_iid_base, std::vector<uint32_t>* order, uint8_t* out);
 
 }  // namespace perfetto_slices

@@ -190,25 +190,22 @@ void CallScope::finish(bool error) noexcept {
   uint64_t at;
   if (ring != nullptr && ring->claim(slots, 1 + phases + gpu_spans, 1, &at)) {
     const uint32_t tid = rt->tid;
-    ring->slot(at) = Record{begin_, end, call_id_, engine_id_, tid, static_cast<uint8_t>(Phase::kCall), flags,
-                            device_, 0};
-    ring->slot(at + 1) = Record{b1, b2, static_cast<uint64_t>(b3), engine_id_, tid,
-                                static_cast<uint8_t>(Phase::kPhaseBounds), flags, device_, 0};
+    ring->slot(at).span = span_record(Phase::kCall, begin_, end, call_id_, engine_id_, tid, flags, device_, 0);
+    ring->slot(at + 1).bounds = phase_bounds_record(b1, b2, b3, engine_id_, tid, flags, device_);
     if (gpu_on_) {
       // The event handles ride in the ring to the drainer, which resolves them; a call's caller-stream
       // wait comes right before its engine span (gpu_resolver.h pairs them).
-      const auto pending = [&](void* start, void* stop, Phase phase, uint8_t extra, uint32_t stream) {
-        return Record{static_cast<int64_t>(reinterpret_cast<uintptr_t>(start)),
-                      static_cast<int64_t>(reinterpret_cast<uintptr_t>(stop)), call_id_, engine_id_, tid,
-                      static_cast<uint8_t>(phase), static_cast<uint8_t>(flags | extra), device_, stream};
+      const auto pending = [&](Phase kind, void* start, void* stop, uint8_t extra, uint32_t stream) {
+        return gpu_pending_record(kind, start, stop, call_id_, engine_id_, tid, static_cast<uint8_t>(flags | extra),
+                                  device_, stream);
       };
       if (gpu_.on_engine_stream) {
-        ring->slot(at + 2) = pending(gpu_.start, gpu_.end, Phase::kCallerWaitPending, 0, gpu_.stream);
-        ring->slot(at + 3) = pending(gpu_.engine_start, gpu_.engine_end, Phase::kGpuPending, kFlagEngineStream,
-                                     gpu_.engine_stream_id);
+        ring->slot(at + 2).gpu_pending = pending(Phase::kCallerWaitPending, gpu_.start, gpu_.end, 0, gpu_.stream);
+        ring->slot(at + 3).gpu_pending = pending(Phase::kGpuPending, gpu_.engine_start, gpu_.engine_end,
+                                                 kFlagEngineStream, gpu_.engine_stream_id);
       } else {
-        ring->slot(at + 2) = pending(gpu_.start, gpu_.end, Phase::kGpuPending,
-                                     gpu_.engine_only ? kFlagEngineStream : 0, gpu_.stream);
+        ring->slot(at + 2).gpu_pending = pending(Phase::kGpuPending, gpu_.start, gpu_.end,
+                                                 gpu_.engine_only ? kFlagEngineStream : 0, gpu_.stream);
       }
     }
     ring->publish(at + slots);

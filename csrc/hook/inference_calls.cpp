@@ -48,9 +48,8 @@ void trt_trace_inference_end(int32_t handle, int32_t kind, int32_t error) {
   uint64_t at = 0;
   // One event, no engine call (calls = 0): a full ring counts it as a dropped event.
   if (w.ring == nullptr || !w.ring->claim(1, 1, 0, &at)) return;
-  w.ring->slot(at) = trt_trace::Record{me.begin_ns, end, me.call_id, 0, w.thread_id,
-                                       static_cast<uint8_t>(trt_trace::Phase::kInference),
-                                       static_cast<uint8_t>(error != 0 ? trt_trace::kFlagError : 0),
-                                       trt_trace::kNoDevice, static_cast<uint32_t>(kind)};
+  w.ring->slot(at).inference =
+      trt_trace::inference_record(me.begin_ns, end, me.call_id, w.thread_id,
+                                  static_cast<uint8_t>(error != 0 ? trt_trace::kFlagError : 0), static_cast<uint32_t>(kind));
   w.ring->publish(at + 1);
 }

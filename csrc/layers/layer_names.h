@@ -1,5 +1,5 @@
 // Layer names, interned once per engine like engine names: a layer record carries a small id
-// (Record::stream), the writers look the name up in this table. Ids are process-wide (a name seen
+// (LayerRecord::name_id), the writers look the name up in this table. Ids are process-wide (a name seen
 // in two engines gets two ids, one per engine) and never reused.
 //
 // A profiled call reports the same layers in the same order as the call before it, so interning

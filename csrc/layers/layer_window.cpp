@@ -316,8 +316,7 @@ void record_layers(LayerEngine& e, uint32_t engine_id, const ProfiledCall& call)
   int64_t t = call.enqueue_begin_ns;
   for (size_t i = 0; i < traced.size(); ++i) {
     const int64_t end = t + traced[i].ns;
-    w.ring->slot(at + i) = Record{t, end, call.call_id, engine_id, w.thread_id, static_cast<uint8_t>(Phase::kLayer), 0,
-                                  call.device, ids[i]};
+    w.ring->slot(at + i).layer = layer_record(t, end, call.call_id, engine_id, w.thread_id, call.device, ids[i]);
     t = end;
   }
   w.ring->publish(at + traced.size());

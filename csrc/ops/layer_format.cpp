@@ -28,11 +28,11 @@
 namespace trt_trace {
 namespace {
 
-const Record* layer_records(const at::Tensor& records, int64_t* n, const char* op) {
-  TORCH_CHECK(records.dtype() == at::kByte && records.is_contiguous() && records.numel() % sizeof(Record) == 0, op,
+const LayerRecord* layer_records(const at::Tensor& records, int64_t* n, const char* op) {
+  TORCH_CHECK(records.dtype() == at::kByte && records.is_contiguous() && records.numel() % sizeof(LayerRecord) == 0, op,
               ": records must be contiguous uint8 of whole records");
-  *n = records.numel() / static_cast<int64_t>(sizeof(Record));
-  const auto* rec = reinterpret_cast<const Record*>(records.data_ptr<uint8_t>());
+  *n = records.numel() / static_cast<int64_t>(sizeof(LayerRecord));
+  const auto* rec = reinterpret_cast<const LayerRecord*>(records.data_ptr<uint8_t>());
   for (int64_t i = 0; i < *n; ++i) {
     TORCH_CHECK(rec[i].phase == static_cast<uint8_t>(Phase::kLayer), op, ": record ", i, " is not a layer record");
   }
@@ -45,7 +45,7 @@ std::tuple<at::Tensor, int64_t> layer_json_events(const at::Tensor& records, con
                                                   const std::vector<std::string>& layer_json,
                                                   const std::optional<at::Tensor>& out_buffer) {
   int64_t n = 0;
-  const Record* rec = layer_records(records, &n, "layer_json_events");
+  const LayerRecord* rec = layer_records(records, &n, "layer_json_events");
   TORCH_CHECK(tids.dtype() == at::kLong && tids.numel() == n, "layer_json_events: one int64 track id per record");
   TORCH_CHECK(!engine_json.empty(), "layer_json_events: engine_json must hold at least the entry for id 0");
   const at::Tensor tid_c = tids.contiguous();
@@ -53,16 +53,16 @@ std::tuple<at::Tensor, int64_t> layer_json_events(const at::Tensor& records, con
   const std::string pid_s = std::to_string(pid);
   size_t worst = 0;
   for (int64_t i = 0; i < n; ++i) {
-    TORCH_CHECK(rec[i].stream < layer_json.size(), "layer_json_events: no name for layer id ", rec[i].stream);
+    TORCH_CHECK(rec[i].name_id < layer_json.size(), "layer_json_events: no name for layer id ", rec[i].name_id);
     const std::string& engine = rec[i].engine_id < engine_json.size() ? engine_json[rec[i].engine_id] : engine_json[0];
-    worst += kMaxLayerEventBytes + 2 * layer_json[rec[i].stream].size() + engine.size() + pid_s.size();
+    worst += kMaxLayerEventBytes + 2 * layer_json[rec[i].name_id].size() + engine.size() + pid_s.size();
   }
   at::Tensor result = output_buffer(out_buffer, worst + 1, "layer_json_events");
   char* const begin = reinterpret_cast<char*>(result.data_ptr<uint8_t>());
   JsonOut out{begin};
   for (int64_t i = 0; i < n; ++i) {
-    const Record& r = rec[i];
-    const std::string& layer = layer_json[r.stream];
+    const LayerRecord& r = rec[i];
+    const std::string& layer = layer_json[r.name_id];
     const std::string& engine = r.engine_id < engine_json.size() ? engine_json[r.engine_id] : engine_json[0];
     if (out.p != begin) out.lit(",\n");
     append_layer_event(out, r, static_cast<uint64_t>(tid[i]), pid_s.data(), pid_s.size(), engine, layer);
@@ -75,7 +75,7 @@ std::tuple<at::Tensor, int64_t> layer_perfetto_packets(const at::Tensor& records
                                                        int64_t seq_id, const std::vector<int64_t>& annotation_iids,
                                                        int64_t name_iid_base, const std::optional<at::Tensor>& out_buffer) {
   int64_t n = 0;
-  const Record* rec = layer_records(records, &n, "layer_perfetto_packets");
+  const LayerRecord* rec = layer_records(records, &n, "layer_perfetto_packets");
   TORCH_CHECK(track_uuids.dtype() == at::kLong && track_uuids.numel() == n,
               "layer_perfetto_packets: one int64 track uuid per record");
   TORCH_CHECK(annotation_iids.size() == perfetto_slices::kNumLayerAnnotations, "layer_perfetto_packets: ",

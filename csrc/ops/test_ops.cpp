@@ -67,24 +67,28 @@ std::vector<int64_t> gpu_self_time(bool enable) {
 // a traced call would, with begin_ns = first_seq .. first_seq+count-1.
 void push_synthetic(int64_t count, int64_t engine_id, int64_t first_seq) {
   for (int64_t i = 0; i < count; ++i) {
-    Record r{first_seq + i, first_seq + i, static_cast<uint64_t>(first_seq + i), static_cast<uint32_t>(engine_id),
-             0, static_cast<uint8_t>(Phase::kCall), 0, kNoDevice, 0};
+    const Record r = span_record(Phase::kCall, first_seq + i, first_seq + i, static_cast<uint64_t>(first_seq + i),
+                                 static_cast<uint32_t>(engine_id), 0, 0, kNoDevice, 0);
     ThreadRings::instance().push(&r, 1);
   }
 }
 
-// Layout check for trt_trace/schema/records.py: size, then field offsets in order.
-std::vector<int64_t> record_layout() {
-  return {sizeof(Record),
-          offsetof(Record, begin_ns),
-          offsetof(Record, end_ns),
-          offsetof(Record, call_id),
-          offsetof(Record, engine_id),
-          offsetof(Record, thread_id),
-          offsetof(Record, phase),
-          offsetof(Record, flags),
-          offsetof(Record, device),
-          offsetof(Record, stream)};
+// Layout check for trt_trace/schema/records.py: per record kind (common/record.h TRT_TRACE_RECORD_KINDS),
+// "kind:size" and then "field:offset:size" for each field in order, from the one list that declares them.
+std::vector<std::string> record_layout() {
+  std::vector<std::string> out;
+#define TRT_TRACE_EXPORT_FIELD(type, name) \
+  out.push_back(std::string(#name) + ":" + std::to_string(offsetof(K, name)) + ":" + std::to_string(sizeof(type)));
+#define TRT_TRACE_EXPORT_KIND(Struct, FIELDS, py)                          \
+  {                                                                        \
+    using K = Struct;                                                      \
+    out.push_back(std::string(py) + ":" + std::to_string(sizeof(K)));     \
+    FIELDS(TRT_TRACE_EXPORT_FIELD)                                         \
+  }
+  TRT_TRACE_RECORD_KINDS(TRT_TRACE_EXPORT_KIND)
+#undef TRT_TRACE_EXPORT_KIND
+#undef TRT_TRACE_EXPORT_FIELD
+  return out;
 }
 
 // The slice names by Phase value (common/phases.h), for the check against trt_trace/schema/phases.py.
@@ -293,7 +297,7 @@ TORCH_LIBRARY_FRAGMENT(trt_trace, m) {
     return trt_trace::json_value::to_json(*value);
   });
   m.def("_push_synthetic(int count, int engine_id, int first_seq) -> ()", &push_synthetic);
-  m.def("_record_layout() -> int[]", &record_layout);
+  m.def("_record_layout() -> str[]", &record_layout);
   m.def("_phase_names() -> str[]", &phase_names);
   // Per-layer timing: the folder the runtime writes its profile files into now ("" when none), the parser.
   m.def("_layer_private_folder() -> str", [] { return layers::private_folder(); });

@@ -12,13 +12,15 @@ namespace {
 constexpr const char* kMetadataEvent = "trt_trace_metadata";
 constexpr const char* kLayersTrack = "layers";
 
-int64_t first_begin(const Record* recs, size_t n) {
+template <typename Kind>  // Record or LayerRecord
+int64_t first_begin(const Kind* recs, size_t n) {
   int64_t first = recs[0].begin_ns;
   for (size_t i = 1; i < n; ++i) first = std::min(first, recs[i].begin_ns);
   return first;
 }
 
-uint32_t top_engine(const Record* recs, size_t n) {
+template <typename Kind>
+uint32_t top_engine(const Kind* recs, size_t n) {
   uint32_t top = 0;
   for (size_t i = 0; i < n; ++i) top = std::max(top, recs[i].engine_id);
   return top;
@@ -116,9 +118,9 @@ void ChromeJsonTrace::write_calls(const Record* recs, size_t n) {
   file_->write(meta, begin, static_cast<size_t>(out.p - begin), static_cast<int64_t>(n), first_begin(recs, n));
 }
 
-void ChromeJsonTrace::refresh_layer_names(const Record* recs, size_t n) {
+void ChromeJsonTrace::refresh_layer_names(const LayerRecord* recs, size_t n) {
   uint32_t top = 0;
-  for (size_t i = 0; i < n; ++i) top = std::max(top, recs[i].stream);
+  for (size_t i = 0; i < n; ++i) top = std::max(top, recs[i].name_id);
   if (top < layer_names_.size()) return;
   layer_names_ = names_.layers();
   if (top >= layer_names_.size()) {
@@ -129,7 +131,7 @@ void ChromeJsonTrace::refresh_layer_names(const Record* recs, size_t n) {
   for (size_t i = layer_json_.size(); i < layer_names_.size(); ++i) layer_json_.push_back(json_string(layer_names_[i]));
 }
 
-void ChromeJsonTrace::write_layers(const Record* recs, size_t n) {
+void ChromeJsonTrace::write_layers(const LayerRecord* recs, size_t n) {
   book_.place_layers(recs, n, &placed_);
   refresh_layer_names(recs, n);
   std::string meta;
@@ -143,22 +145,22 @@ void ChromeJsonTrace::write_layers(const Record* recs, size_t n) {
   for (size_t i = 0; i < n; ++i) {
     const std::string& engine =
         recs[i].engine_id < engine_json_.size() ? engine_json_[recs[i].engine_id] : engine_json_[0];
-    worst += kMaxLayerEventBytes + 2 * layer_json_[recs[i].stream].size() + engine.size() + pid_.size();
+    worst += kMaxLayerEventBytes + 2 * layer_json_[recs[i].name_id].size() + engine.size() + pid_.size();
   }
   grow_body(worst);
   char* const begin = body_.data();
   JsonOut out{begin};
   for (size_t i = 0; i < n; ++i) {
-    const Record& r = recs[i];
+    const LayerRecord& r = recs[i];
     const std::string& engine = r.engine_id < engine_json_.size() ? engine_json_[r.engine_id] : engine_json_[0];
     if (out.p != begin) out.lit(",\n");
     append_layer_event(out, r, layer_track_tid(r.engine_id, placed_.lanes[i]), pid_.data(), pid_.size(), engine,
-                       layer_json_[r.stream]);
+                       layer_json_[r.name_id]);
   }
   file_->write(meta, begin, static_cast<size_t>(out.p - begin), static_cast<int64_t>(n), first_begin(recs, n));
 }
 
-void ChromeJsonTrace::write_inferences(const Record* recs, size_t n) {
+void ChromeJsonTrace::write_inferences(const InferenceRecord* recs, size_t n) {
   std::string meta;
   for (size_t i = 0; i < n; ++i) {
     auto [it, fresh] = inference_tids_.try_emplace(recs[i].thread_id, inference_track_tid(inference_tids_.size()));

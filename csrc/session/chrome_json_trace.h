@@ -37,11 +37,11 @@ class ChromeJsonTrace : public TraceFormat {
 
  private:
   void write_calls(const Record* recs, size_t n) override;
-  void write_layers(const Record* recs, size_t n) override;
-  void write_inferences(const Record* recs, size_t n) override;
+  void write_layers(const LayerRecord* recs, size_t n) override;
+  void write_inferences(const InferenceRecord* recs, size_t n) override;
   const std::string& engine_name(uint32_t engine_id);
   void refresh_engine_json(uint32_t top_engine_id);
-  void refresh_layer_names(const Record* recs, size_t n);
+  void refresh_layer_names(const LayerRecord* recs, size_t n);
   // thread_name and thread_sort_index events of a new track (also kept for the next part's start).
   void track_events(uint64_t tid, const std::string& name, std::string* meta);
   // body_ holds at least `bytes` (it only grows).

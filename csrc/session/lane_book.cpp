@@ -141,7 +141,7 @@ void LaneBook::place(const Record* recs, size_t n, Placement* placed) {
   }
 }
 
-void LaneBook::place_layers(const Record* recs, size_t n, Placement* placed) {
+void LaneBook::place_layers(const LayerRecord* recs, size_t n, Placement* placed) {
   placed->lanes.assign(n, 0);
   placed->new_tracks.clear();
   std::vector<size_t> starts;  // each profiled call's run of layers

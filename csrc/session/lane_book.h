@@ -69,7 +69,7 @@ class LaneBook {
   // Host and GPU records of a batch (no layer records): lanes in `placed.lanes`, new tracks appended.
   void place(const Record* recs, size_t n, Placement* placed);
   // A batch's layer records (all Phase::kLayer): their layer-track lanes, new layer tracks appended.
-  void place_layers(const Record* recs, size_t n, Placement* placed);
+  void place_layers(const LayerRecord* recs, size_t n, Placement* placed);
   // The Track::index of a track placed before (the Perfetto writer's track uuids follow it); -1 if none.
   int64_t track_index(uint32_t engine, int64_t lane, TrackKind kind) const;
 

@@ -37,13 +37,15 @@ constexpr uint64_t kLayerAnnotationIid = ps::kNumSliceAnnotations + 1;
 static_assert(ps::kNumSliceAnnotations == 9, "a name per slice annotation");
 
 
-int64_t first_begin(const Record* recs, size_t n) {
+template <typename Kind>  // Record or LayerRecord
+int64_t first_begin(const Kind* recs, size_t n) {
   int64_t first = recs[0].begin_ns;
   for (size_t i = 1; i < n; ++i) first = std::min(first, recs[i].begin_ns);
   return first;
 }
 
-int64_t last_end(const Record* recs, size_t n) {
+template <typename Kind>
+int64_t last_end(const Kind* recs, size_t n) {
   int64_t last = recs[0].end_ns;
   for (size_t i = 1; i < n; ++i) last = std::max(last, recs[i].end_ns);
   return last;
@@ -131,7 +133,8 @@ void PerfettoTrace::descriptors(const Track& track, std::string* out) {
   tracks_.append(*out, from, std::string::npos);
 }
 
-void PerfettoTrace::track_uuids(const Record* recs, size_t n, bool layers) {
+template <typename Kind>
+void PerfettoTrace::track_uuids(const Kind* recs, size_t n, bool layers) {
   uuids_.resize(n);
   uint32_t engine = 0;
   int64_t lane = -1;
@@ -168,11 +171,11 @@ void PerfettoTrace::write_calls(const Record* recs, size_t n) {
   last_end_ns_ = std::max(last_end_ns_, last_end(recs, n));
 }
 
-void PerfettoTrace::write_layers(const Record* recs, size_t n) {
+void PerfettoTrace::write_layers(const LayerRecord* recs, size_t n) {
   book_.place_layers(recs, n, &placed_);
   // The names of layer ids new to this trace, interned with the tracks (every part interns them again).
   uint32_t top = 0;
-  for (size_t i = 0; i < n; ++i) top = std::max(top, recs[i].stream);
+  for (size_t i = 0; i < n; ++i) top = std::max(top, recs[i].name_id);
   std::string new_tracks;
   if (top >= layer_names_.size()) {
     const size_t first = layer_names_.size();
@@ -198,7 +201,7 @@ void PerfettoTrace::write_layers(const Record* recs, size_t n) {
   last_end_ns_ = std::max(last_end_ns_, last_end(recs, n));
 }
 
-void PerfettoTrace::write_inferences(const Record* recs, size_t n) {
+void PerfettoTrace::write_inferences(const InferenceRecord* recs, size_t n) {
   std::string new_tracks;
   for (size_t i = 0; i < n; ++i) {
     const size_t index = inference_uuids_.size();
@@ -211,10 +214,10 @@ void PerfettoTrace::write_inferences(const Record* recs, size_t n) {
   }
   inference_body_.clear();
   for (size_t i = 0; i < n; ++i) {
-    const Record& r = recs[i];
+    const InferenceRecord& r = recs[i];
     // Annotation name iids: trace_format.ANNOTATIONS' call_id, thread, error (index + 1).
     pp::inference_slice(inference_body_, kSequence, static_cast<uint64_t>(r.begin_ns), static_cast<uint64_t>(r.end_ns),
-                        inference_uuids_[r.thread_id], kInferenceName, inference_kind_name(r.stream), r.call_id,
+                        inference_uuids_[r.thread_id], kInferenceName, inference_kind_name(r.kind), r.call_id,
                         r.thread_id, (r.flags & kFlagError) != 0, 2, 3, 6);
   }
   file_->write(new_tracks, inference_body_.data(), inference_body_.size(), static_cast<int64_t>(n), first_begin(recs, n));

@@ -53,10 +53,10 @@ class PerfettoTrace : public TraceFormat {
 
  private:
   void write_calls(const Record* recs, size_t n) override;
-  void write_layers(const Record* recs, size_t n) override;
+  void write_layers(const LayerRecord* recs, size_t n) override;
   // Inference slices (docs/inference.md) on one "inference · <thread>" track per calling thread, under the
   // process (uuid kInferenceUuidBase + n for the n-th thread seen).
-  void write_inferences(const Record* recs, size_t n) override;
+  void write_inferences(const InferenceRecord* recs, size_t n) override;
   std::string part_start(int64_t first_ns);
   void clock_snapshot(std::string& out) const;
   const std::string& engine_name(uint32_t engine_id);
@@ -64,7 +64,8 @@ class PerfettoTrace : public TraceFormat {
   // every later part's start.
   void descriptors(const Track& track, std::string* out);
   // The uuid of each record's track (after the book placed the batch).
-  void track_uuids(const Record* recs, size_t n, bool layers);
+  template <typename Kind>  // Record or LayerRecord
+  void track_uuids(const Kind* recs, size_t n, bool layers);
   uint8_t* body(size_t bytes);
 
   PerfettoStart start_;

@@ -17,7 +17,13 @@ void TraceFormat::write(const Record* recs, size_t n) {
   inferences_.clear();
   for (size_t i = 0; i < n; ++i) {
     const uint8_t phase = recs[i].phase;
-    (phase == kLayerPhase ? layers_ : phase == kInferencePhase ? inferences_ : calls_).push_back(recs[i]);
+    if (phase == kLayerPhase) {
+      layers_.push_back(as<LayerRecord>(recs[i]));
+    } else if (phase == kInferencePhase) {
+      inferences_.push_back(as<InferenceRecord>(recs[i]));
+    } else {
+      calls_.push_back(recs[i]);
+    }
   }
   if (!calls_.empty()) write_calls(calls_.data(), calls_.size());
   if (!layers_.empty()) write_layers(layers_.data(), layers_.size());

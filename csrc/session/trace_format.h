@@ -25,7 +25,7 @@ namespace session {
 // Where names come from: the engine registry and the layer names in a session; given lists in tests.
 struct NameSource {
   std::function<std::vector<std::string>()> engines;  // by engine id (index 0: "")
-  std::function<std::vector<std::string>()> layers;   // by layer id (a layer record's `stream`)
+  std::function<std::vector<std::string>()> layers;   // by layer id (a LayerRecord's name_id)
 };
 
 // The end of a trace, as the session encodes it.
@@ -53,9 +53,9 @@ class TraceFormat {
  protected:
   // A batch's calls and phases (GPU spans included), and its per-layer records; each part is non-empty.
   virtual void write_calls(const Record* recs, size_t n) = 0;
-  virtual void write_layers(const Record* recs, size_t n) = 0;
+  virtual void write_layers(const LayerRecord* recs, size_t n) = 0;
   // A batch's inferences (Phase::kInference, docs/inference.md), non-empty.
-  virtual void write_inferences(const Record* recs, size_t n) = 0;
+  virtual void write_inferences(const InferenceRecord* recs, size_t n) = 0;
   // The end of the last part: the end record (and whatever else the format closes a trace with).
   virtual std::string closing(const TraceEnd& end) = 0;
   // The first timestamp of a part that got no batch (a non-lazy file of a session that ran no engine).
@@ -64,7 +64,9 @@ class TraceFormat {
   std::unique_ptr<TraceFile> file_;
 
  private:
-  std::vector<Record> calls_, layers_, inferences_;  // a batch that holds layer or inference records, split (reused)
+  std::vector<Record> calls_;
+  std::vector<LayerRecord> layers_;  // a batch that holds layer or inference records, split (reused)
+  std::vector<InferenceRecord> inferences_;
 };
 
 }  // namespace session

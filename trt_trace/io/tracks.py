@@ -19,6 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..schema.phases import INFERENCE_RECORD, LAYER_RECORD
+from ..schema.records import as_layers
 from ..schema.trace_format import GPU_PHASES, Phase
 
 # Calls whose phase records may still arrive in the next drained batch.
@@ -187,7 +188,7 @@ class TrackBook:
         self._engine_names = engine_names
         self._layer_names = layer_names or (lambda: [])
         self.names: list[str] = []  # engine names by id, as last fetched
-        self.layer_names: list[str] = []  # layer names by id (a layer record's `stream`), as last fetched
+        self.layer_names: list[str] = []  # layer names by id (a LayerRecord's `name_id`), as last fetched
         self._host = LaneAssigner()
         self._gpu = LaneAssigner()
         self._layers = LaneAssigner()  # per engine, like host lanes: one call's layers are one span
@@ -244,7 +245,7 @@ class TrackBook:
 
     def _refresh_layer_names(self, layers: np.ndarray) -> list[int]:
         """Makes sure every layer id of the batch has its name; returns the ids new to this book."""
-        top = int(layers["stream"].max()) if len(layers) else -1
+        top = int(layers["name_id"].max()) if len(layers) else -1
         if top < len(self.layer_names):
             return []
         first = len(self.layer_names)
@@ -255,11 +256,11 @@ class TrackBook:
 
 
 def split_layers(records: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(the batch without its layer records, its layer records); no copy when it has none."""
+    """(the batch without its layer records, its layer records as LAYER_DTYPE); no copy when it has none."""
     layers = records["phase"] == LAYER_RECORD
     if not layers.any():
-        return records, records[:0]
-    return records[~layers], records[layers]
+        return records, as_layers(records[:0])
+    return records[~layers], as_layers(records[layers])
 
 
 def split_inferences(records: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -433,8 +433,10 @@ def push_synthetic(count: int, engine_id: int, first_seq: int) -> None:
     _op("_push_synthetic")(int(count), int(engine_id), int(first_seq))
 
 
-def record_layout() -> list[int]:
-    return list(_op("_record_layout")())
+def record_layout() -> list[str]:
+    """Every record kind's size and fields as C++ defines them (csrc/common/record.h), in
+    trt_trace.schema.records.layout()'s form."""
+    return [str(x) for x in _op("_record_layout")()]
 
 
 # -- the native writer (csrc/session/native_writer.h): control only --------------------------------
