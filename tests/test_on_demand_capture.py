@@ -287,14 +287,17 @@ def test_each_failure_is_one_line(tmp_path: Path) -> None:
         assert armed_not.stdout.readline().startswith("ready")
         one_line(_capture(control, str(armed_not.pid), "--seconds", "1"), f"not armed: process {armed_not.pid}")
         target = _start("call_for(60)\n", control, tmp_path)
-        first = subprocess.Popen([*trt_trace_cli(), "capture", str(target.pid), "--seconds", "3", "-o",
+        # A window far longer than the second command's start-up on a loaded machine (seconds each), ended
+        # by Ctrl-C once the second has been refused.
+        first = subprocess.Popen([*trt_trace_cli(), "capture", str(target.pid), "--seconds", "120", "-o",
                                   str(tmp_path / "first.json")], env=_env(control), stdout=subprocess.PIPE,
-                                 stderr=subprocess.PIPE, text=True)
+                                 stderr=subprocess.PIPE, text=True, preexec_fn=terminal_signals)
         deadline = time.monotonic() + 30
         while not (tmp_path / "first.json").exists() and time.monotonic() < deadline:
             time.sleep(0.05)
         one_line(_capture(control, str(target.pid), "--seconds", "1", "-o", str(tmp_path / "second.json")),
                  f"process {target.pid}: already capturing (tracing into {tmp_path / 'first.json'})")
+        first.send_signal(signal.SIGINT)
         out, err = first.communicate(timeout=60)
         assert first.returncode == 0 and err == "", err
         assert not (tmp_path / "second.json").exists()

@@ -53,7 +53,8 @@ struct JsonOut {
 };
 
 // An X event's part from after its name to its engine's name: `,"ts":…,"dur":…,"pid":…,"tid":…,"args":{"engine":`.
-inline void append_span(JsonOut& out, const Record& r, uint64_t tid, const char* pid, size_t pid_len) {
+template <typename Kind>  // Record or LayerRecord: their begin_ns and end_ns
+inline void append_span(JsonOut& out, const Kind& r, uint64_t tid, const char* pid, size_t pid_len) {
   out.lit(R"(,"ts":)");
   out.us(r.begin_ns);
   out.lit(R"(,"dur":)");
@@ -66,7 +67,8 @@ inline void append_span(JsonOut& out, const Record& r, uint64_t tid, const char*
 }
 
 // The args after the engine's name: `,"engine_id":…,"call_id":…`.
-inline void append_ids(JsonOut& out, const Record& r) {
+template <typename Kind>  // Record or LayerRecord: their engine_id and call_id
+inline void append_ids(JsonOut& out, const Kind& r) {
   out.lit(R"(,"engine_id":)");
   out.num(r.engine_id);
   out.lit(R"(,"call_id":)");

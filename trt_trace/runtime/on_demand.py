@@ -31,6 +31,7 @@ import atexit
 import dataclasses
 import os
 import select
+import signal
 import socket
 import stat
 import struct
@@ -115,7 +116,19 @@ def arm() -> None:
                         f"({exc.strerror or exc})")
             return
         _listener, _path, _pid = listener, path, os.getpid()
-        threading.Thread(target=_serve, args=(listener,), name="trt_trace capture", daemon=True).start()
+        _start_without_signals(threading.Thread(target=_serve, args=(listener,), name="trt_trace capture", daemon=True))
+
+
+def _start_without_signals(thread: threading.Thread) -> None:
+    """Starts `thread` with every signal blocked (it inherits the mask; its request threads inherit it from it):
+    a signal sent to the process must reach the program's own threads as it did before trt_trace was imported.
+    A thread that left SIGTERM open would take a SIGTERM that the main thread blocks around a critical section,
+    and Python would run the handler in the main thread at once, inside that section (tests/test_process_kinds.py)."""
+    before = signal.pthread_sigmask(signal.SIG_BLOCK, signal.valid_signals())
+    try:
+        thread.start()
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, before)
 
 
 def _disarm_at_exit() -> None:
