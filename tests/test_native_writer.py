@@ -320,7 +320,13 @@ def test_every_call_reaches_the_file_while_the_gil_is_held(tmp_path, suffix):
         time.sleep(0.02)
         if out.exists() and read_calls(str(out), lambda part, info: None).calls == calls:
             seen_ns = time.monotonic_ns()
-            flag.write_bytes(b"\1")  # after seen_ns: the hold ends later than it, as a hold of HOLD_S would
+            # After seen_ns: the hold ends later than it, as a hold of HOLD_S would. Written in place: truncating
+            # the file (write_bytes) would leave the child's mapping past its end for a moment (SIGBUS).
+            fd = os.open(flag, os.O_WRONLY)
+            try:
+                os.pwrite(fd, b"\1", 0)
+            finally:
+                os.close(fd)
     stdout, stderr = proc.communicate(timeout=120)
     assert proc.returncode == 0, stderr
     held_from, held_to = map(int, stdout.split())
