@@ -75,6 +75,9 @@ def engine_tracks(tracks: list[Track], fmt: str) -> list[EngineTrack]:
             continue
         if process == "System":  # the UI's own group (native traces: the clock snapshots)
             continue
+        if t.name.startswith("inference \u00b7 "):  # a thread's model calls (tests/test_inference_ui.py checks them)
+            group = t.name
+            continue
         if fmt == "json":
             if t.depth != 1 or t.name.startswith("trt_trace"):
                 continue  # a thread's own slice track (depth 2) repeats its thread's name
@@ -89,6 +92,8 @@ def engine_tracks(tracks: list[Track], fmt: str) -> list[EngineTrack]:
             if t.depth == 1:
                 group = t.name
                 assert t.name in ("engines", "trt_trace metadata"), f"unexpected native track {t.name!r}"
+                continue
+            if group.startswith("inference \u00b7 "):
                 continue
             if t.depth == 2:
                 engine = t.name
@@ -171,9 +176,10 @@ def check_in_ui(ui: PerfettoUI, path: Path, expected: Expected, fmt: str) -> Ope
         f"where a.name = 'enqueue' and b.name = 'gpu' "
         f"and extract_arg(a.arg_set_id, '{arg}call_id') = extract_arg(b.arg_set_id, '{arg}call_id')")
     assert joined == spans
-    # Every slice of a call carries call_id, engine and thread.
+    # Every slice of a call carries call_id, engine and thread (an inference slice has no engine: its own test,
+    # tests/test_inference_ui.py).
     missing = trace.scalar(
-        f"select count(*) from slice where name != 'trt_trace_metadata' and "
+        f"select count(*) from slice where name not in ('trt_trace_metadata', 'inference') and "
         f"(extract_arg(arg_set_id, '{arg}call_id') is null or extract_arg(arg_set_id, '{arg}engine') is null "
         f"or extract_arg(arg_set_id, '{arg}thread') is null)")
     assert missing == 0

@@ -434,6 +434,8 @@ def _dataset_summary(args: argparse.Namespace, window: Window, options: TableOpt
     """summary of a Parquet dataset (export --dataset), on DuckDB or Spark (--engine)."""
     # why: this verb's alone, kept out of the CLI's start-up (see the module's top)
     from .analysis.fleet_engines import DatasetError, DuckDBEngine, SparkEngine, spark_session
+
+    # why: as above, the dataset's query plan is this verb's alone
     from .analysis.fleet_summary import dataset_summary_parts
 
     for flag, given in (("--plot", args.plot), ("--kernels", args.kernels is not None)):
