@@ -146,12 +146,16 @@ def _number(hint: str, allow_zero: bool = True) -> Callable[[str, str, float], f
     return read
 
 
+MAX_SIZE_BYTES = 2**63 - 1  # the native writer takes sizes as int64 (tests/test_property.py: 2**63 was a traceback)
+
+
 def _mib(hint: str, allow_zero: bool = True) -> Callable[[str, str, int], int]:
     """A size in MiB (the environment's unit) as bytes (the setting's)."""
     number = _number(hint, allow_zero)
 
     def read(name: str, raw: str, default: int) -> int:
-        return int(number(name, raw, default / 2**20) * 1024 * 1024)
+        # At most what the native writer takes (an int64 of bytes): a larger size is no limit in practice.
+        return min(int(number(name, raw, default / 2**20) * 1024 * 1024), MAX_SIZE_BYTES)
 
     return read
 
@@ -268,7 +272,8 @@ def check_layers(n: object) -> int:
 def _max_bytes_keyword(name: str, value: object) -> int:
     if value is None:
         return int(DEFAULT_MAX_MB * 2**20)
-    return check_count(name, value, "bytes", "0: no size limit, None: the default 1 GiB", minimum=0)
+    return check_count(name, value, "bytes", "0: no size limit, None: the default 1 GiB", minimum=0,
+                       maximum=MAX_SIZE_BYTES)
 
 
 def _format_keyword(name: str, value: object) -> str | None:

@@ -314,7 +314,8 @@ def flight(seconds: float, path: str, on_exit: bool = False, max_bytes: int | No
     return start_session(dataclasses.replace(
         settings, flight_s=float(seconds), flight_on_exit=config.check_flag("on_exit", on_exit),
         flight_max_bytes=settings.flight_max_bytes if max_bytes is None else config.check_count(
-            "max_bytes", max_bytes, "bytes", "the flight recorder's memory cap, e.g. 256 * 2**20")))
+            "max_bytes", max_bytes, "bytes", "the flight recorder's memory cap, e.g. 256 * 2**20",
+            maximum=config.MAX_SIZE_BYTES)))
 
 
 def layers(n: int) -> None:
