@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ctypes
 import functools
 import sys
 import threading
@@ -124,3 +125,19 @@ def load_at_import() -> None:
             sys.stderr.write(f"trt_trace: the tracer is not installed ({exc})\n")
         except Exception:
             pass
+
+
+def c_function(name: str, restype: type | None, *argtypes: type) -> ctypes._CFuncPtr:
+    """A C entry point of the loaded library (`extern "C"`, called through ctypes on a hot path from
+    Python), bound with its types; the library is loaded first. PyDLL opens the loaded library itself:
+    dlopen finds it, no second copy."""
+    load()
+    f = getattr(_dll(), name)
+    f.restype = restype
+    f.argtypes = list(argtypes)
+    return f
+
+
+@functools.cache
+def _dll() -> ctypes.PyDLL:
+    return ctypes.PyDLL(str(library_path()))

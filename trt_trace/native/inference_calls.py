@@ -33,11 +33,7 @@ def entry() -> Entry:
     """The C functions, bound at the first use (the library is loaded first)."""
     global _entry
     if _entry is None:
-        _library.load()
-        so = ctypes.PyDLL(str(_library.library_path()))  # the loaded library: dlopen finds it, no second copy
-        begin = so.trt_trace_inference_begin
-        begin.restype, begin.argtypes = ctypes.c_int32, []
-        end = so.trt_trace_inference_end
-        end.restype, end.argtypes = None, [ctypes.c_int32, ctypes.c_int32, ctypes.c_int32]
-        _entry = Entry(begin=begin, end=end)
+        _entry = Entry(begin=_library.c_function("trt_trace_inference_begin", ctypes.c_int32),
+                       end=_library.c_function("trt_trace_inference_end", None, ctypes.c_int32, ctypes.c_int32,
+                                               ctypes.c_int32))
     return _entry

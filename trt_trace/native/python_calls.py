@@ -43,15 +43,7 @@ def entry() -> Entry:
     """The C functions, bound at the first use (the library is loaded first)."""
     global _entry
     if _entry is None:
-        _library.load()
-        so = ctypes.PyDLL(str(_library.library_path()))  # the loaded library: dlopen finds it, no second copy
-
-        def fn(name: str, restype: type | None, *argtypes: type) -> ctypes._CFuncPtr:
-            f = getattr(so, name)
-            f.restype = restype
-            f.argtypes = list(argtypes)
-            return f
-
+        fn = _library.c_function
         _entry = Entry(
             engine=fn("trt_trace_py_engine", ctypes.c_uint32, ctypes.c_char_p),
             begin=fn("trt_trace_py_call_begin", ctypes.c_int32, ctypes.c_uint32, ctypes.c_int32),
