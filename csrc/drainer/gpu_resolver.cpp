@@ -34,6 +34,12 @@ constexpr int64_t kReanchorNs = 100000000;  // a new anchor every 100 ms while s
 constexpr int64_t kMinBaselineNs = 20000000;
 constexpr size_t kResidualsKept = 1 << 16;
 constexpr size_t kAnchorsKept = 64;
+// Anchor tries: kTries always, up to kMoreTries more while the best window is loose (over twice the
+// device's tightest plus kLooseSlackNs); a loose anchor is put off for at most kPutOffAtMostNs.
+constexpr int kTries = 3;
+constexpr int kMoreTries = 5;
+constexpr int64_t kLooseSlackNs = 2000;
+constexpr int64_t kPutOffAtMostNs = 4 * kReanchorNs;
 
 cudaEvent_t as_event(void* e) { return static_cast<cudaEvent_t>(e); }
 
@@ -55,21 +61,29 @@ bool elapsed_ns(void* a, void* b, double* ns) {
 }  // namespace
 
 // The tightest of three record->sync windows on an idle stream of our own, its host time the
-// window's midpoint.
-void Resolver::make_anchor(uint16_t device) {
+// window's midpoint: an anchor is placed within half its window. A window far over the tightest this
+// device has given (the drain thread preempted between record and sync, the driver lock held by a
+// calling thread) makes a poor anchor: up to kMoreTries more tries, and if none is tight the anchor is
+// put off (its spans wait for the next drain) unless `must` (the final drain) or the clock has had
+// none for kPutOffAtMostNs.
+bool Resolver::make_anchor(uint16_t device, bool must) {
   DeviceClock& clock = clocks_[device];
   c10::cuda::CUDAGuard guard(static_cast<c10::DeviceIndex>(device));
   if (clock.stream == nullptr) {
     cudaStream_t stream = nullptr;
     if (cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking) != cudaSuccess) {
       cudaGetLastError();
-      return;
+      return true;  // no anchor, nothing to wait for: placement fails as CUDA does
     }
     clock.stream = stream;
   }
   Anchor best{nullptr, 0};
   int64_t best_window = INT64_MAX;
-  for (int attempt = 0; attempt < 3; ++attempt) {
+  const auto loose = [&clock](int64_t window) {
+    return clock.tightest_window_ns != INT64_MAX && window > 2 * clock.tightest_window_ns + kLooseSlackNs;
+  };
+  for (int attempt = 0; attempt < kTries + kMoreTries; ++attempt) {
+    if (attempt >= kTries && !loose(best_window)) break;
     cudaEvent_t e = nullptr;
     if (cudaEventCreateWithFlags(&e, cudaEventDefault) != cudaSuccess) {
       cudaGetLastError();
@@ -88,7 +102,14 @@ void Resolver::make_anchor(uint16_t device) {
       cudaEventDestroy(e);
     }
   }
-  if (best.event == nullptr) return;
+  if (best.event == nullptr) return true;
+  if (loose(best_window) && !must && !clock.anchors.empty() &&
+      best.host_ns - clock.anchors.back().host_ns < kPutOffAtMostNs) {
+    cudaEventDestroy(as_event(best.event));
+    ++stats_.anchors_put_off;
+    return false;
+  }
+  clock.tightest_window_ns = std::min(clock.tightest_window_ns, best_window);
   const size_t n = clock.anchors.size();
   if (n > 0) {  // the one measurement between two anchors, kept for every event placed between them
     const Anchor& prev = clock.anchors[n - 1];
@@ -129,6 +150,7 @@ void Resolver::make_anchor(uint16_t device) {
     cudaEventDestroy(as_event(clock.anchors.front().event));
     clock.anchors.pop_front();
   }
+  return true;
 }
 
 void Resolver::note_residual(int64_t residual_ns) {
@@ -255,9 +277,7 @@ size_t Resolver::resolve(Record* out, size_t max, bool wait) {
       const bool anchored_after = !clock.anchors.empty() && clock.anchors.back().host_ns > p.completed_ns;
       if (!anchored_after) {
         const int64_t newest = clock.anchors.empty() ? 0 : clock.anchors.back().host_ns;
-        if (wait || now_ns() - newest >= kReanchorNs) {
-          make_anchor(device);
-        } else {
+        if (!(wait || now_ns() - newest >= kReanchorNs) || !make_anchor(device, wait)) {
           pending_.push_back(p);  // at the next anchor, at most kReanchorNs from now
           continue;
         }

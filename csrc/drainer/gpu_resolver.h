@@ -23,6 +23,7 @@
 #pragma once
 
 #include <array>
+#include <climits>
 #include <cstddef>
 #include <cstdint>
 #include <deque>
@@ -41,6 +42,7 @@ struct ClockStats {
   int64_t max_abs_residual_ns = 0;   // the largest distance of an anchor from the line through earlier ones
   int64_t last_residual_ns = 0;
   int64_t anchor_window_ns = 0;      // the last anchor's record->sync window
+  int64_t anchors_put_off = 0;       // anchors not made: their windows were loose (gpu_resolver.cpp)
   double gpu_clock_rate_ppm = 0;     // GPU clock rate vs CLOCK_MONOTONIC - 1, last interval
   int64_t p50_abs_residual_ns = 0;   // over the last kResidualsKept anchors
   int64_t p99_abs_residual_ns = 0;
@@ -71,6 +73,7 @@ class Resolver {
   struct DeviceClock {
     void* stream = nullptr;  // cudaStream_t: the resolver's own idle stream
     std::deque<Anchor> anchors;
+    int64_t tightest_window_ns = INT64_MAX;  // the tightest record->sync window of its anchors
   };
   struct Pending {
     GpuPendingRecord rec;       // the call's kGpuPending slot: its engine span's two events
@@ -80,8 +83,9 @@ class Resolver {
     GpuPendingRecord wait;      //   (its kCallerWaitPending slot: the caller-stream events)
   };
 
-  // Records an anchor for `device` now.
-  void make_anchor(uint16_t device);
+  // Records an anchor for `device` now; false where a loose one was put off (never if `must`): the
+  // spans then wait for the next drain. Where CUDA fails there is no anchor, and true.
+  bool make_anchor(uint16_t device, bool must);
   // Host time of a completed event of the device (one elapsed-time call, two for an event more
   // than a second older than the newest anchor); false where CUDA cannot time it.
   static bool host_time(const DeviceClock& clock, void* event, int64_t* host_ns);

@@ -139,6 +139,7 @@ c10::Dict<std::string, double> gpu_clock_stats() {
   out.insert("max_abs_residual_ns", static_cast<double>(s.max_abs_residual_ns));
   out.insert("last_residual_ns", static_cast<double>(s.last_residual_ns));
   out.insert("anchor_window_ns", static_cast<double>(s.anchor_window_ns));
+  out.insert("anchors_put_off", static_cast<double>(s.anchors_put_off));
   out.insert("gpu_clock_rate_ppm", s.gpu_clock_rate_ppm);
   out.insert("p50_abs_residual_ns", static_cast<double>(s.p50_abs_residual_ns));
   out.insert("p99_abs_residual_ns", static_cast<double>(s.p99_abs_residual_ns));

@@ -456,9 +456,99 @@ def nsys_kernels(d: Path, check: Check, fake: str, runtime: str) -> None:
     verify_nsys(keep, check)
 
 
+RANGE_INSIDE_US, RANGE_OUTSIDE_US = 40, 400  # the engine called inside the session, and the one outside it
+RANGE_CALLS = 60                              # calls inside; the same number before it and after it
+
+
+def nsys_range_child(fake: str, runtime: str, out: str) -> int:
+    """In the process nsys profiles with --capture-range=cudaProfilerApi and TRT_TRACE_CUDA_PROFILER=session:
+    RANGE_CALLS calls of a 400 us engine, a tracing() session of RANGE_CALLS calls of a 40 us engine, then
+    RANGE_CALLS of the 400 us one again. Only the session's kernels may be in the capture."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tests" / "faketrt"))
+    import faketrt
+    import torch
+
+    import trt_trace  # the hook in place before the runtime loads
+
+    faketrt.load(fake)
+    torch.ops.load_library(runtime)
+    inside = faketrt.make_engine(faketrt.Plan("_run_on_acc_range_inside_engine", gpu_us=RANGE_INSIDE_US))
+    outside = faketrt.make_engine(faketrt.Plan("_run_on_acc_range_outside_engine", gpu_us=RANGE_OUTSIDE_US))
+    x = torch.randn(16, 16, device="cuda")
+
+    def calls(engine) -> None:  # noqa: ANN001
+        for _ in range(RANGE_CALLS):
+            torch.ops.tensorrt.execute_engine([x], engine)
+        torch.cuda.synchronize()
+    calls(outside)
+    with trt_trace.tracing(str(Path(out, "range.json")), nvtx=True):
+        calls(inside)
+    calls(outside)
+    return 0
+
+
+def nsys_range(d: Path, check: Check, fake: str, runtime: str) -> None:
+    """`nsys profile --capture-range=cudaProfilerApi` of a process with TRT_TRACE_CUDA_PROFILER=session records
+    the session's calls and nothing else: every call of the session's engine (its kernels and NVTX ranges) and
+    no kernel of the engine called before and after it."""
+    import sqlite3
+
+    nsys = find_nsys()
+    if nsys is None:
+        check("nsys_range: an nsys on this machine", False, "none (TRT_TRACE_NSYS, /tmp/nsys, PATH)")
+        return
+    keep = Path(os.environ.get("OUT", str(d))) / "nsys_range"
+    keep.mkdir(parents=True, exist_ok=True)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TRT_TRACE_")}
+    env["TRT_TRACE_CUDA_PROFILER"] = "session"
+    cmd = [nsys, "profile", "--trace=cuda,nvtx", "--sample=none", "--cpuctxsw=none", "--force-overwrite=true",
+           "--capture-range=cudaProfilerApi", "--capture-range-end=stop", "-o", str(keep / "run"),
+           sys.executable, __file__, "nsys-range-child", fake, runtime, str(keep)]
+    print(f"      {' '.join(cmd[:9])} ...")
+    p = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=400)
+    (keep / "profile.log").write_text(p.stdout + p.stderr)
+    rep = keep / "run.nsys-rep"
+    if not rep.exists():
+        check("nsys_range: nsys made a report of the range", False,
+              f"rc {p.returncode}; " + " | ".join((p.stdout + p.stderr).strip().splitlines()[-4:])[:400])
+        return
+    e = subprocess.run([nsys, "export", "--type", "sqlite", "--force-overwrite=true", "-o", str(keep / "run.sqlite"),
+                        str(rep)], capture_output=True, text=True, timeout=300)
+    if e.returncode != 0 or not (keep / "run.sqlite").exists():
+        check("nsys_range: nsys export --type sqlite", False, (e.stdout + e.stderr)[-400:])
+        return
+    con = sqlite3.connect(str(keep / "run.sqlite"))
+    tables = {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+    spins: list[float] = []
+    if "CUPTI_ACTIVITY_KIND_KERNEL" in tables:
+        spins = [(end - start) / 1000 for start, end, name in con.execute(
+            "SELECT k.start, k.end, s.value FROM CUPTI_ACTIVITY_KIND_KERNEL k JOIN StringIds s ON s.id = k.shortName")
+            if "spin_kernel" in name]
+    from trt_trace.captures import CaptureError, nsys_sqlite
+
+    try:  # trt_trace's NVTX ranges in the capture, one per call (its call id the payload)
+        captured = nsys_sqlite.read(str(keep / "run.sqlite"))
+        ranges = len({int(c) for c in captured.call_id if c >= 0})
+    except CaptureError as err:
+        print(f"      no NVTX ranges read: {err}")
+        ranges = 0
+    traced = sum(1 for ev in json.loads((keep / "range.json").read_text())["traceEvents"]
+                 if ev.get("name") == "execute_engine" and ev.get("ph") == "X")
+    long_ones = sum(1 for us in spins if us > (RANGE_INSIDE_US + RANGE_OUTSIDE_US) / 2)
+    print(f"      capture: {len(spins)} spin kernel(s) ({long_ones} of the outside engine's length), "
+          f"{ranges} execute_engine NVTX range(s); the trace: {traced} call(s)")
+    check("nsys_range: the session's calls are all in the capture (kernels and NVTX ranges)",
+          traced == RANGE_CALLS and len(spins) - long_ones == RANGE_CALLS and ranges == RANGE_CALLS,
+          f"{len(spins) - long_ones} kernels and {ranges} ranges of {traced} traced calls ({RANGE_CALLS} made)")
+    check("nsys_range: nothing from before or after the session in the capture", long_ones == 0,
+          f"{long_ones} of the {2 * RANGE_CALLS} outside calls' kernels captured")
+
+
 def main() -> int:
     if len(sys.argv) >= 2 and sys.argv[1] == "nsys-child":
         return nsys_child(*sys.argv[2:5])
+    if len(sys.argv) >= 2 and sys.argv[1] == "nsys-range-child":
+        return nsys_range_child(*sys.argv[2:5])
     if len(sys.argv) == 3 and sys.argv[1] == "verify-nsys":
         folder = Path(sys.argv[2])
         failures = []

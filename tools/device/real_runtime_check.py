@@ -514,6 +514,16 @@ def nsys_kernels(d: Path, args: argparse.Namespace) -> None:
     capture_checks.nsys_kernels(d, check, args.fake, args.runtime)
 
 
+@guarded
+def nsys_range(d: Path, args: argparse.Namespace) -> None:
+    """TRT_TRACE_CUDA_PROFILER=session under `nsys profile --capture-range=cudaProfilerApi`: the capture holds
+    the session's calls and nothing else (capture_checks.py). Without an nsys, one INFO line (as nsys_kernels)."""
+    if capture_checks.find_nsys() is None and not (args.only and "nsys_range" in args.only):
+        print("INFO  nsys_range: no nsys here (carry .nsys from tools/device/fetch_nsys.sh; see nsys_probe.sh)")
+        return
+    capture_checks.nsys_range(d, check, args.fake, args.runtime)
+
+
 # ---- fresh processes: the AOTInductor package, `import torch_tensorrt` --------------------------------
 
 def fresh_process(args: argparse.Namespace, child_mode: str, extra: list[str],
@@ -1094,7 +1104,8 @@ def main() -> int:
               "runtime_profiling": runtime_profiling, "multi_device_safe_mode": multi_device_safe_mode,
               "two_threads": two_threads, "failing_enqueue": failing_enqueue, "aliases": aliases,
               "gpu_truth_eager": gpu_truth_eager, "profiler_kernels": profiler_kernels,
-              "nsys_kernels": lambda d: nsys_kernels(d, args), "package": lambda d: package(d, args),
+              "nsys_kernels": lambda d: nsys_kernels(d, args),
+              "nsys_range": lambda d: nsys_range(d, args), "package": lambda d: package(d, args),
               "layers": lambda d: layers(d, args),
               "torch_tensorrt_import": lambda d: torch_tensorrt_import(d, args),
               "python_runtime": lambda d: python_runtime(d, args)}
