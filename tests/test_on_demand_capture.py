@@ -109,7 +109,11 @@ print(counts["inside"], counts["edge"], flush=True)
         r = _capture(control, str(proc.pid), "--seconds", "2", "-o", str(out))
         assert r.returncode == 0, r.stderr
         assert r.stderr == ""
-        assert str(out) in r.stdout and "2.0 s captured" in r.stdout
+        assert str(out) in r.stdout
+        # The window held the 2 s asked (more on a loaded machine: the target's capture thread, woken at its
+        # end, waits for the GIL behind the two calling threads; 2.1 s was seen under a busy CPU).
+        held = float(re.search(r": ([\d.]+) s captured", r.stdout).group(1))
+        assert 2.0 <= held < 4.0, r.stdout
         in_file, dropped = _line_counts(r.stdout, proc.pid)
     finally:
         stdout, stderr = _finish(proc)

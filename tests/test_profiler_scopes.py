@@ -2,16 +2,18 @@
 
 from __future__ import annotations
 
+import gc
 from pathlib import Path
 
 import orjson
 import pytest
 import torch
-from conftest import drain_all
+from conftest import drain_all, playing_runtime
 
 import trt_trace
 from trt_trace import standin
 from trt_trace.analysis.trace_summary import load_events
+from trt_trace.native import ops
 
 PHASES = ("workspace", "inputs", "outputs", "enqueue")
 
@@ -191,7 +193,8 @@ def test_one_scope_per_phase_per_call_as_the_trace_file_has_for_any_number_of_in
         assert counts[phase].count == file_phases.count(phase) == calls, (phase, counts[phase].count,
                                                                            file_phases.count(phase))
     # enqueue holds the engine's 300 us launch whole, every call (not a third of it per output).
-    # (Seen twice on a loaded xdist worker, never alone: the scopes' and the file's phases say where it went.)
+    # (It failed now and then in the full suite, never alone: the engine took the id of the [2.11] test's engine
+    # of its name, dead in the same memory, and what its calls taught; see the reborn_engine test below.)
     assert counts["enqueue"].cpu_time_total / calls >= 300, (
         {p: counts[p].cpu_time_total / calls for p in ("execute_engine", *PHASES)},
         {p: sorted(e["dur"] for e in load_events(str(trace)) if e.get("ph") == "X" and e.get("name") == p)
@@ -204,3 +207,62 @@ def test_one_scope_per_phase_per_call_as_the_trace_file_has_for_any_number_of_in
         assert by_phase["outputs"].count("aten::empty") == outputs
         if runtime_version == "2.11":
             assert by_phase["outputs"].count("aten::to") == outputs
+
+
+def profiled_call(engine, x: list[torch.Tensor]) -> None:
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]):
+        torch.ops.tensorrt.execute_engine(x, engine)
+
+
+def reborn_engine(old: str, new: str, x: list[torch.Tensor], trace: Path) -> torch.ScriptObject | None:
+    """An engine of `new` made in the memory of a dead engine of `old` under its name, or None.
+
+    The dead engine's calls taught the registry its output shape (through NVTX ranges: live ranges as the
+    profiler's scopes, the same learnt state) while tracing, so that stop() kept its address. Engines of
+    that name are then made, each kept (a new address each), until one lands in the dead engine's memory:
+    its first call registers it under the dead one's id, with no new name."""
+    for _ in range(20):
+        with playing_runtime(old):
+            engine = standin.make_engine("reborn_engine", host_us=300)
+        with trt_trace.tracing(str(trace), nvtx=True):
+            assert ops.get_nvtx(), "this build has no NVTX"
+            for _ in range(3):  # 2.13 lists its output on the second call: the third learns it converts none
+                torch.ops.tensorrt.execute_engine(x, engine)
+        del engine
+        gc.collect()
+        kept = []
+        with playing_runtime(new):
+            for _ in range(20):
+                names = len(ops.engine_names())
+                kept.append(standin.make_engine("reborn_engine", host_us=300))
+                profiled_call(kept[-1], x)  # the engine's first call with live ranges (docs/profilers.md)
+                if len(ops.engine_names()) == names:
+                    return kept[-1]
+    return None
+
+
+@pytest.mark.parametrize("old,new", [("2.11", "2.13"), ("2.13", "2.11")])
+def test_an_engine_made_in_a_dead_engines_memory_under_its_name_learns_its_phase_scopes_afresh(old, new, tmp_path):
+    # Issue 37 ([2.13-1-1] failed now and then in the full suite: `outputs` held the 300 us enqueue of all 10
+    # calls): after stop() the registry holds no reference to the engines it saw, and one made later at a
+    # dead engine's address under its name keeps its id. It also kept what the dead engine's calls taught:
+    # a 2.11 engine converts each output, so the 2.13 engine's `outputs` waited for a conversion that never
+    # came; a 2.13 engine converts none, so the 2.11 engine's conversions fell into `enqueue`.
+    # float64: 2.11's `.to(dtype)` of its float32 allocation dispatches a conversion the op observer sees.
+    x = [torch.randn(8, 8, dtype=torch.float64)]
+    engine = reborn_engine(old, new, x, tmp_path / "old.json")
+    if engine is None:
+        pytest.skip("no engine was made at a dead engine's address (the allocator reused none)")
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as prof:
+        for _ in range(5):
+            torch.ops.tensorrt.execute_engine(x, engine)
+    calls = [e for e in prof.events() if e.name == "trt::reborn_engine/execute_engine"]
+    assert len(calls) == 5
+    for call in calls:
+        by_phase = {p.name.rsplit("/", 1)[1]: p for p in call.cpu_children}
+        assert list(by_phase) == list(PHASES)
+        ops_in = {name: [op.name for op in walk(p) if op is not p] for name, p in by_phase.items()}
+        # enqueue holds the launch whole; the output's allocation (and 2.11's conversion) lies in outputs.
+        assert by_phase["enqueue"].cpu_time_total >= 300, {n: p.cpu_time_total for n, p in by_phase.items()}
+        assert ops_in["outputs"].count("aten::empty") == 1
+        assert ops_in["outputs"].count("aten::to") == (1 if new == "2.11" else 0), ops_in

@@ -134,3 +134,41 @@ def test_a_fork_while_the_parent_stops_leaves_the_child_without_a_session(tmp_pa
                                               "switch": False}
     assert [p.name for p in tmp_path.glob("t.*.json")] == [f"t.{os.getpid()}.json"]
     assert calls_in(tmp_path / f"t.{os.getpid()}.json") == 2
+
+
+def test_active_shows_the_session_exactly_while_its_calls_are_recorded(tmp_path, monkeypatch):
+    # Issue 35 item 1: a target counting its calls by polling trt_trace.active() counted fewer than its capture
+    # held. The start op turned recording on before Python set the session, and stop() cleared it before the
+    # stop op turned recording off: calls right after the one and right before the other went into the trace
+    # while active() said None. A call on each side of each op, looked at before and after it runs:
+    engine = standin.make_engine("shown_engine")
+    seen: list[tuple[bool, bool]] = []
+
+    def call_and_look() -> None:
+        before = trt_trace.active() is not None
+        torch.ops.tensorrt.execute_engine([torch.ones(4)], engine)
+        seen.append((before, trt_trace.active() is not None))
+
+    real_start, real_stop = session_module.Session.start, session_module.Session.stop
+
+    def start(self) -> None:  # noqa: ANN001
+        call_and_look()
+        real_start(self)
+        call_and_look()
+
+    def stop(self, report_limit: bool = True) -> None:  # noqa: ANN001
+        call_and_look()
+        real_stop(self, report_limit)
+        call_and_look()
+
+    monkeypatch.setattr(session_module.Session, "start", start)
+    monkeypatch.setattr(session_module.Session, "stop", stop)
+    path = tmp_path / "t.json"
+    session = trt_trace.start(str(path))
+    assert trt_trace.active() is session
+    call_and_look()
+    trt_trace.stop()
+    assert trt_trace.active() is None
+    # Outside the ops: not shown, not recorded; between them: shown, before and after, and recorded.
+    assert seen == [(False, False), (True, True), (True, True), (True, True), (False, False)]
+    assert calls_in(path) == 3

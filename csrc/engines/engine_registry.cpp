@@ -103,7 +103,15 @@ uint32_t EngineRegistry::register_engine(c10::ivalue::Object* obj, const c10::IV
     sweep_locked();  // engines that died since the last sweep free their memory now
     auto d = dormant_.find(obj);
     if (d != dormant_.end()) {
-      if (names_[d->second] == name) id = d->second;
+      if (names_[d->second] == name) {
+        // The same name at the same address: the engine keeps its id. But with no reference held since
+        // release_all() this may be another object in a dead engine's memory (a model loaded again,
+        // perhaps under another runtime version): what calls taught about the old one (its output count,
+        // its conversions) may not hold, and a wrong learnt "a conversion follows each output" keeps
+        // `outputs` open over every later call's enqueue. It is learnt again, from this object.
+        id = d->second;
+        shapes_[id] = OutputShape{outputs, Conversions::kUnknown};
+      }
       dormant_.erase(d);
     }
     if (id == 0) {

@@ -70,7 +70,8 @@ class EngineRegistry {
   // Drops weak references to engines that died. Cheap when none did.
   void sweep();
   // Drops every weak reference (tracing stopped: hold no memory of the user's).
-  // Live engines keep their id when seen again with the same name.
+  // An engine seen again at the same address with the same name keeps its id; what calls taught about
+  // it (OutputShape below) is learnt again, as the object may be another one in the same memory.
   void release_all();
 
   size_t live_count() const;

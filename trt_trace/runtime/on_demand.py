@@ -230,7 +230,7 @@ def _handle(conn: socket.socket) -> None:
             _send(conn, {"error": request})
             return
         with _lock:
-            running = session.active()
+            running = session.current()
             if _capturing or (running is not None and running.pid == os.getpid()):
                 where = running.path if running is not None else "a capture"
                 _send(conn, {"error": f"already capturing (tracing into {where}); wait for it to end"})
@@ -273,7 +273,7 @@ def _capture(conn: socket.socket, out: str, seconds: float) -> None:
     except (OSError, ValueError):
         pass
     held = time.monotonic() - t0
-    if session.active() is not started:  # the program stopped it itself (trt_trace.stop()), or exited
+    if session.current() is not started:  # the program stopped it itself (trt_trace.stop()), or exited
         _send(conn, {"error": f"the session was stopped by the program after {held:.1f} s; {started.path} holds "
                               "what it recorded until then"})
         return

@@ -34,14 +34,18 @@ from .config import (
 from .flight import Dump, NativeFlight
 from .native_trace import NativeTrace, _as_os_error
 
-__all__ = ["Session", "TraceError", "active", "check_output_path", "dump", "flight", "start", "start_session", "stop"]
+__all__ = ["Session", "TraceError", "active", "check_output_path", "current", "dump", "flight", "start",
+           "start_session", "stop"]
 
 # The Python half of the session's state (the C++ half: csrc/session/session_control.h, whose own lock
-# guards its state): `_active` is the recording session, `_stopping` one whose stop() runs. `_lock` guards
-# both and is held across fork().
+# guards its state): `_active` is the recording session, `_stopping` one whose stop() runs. `_shown` is the
+# session active() may show: set before its start op turns recording on, cleared once its stop op has turned
+# it off (`_active` is set after the one and cleared before the other). `_lock` guards them and is held
+# across fork().
 _lock = threading.RLock()
 _active: Session | None = None
 _stopping: Session | None = None
+_shown: Session | None = None
 
 
 def check_output_path(path: str) -> Path:
@@ -283,12 +287,17 @@ def start(path: str | os.PathLike, **overrides: Any) -> Session:
 
 def start_session(settings: Settings) -> Session:
     """start() with the settings in one object (the environment's, or a parent session's)."""
-    global _active
+    global _active, _shown
     with _lock:
         if _active is not None:
             raise TraceError(f"already tracing into {_active.path}; call trt_trace.stop() first")
         session = Session(settings)
-        session.start()
+        _shown = session  # before the op that turns recording on: active() shows it from that moment
+        try:
+            session.start()
+        except BaseException:
+            _shown = None
+            raise
         _active = session
         # SIGTERM ends the process: the trace is finished and said as at any exit (the line, the exit dump).
         process_hooks.install_exit_paths(_finish_at_exit)
@@ -352,13 +361,15 @@ def stop() -> str | None:
 
 def _stop(session: Session, report_limit: bool = True) -> None:
     """session.stop(), the session `_stopping` meanwhile (a fork then leaves the child without one)."""
-    global _stopping
+    global _stopping, _shown
     _stopping = session
     try:
         session.stop(report_limit=report_limit)
     finally:
         with _lock:
             _stopping = None
+            if _shown is session:  # its recording is off now (or its stop failed: it records no more)
+                _shown = None
 
 
 def _take_active() -> Session | None:
@@ -372,6 +383,20 @@ def _take_active() -> Session | None:
 
 
 def active() -> Session | None:
+    """The session whose calls are recorded now, else None: exactly while they are, as the native session
+    state says (recording), from the moment its start turns recording on to the moment its stop turns it
+    off. A call made while active() returned it both before and after the call is in its trace (or counted
+    dropped); a call in its trace saw it before or after (a program that counts its calls by polling this
+    gets the trace's count, up to the calls its start and stop cut)."""
+    session = _shown
+    if session is None or ops.session_state()[0] != "recording":
+        return None
+    return session
+
+
+def current() -> Session | None:
+    """The session this process has started and not yet begun to stop (its own or, in a forked child, for a
+    moment, the parent's), whether or not its recording is on at this instant (active())."""
     return _active
 
 
@@ -391,9 +416,9 @@ def _after_fork_in_child() -> None:
     the file's descriptors closed without a write, recording and the switch off, the C++ settings as the
     parent's session found them); with {pid} in TRT_TRACE_OUT it gets a trace of its own. A fork while
     the parent stops its session leaves the child without one (the parent's stop waits for no child)."""
-    global _active, _stopping
+    global _active, _stopping, _shown
     session, stopping = _active, _stopping
-    _active = _stopping = None
+    _active = _stopping = _shown = None
     if session is None and stopping is None:
         return
     ops.session_forked()
