@@ -298,3 +298,11 @@ class ClaimsCuda(torch.Tensor):
 
         kwargs = {k: v for k, v in kwargs.items() if k != "device"}
         return func(*tree_map(unwrap, args), **tree_map(unwrap, kwargs))
+
+
+class Frozen(type):
+    """The metaclass of a class that refuses new attributes: nothing can be wrapped in it (trt_trace's
+    instrumentation then fails, as it would on a class it cannot change)."""
+
+    def __setattr__(cls, name: str, value: object) -> None:
+        raise TypeError("frozen class")

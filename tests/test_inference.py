@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import types
 from collections import defaultdict
 from pathlib import Path
 
@@ -16,12 +17,13 @@ import numpy as np
 import orjson
 import pytest
 import torch
-from conftest import run_python, trt_trace_cli
+from conftest import Frozen, run_python, trt_trace_cli
 from trace_checks import check_trace, load_strict
 
 import trt_trace
 from trt_trace.analysis.trace_summary import load_events
 from trt_trace.native import ops
+from trt_trace.runtime import inference
 from trt_trace.runtime.native_trace import process_head
 from trt_trace.schema.records import RECORD_DTYPE
 from trt_trace.standin import model
@@ -153,6 +155,20 @@ def test_a_package_runner_is_traced_with_trt_trace_out_alone(tmp_path, demo_pack
     assert len(by_thread) == 2 and all(len(t) == 1 for t in by_thread.values())
     text = _summary(out).stdout
     assert text.startswith("inferences: 30 ") and "(outside engines)" in text
+
+
+
+def test_a_runner_class_that_cannot_be_wrapped_is_one_warning_line_and_the_import_goes_on(capsys):
+    class Runner(metaclass=Frozen):
+        def __call__(self) -> int:
+            return 1
+
+    module = types.ModuleType(inference.AOTI_MODULE)
+    setattr(module, inference.AOTI_CLASS, Runner)
+    inference._after_aoti_import(module)
+    assert capsys.readouterr().err == (f"trt_trace: {inference.AOTI_MODULE}.{inference.AOTI_CLASS} runs without "
+                                       "inferences (TypeError: frozen class)\n")
+    assert Runner()() == 1 and not getattr(Runner.__call__, inference.WRAPPED, False)
 
 
 def test_without_tracing_the_wrapper_records_nothing(tmp_path):

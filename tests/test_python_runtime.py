@@ -8,11 +8,12 @@ from __future__ import annotations
 import json
 import re
 import threading
+import types
 from pathlib import Path
 
 import pytest
 import torch
-from conftest import drain_all, run_python
+from conftest import Frozen, drain_all, run_python
 from trace_checks import check_trace, load_strict
 
 import trt_trace
@@ -145,6 +146,22 @@ def test_untraced_calls_leave_nothing_and_run_unchanged():
     assert torch.equal(module(x), x * 2.0)
     assert len(drain_all()) == 0
     assert python_runtime.open_calls() == 0
+
+
+
+def test_a_class_that_cannot_be_instrumented_is_one_warning_line_and_the_import_goes_on(capsys):
+    class Runtime(metaclass=Frozen):
+        def forward(self, *inputs: torch.Tensor) -> None:
+            return None
+
+        def setup_input_tensors(self, *args: object) -> None:
+            return None
+
+    module = types.ModuleType("user_runtime")
+    module.Runtime = Runtime
+    python_runtime.instrument_module(module, [("Runtime", "forward"), ("Missing", "forward")])
+    assert capsys.readouterr().err == "trt_trace: user_runtime.Runtime runs untraced (TypeError: frozen class)\n"
+    assert python_runtime.INSTRUMENTED not in Runtime.__dict__ and Runtime().forward() is None
 
 
 def test_calls_on_many_threads_are_all_traced_on_their_threads():

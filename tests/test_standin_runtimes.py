@@ -12,6 +12,7 @@ import base64
 import copy
 import json
 import pickle
+import re
 
 import numpy as np
 import pytest
@@ -21,6 +22,7 @@ from conftest import drain_all, playing_runtime, run_python
 from trt_trace import standin
 from trt_trace.native import ops
 from trt_trace.schema.trace_format import Phase
+from trt_trace.standin.runtime import ENGINE_IDX
 
 LAYOUT = {"2.11": ("8", 11), "2.13": ("9", 12), "2.14": ("10", 13)}
 # __obj_flatten__'s keys in the real runtime's order.
@@ -52,6 +54,28 @@ def test_engines_serialize_and_flatten_in_their_versions_layout(runtime_version)
     flat = dict(pairs)
     assert flat["version"] == abi and flat["resource_allocation_strategy"] == "1"
     assert flat["serialized_engine"] == fields[3] and flat["target_platform"] == "linux_x86_64"
+
+
+
+# The engine's layers and profiles text: '|'-separated <a>:<b> items, each split at its first ':'.
+@pytest.mark.parametrize(("param", "error"), [
+    ("layers=25:conv|7", "stand-in engine: a layer is <us>:<name>, not '7'"),
+    ("layers=:conv", "stand-in engine: a layer is <us>:<name>, not ':conv'"),
+    ("layers=-1:conv", "stand-in engine: bad layer '-1:conv'"),
+    ("layers=3:", "stand-in engine: bad layer '3:'"),
+    ("profiles=1:4|8", "stand-in engine: a profile is <min>:<max>, not '8'"),
+    ("profiles=4:1", "stand-in engine: bad profile '4:1'"),
+])
+def test_a_malformed_layer_or_profile_is_refused_by_name(param, error):
+    info = standin.EngineSpec("malformed_params").serialized_info()
+    info[ENGINE_IDX] += ";" + param
+    with pytest.raises(RuntimeError, match=re.escape(error)):
+        torch.classes.tensorrt.Engine(info)
+
+
+def test_layer_names_are_split_at_the_first_colon_and_unescaped():
+    engine = standin.make_engine("named_layers", layers=(("a:b", 5), ("x|y;z%", 7), ("plain", 0)))
+    assert json.loads(engine.get_engine_layer_info())["Layers"] == ["a:b", "x|y;z%", "plain"]
 
 
 def test_pickles_round_trip_in_their_version_and_are_refused_by_the_other(runtime_version, tmp_path):

@@ -28,7 +28,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 # Lowest first. Folders on one line share a layer and may not include each other.
 CSRC_LAYERS: list[tuple[str, ...]] = [
-    ("common",),  # the record, the clock
+    ("common",),  # the record, the clock, a hot-path switch, the leaked process-wide objects
     ("buffer", "stats", "format"),  # rings; per-engine counters, histograms, the table; a JSON event's text
     ("engines",),  # engine object -> id and name (the registry)
     ("integrations",),  # NVTX ranges, torch.profiler scopes

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "buffer/record_ring.h"
+#include "common/leaked.h"
 
 namespace trt_trace {
 
@@ -41,13 +42,8 @@ struct ThreadCounts {
   uint64_t dropped_calls;  // the engine calls behind `dropped` (a call's records are dropped whole)
 };
 
-class ThreadRings {
+class ThreadRings : public Leaked<ThreadRings> {
  public:
-  static ThreadRings& instance() {
-    static ThreadRings* rings = create();
-    return *rings;
-  }
-
   // The calling thread's ring and OS thread id, found with one thread-local
   // lookup, for writing a call's records in place (RecordRing::claim, slot,
   // publish). The ring is made on the thread's first use; null if out of memory.
@@ -107,7 +103,8 @@ class ThreadRings {
     uint64_t base_dropped = 0;
     uint64_t base_dropped_calls = 0;
   };
-  static ThreadRings* create();
+  friend class Leaked<ThreadRings>;
+  static ThreadRings* create();  // with its fork handlers
   // A thread's first writer(): takes a ring for it.
   Writer first_writer(detail::ThisThread& me) noexcept;
   // A free ring of the current capacity (or a new one) for the thread: its index and address.

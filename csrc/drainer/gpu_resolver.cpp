@@ -18,11 +18,6 @@
 namespace trt_trace {
 namespace gpu {
 
-Resolver& Resolver::instance() {
-  static Resolver* r = new Resolver();  // leaked: the drainer may run until the process ends
-  return *r;
-}
-
 #ifdef TRT_TRACE_WITH_CUDA
 
 namespace {

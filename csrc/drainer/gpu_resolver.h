@@ -30,6 +30,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "common/leaked.h"
 #include "common/record.h"
 #include "hook/gpu_events.h"
 
@@ -49,9 +50,8 @@ struct ClockStats {
 };
 
 // Drainer side. Not thread-safe: used under the drain lock (one consumer at a time).
-class Resolver {
+class Resolver : public Leaked<Resolver> {
  public:
-  static Resolver& instance();
   // Takes the pending GPU records out of records[0..n) (compacting the rest in
   // place; returns the new n) and remembers each call's enqueue begin.
   size_t take_pending(Record* records, size_t n);

@@ -23,15 +23,12 @@
 #include <unordered_map>
 #include <vector>
 
+#include "common/leaked.h"
+
 namespace trt_trace {
 
-class EngineRegistry {
+class EngineRegistry : public Leaked<EngineRegistry> {
  public:
-  static EngineRegistry& instance() {
-    static EngineRegistry* registry = create();
-    return *registry;
-  }
-
   // A calling thread's cache of ids: direct-mapped, address -> id, valid for one
   // registry epoch. 1024 lines (16 KiB per thread): a model's engines, even
   // hundreds called in turn, mostly stay cached; a miss costs the registry's lock
@@ -98,7 +95,8 @@ class EngineRegistry {
   void learn_outputs(uint32_t id, uint16_t allocated);
 
  private:
-  static EngineRegistry* create();
+  friend class Leaked<EngineRegistry>;
+  static EngineRegistry* create();  // with its fork handlers
   static size_t cache_slot(const void* p) {
     // Objects are 16-byte aligned; fold in higher bits.
     const auto a = reinterpret_cast<uintptr_t>(p);

@@ -3,7 +3,7 @@
 namespace trt_trace {
 namespace gpu {
 
-std::atomic<bool> g_engine_stream_spans{true};
+Switch engine_stream_spans{true};
 
 }  // namespace gpu
 }  // namespace trt_trace
@@ -15,6 +15,7 @@ std::atomic<bool> g_engine_stream_spans{true};
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstring>
 #include <mutex>
 
@@ -145,7 +146,7 @@ void install() {
 }  // namespace
 
 bool watch_engine_stream(CallEvents* ev, uint16_t device) noexcept {
-  if (!g_engine_stream_spans.load(std::memory_order_relaxed)) return false;
+  if (!engine_stream_spans()) return false;
   install();
   ev->outer = t_watched;
   ev->active = true;

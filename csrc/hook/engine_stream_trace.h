@@ -21,9 +21,9 @@
 // caller's stream; engine_stream_trace_installed() tells.
 #pragma once
 
-#include <atomic>
 #include <cstdint>
 
+#include "common/switch.h"
 #include "hook/gpu_call_events.h"
 
 namespace trt_trace {
@@ -31,7 +31,7 @@ namespace gpu {
 
 // Whether spans may move to the engine's stream (Settings.engine_stream_spans,
 // TRT_TRACE_ENGINE_STREAM); read when a traced call begins.
-extern std::atomic<bool> g_engine_stream_spans;
+extern Switch engine_stream_spans;
 
 // The call's GPU start event is recorded: watch the runtime's event hand-offs on this thread until
 // stop_watching (installs the trace on first use).

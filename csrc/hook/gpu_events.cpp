@@ -1,5 +1,7 @@
 #include "hook/gpu_events.h"
 
+#include <atomic>
+
 #include "common/clock.h"
 #include "hook/engine_stream_trace.h"
 #include "stats/gpu_sampling.h"
@@ -20,14 +22,14 @@
 namespace trt_trace {
 namespace gpu {
 
-std::atomic<bool> g_enabled{true};
+Switch enabled{true};
 
 #ifdef TRT_TRACE_WITH_CUDA
 
 bool available() noexcept { return true; }
 
 bool set_enabled(bool on) {
-  g_enabled.store(on, std::memory_order_relaxed);
+  enabled.set(on);
   return true;
 }
 
@@ -218,7 +220,7 @@ double event_pair_host_ns(uint16_t device, int64_t calls, int64_t every, int64_t
 
 bool available() noexcept { return false; }
 bool set_enabled(bool on) {
-  g_enabled.store(on, std::memory_order_relaxed);
+  enabled.set(on);
   return false;
 }
 bool begin_call(uint16_t, CallEvents*, bool) noexcept { return false; }

@@ -17,17 +17,17 @@
 // ring as one pending record.
 #pragma once
 
-#include <atomic>
 #include <cstdint>
 
+#include "common/switch.h"
 #include "hook/gpu_call_events.h"
 
 namespace trt_trace {
 namespace gpu {
 
-extern std::atomic<bool> g_enabled;
-inline bool enabled() noexcept { return g_enabled.load(std::memory_order_relaxed); }
-// Returns whether GPU timing is compiled in (a CUDA build).
+// The GPU timing switch (read as enabled()); set it through set_enabled, which
+// returns whether GPU timing is compiled in (a CUDA build).
+extern Switch enabled;
 bool set_enabled(bool on);
 bool available() noexcept;
 

@@ -1,9 +1,11 @@
 #include "hook/gpu_self_time.h"
 
+#include <atomic>
+
 namespace trt_trace {
 namespace gpu {
 
-std::atomic<bool> g_self_timing{false};
+Switch self_timing{false};
 
 namespace {
 std::atomic<int64_t> g_ns[kSelfSteps];

@@ -7,10 +7,10 @@
 // a step pays one relaxed load, and only on measured calls.
 #pragma once
 
-#include <atomic>
 #include <cstdint>
 
 #include "common/clock.h"
+#include "common/switch.h"
 
 namespace trt_trace {
 namespace gpu {
@@ -23,7 +23,7 @@ enum SelfStep : int {
   kSelfSteps
 };
 
-extern std::atomic<bool> g_self_timing;
+extern Switch self_timing;
 void add_self_time(SelfStep step, int64_t ns) noexcept;
 
 // The sums since the last take (ns, then the number of times each step ran), reset by taking them.
@@ -37,7 +37,7 @@ SelfTimes take_self_times() noexcept;
 class SelfTimer {
  public:
   explicit SelfTimer(SelfStep step) noexcept
-      : step_(step), t0_(g_self_timing.load(std::memory_order_relaxed) ? now_ns() : 0) {}
+      : step_(step), t0_(self_timing() ? now_ns() : 0) {}
   ~SelfTimer() {
     if (t0_ != 0) add_self_time(step_, now_ns() - t0_);
   }

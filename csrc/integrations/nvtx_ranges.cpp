@@ -1,6 +1,7 @@
 #include "integrations/nvtx_ranges.h"
 
 #include <array>
+#include <atomic>
 #include <mutex>
 #include <string>
 
@@ -14,7 +15,7 @@
 namespace trt_trace {
 namespace nvtx {
 
-std::atomic<bool> g_enabled{false};
+Switch enabled{false};
 
 #ifdef TRT_TRACE_WITH_NVTX
 namespace {
@@ -70,7 +71,7 @@ void push(Domain& d, nvtxStringHandle_t message, uint64_t call_id) {
 
 bool set_enabled(bool on) {
   if (on) domain();  // create the domain and strings before the first call needs them
-  g_enabled.store(on, std::memory_order_relaxed);
+  enabled.set(on);
   return true;
 }
 

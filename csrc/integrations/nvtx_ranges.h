@@ -8,15 +8,16 @@
 // headers were found (TRT_TRACE_WITH_NVTX); elsewhere these are no-ops.
 #pragma once
 
-#include <atomic>
 #include <cstdint>
+
+#include "common/switch.h"
 
 namespace trt_trace {
 namespace nvtx {
 
-extern std::atomic<bool> g_enabled;
-inline bool enabled() noexcept { return g_enabled.load(std::memory_order_relaxed); }
-// Returns false where NVTX was not compiled in.
+// The switch (read as enabled()); set it through set_enabled, which returns
+// false where NVTX was not compiled in.
+extern Switch enabled;
 bool set_enabled(bool on);
 
 void push_call(uint32_t engine_id, uint64_t call_id) noexcept;

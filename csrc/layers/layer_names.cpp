@@ -3,11 +3,6 @@
 namespace trt_trace {
 namespace layers {
 
-LayerNames& LayerNames::instance() {
-  static LayerNames* names = new LayerNames();  // outlives threads that still call engines at exit
-  return *names;
-}
-
 void LayerNames::intern(uint32_t engine_id, const std::vector<TracedLayer>& layers, std::vector<uint32_t>* ids) {
   ids->resize(layers.size());
   std::lock_guard<std::mutex> lock(mutex_);

@@ -13,14 +13,14 @@
 #include <unordered_map>
 #include <vector>
 
+#include "common/leaked.h"
 #include "layers/runtime_profiling.h"
 
 namespace trt_trace {
 namespace layers {
 
-class LayerNames {
+class LayerNames : public Leaked<LayerNames> {
  public:
-  static LayerNames& instance();
 
   // The ids of one profiled call's layers of `engine_id`, in order (new names interned).
   void intern(uint32_t engine_id, const std::vector<TracedLayer>& layers, std::vector<uint32_t>* ids);

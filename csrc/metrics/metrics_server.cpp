@@ -23,6 +23,7 @@
 #include <thread>
 #include <vector>
 
+#include "common/leaked.h"
 #include "engines/engine_registry.h"
 #include "metrics/exposition_text.h"
 #include "metrics/http_exchange.h"
@@ -127,13 +128,8 @@ struct Connection {
   int64_t deadline_ms = 0;
 };
 
-class Server {
+class Server : public Leaked<Server> {
  public:
-  static Server& instance() {
-    static Server* server = create();  // leaked: never destroyed while its thread may run
-    return *server;
-  }
-
   ServeOutcome serve_now(const std::string& addr, int port);
   void serve_from_first_engine(const std::string& addr, int port, bool quiet);
   Status status() {
@@ -151,7 +147,8 @@ class Server {
   }
 
  private:
-  static Server* create();
+  friend class Leaked<Server>;
+  static Server* create();  // with its fork handlers
   void wake() noexcept {
     const int fd = wake_fd_.load();
     if (fd >= 0) {

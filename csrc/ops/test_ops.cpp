@@ -33,12 +33,7 @@
 namespace trt_trace {
 namespace {
 
-// The GPU timing switch itself, also in a CPU-only build.
-bool gpu_timing_switch() { return gpu::enabled(); }
 bool gpu_stream_trace_installed() { return gpu::engine_stream_trace_installed(); }
-// Whether GPU spans may move to an engine's own stream (Settings.engine_stream_spans).
-void set_engine_stream_spans(bool enable) { gpu::g_engine_stream_spans.store(enable, std::memory_order_relaxed); }
-bool get_engine_stream_spans() { return gpu::g_engine_stream_spans.load(std::memory_order_relaxed); }
 
 void set_buffer_capacity(int64_t records) {
   TORCH_CHECK(records > 0, "trt_trace::set_buffer_capacity: records must be positive");
@@ -56,7 +51,7 @@ double gpu_event_host_ns(int64_t device, int64_t calls, int64_t every, int64_t h
 // Switches GPU timing's self-timing (gpu_self_time.h) and returns the sums since the last call:
 // ns per step (begin, engine start, engine end, end), then the number of times each ran.
 std::vector<int64_t> gpu_self_time(bool enable) {
-  gpu::g_self_timing.store(enable, std::memory_order_relaxed);
+  gpu::self_timing.set(enable);
   const gpu::SelfTimes t = gpu::take_self_times();
   std::vector<int64_t> out(t.ns, t.ns + gpu::kSelfSteps);
   out.insert(out.end(), t.count, t.count + gpu::kSelfSteps);
@@ -279,9 +274,11 @@ std::string metrics_sample_values(const std::vector<double>& values) {
 
 TORCH_LIBRARY_FRAGMENT(trt_trace, m) {
   using namespace trt_trace;
-  m.def("_set_engine_stream_spans(bool enable) -> ()", &set_engine_stream_spans);
-  m.def("_get_engine_stream_spans() -> bool", &get_engine_stream_spans);
-  m.def("_gpu_timing_switch() -> bool", &gpu_timing_switch);
+  // Whether GPU spans may move to an engine's own stream (Settings.engine_stream_spans).
+  m.def("_set_engine_stream_spans(bool enable) -> ()", [](bool enable) { gpu::engine_stream_spans.set(enable); });
+  m.def("_get_engine_stream_spans() -> bool", [] { return gpu::engine_stream_spans(); });
+  // The GPU timing switch itself, also in a CPU-only build.
+  m.def("_gpu_timing_switch() -> bool", [] { return gpu::enabled(); });
   m.def("_profiler_op_callbacks() -> bool", [] { return profiler_op_callbacks_installed(); });
   m.def("_gpu_event_host_ns(int device, int calls, int every=1, int hand_off=0, int kernels=0, int scrub_kib=0) -> float",
         &gpu_event_host_ns);

@@ -101,59 +101,57 @@ struct Event {
   bool has(int kind) const { return ann_set >> kind & 1; }
 };
 
-// Decodes a TrackEvent; false where it holds a field the fast path does not know.
-inline bool decode_event(Reader r, const Tables& t, Event& e) {
-  // A varint field into `field`, marked present; a fixed64 flow id into `id`, counted.
-  const auto varint = [&r](uint64_t& field, bool& present) { return present = r.varint(field); };
-  const auto flow = [&r](uint64_t& id, auto& count) { return r.fixed64(id) && ++count; };
+// Reads a message's fields in order: `field(key, r)` decodes the field whose key it is given (r then at
+// its value) and answers false to stop at it (a field it does not know, or a cut value). True where
+// every field was read.
+template <class OnField>
+inline bool for_each_field(Reader r, OnField field) {
   while (r.p < r.end) {
     uint64_t key;
-    if (!r.varint(key)) return false;
-    switch (key) {
-      case (9 << 3) | 0:
-        if (!varint(e.type, e.has_type)) return false;
-        break;
-      case (11 << 3) | 0:
-        if (!varint(e.track, e.has_track)) return false;
-        break;
-      case (10 << 3) | 0:
-        if (!varint(e.name_iid, e.has_name)) return false;
-        break;
-      case (47 << 3) | 1:
-        if (!flow(e.flow_out_id, e.flow_out)) return false;
-        break;
-      case (48 << 3) | 1:
-        if (!flow(e.flow_in_id, e.flow_in)) return false;
-        break;
-      case (4 << 3) | 2: {
-        const uint8_t *a, *b;
-        if (!r.bytes(a, b)) return false;
-        Reader ar{a, b};
-        uint64_t iid = 0, value = 0;
-        bool has_iid = false, has_value = false;
-        while (ar.p < ar.end) {
-          uint64_t k;
-          if (!ar.varint(k)) return false;
-          const uint64_t f = k >> 3, w = k & 7;
-          if (w != 0) return false;
-          uint64_t v;
-          if (!ar.varint(v)) return false;
-          if (f == 1) { iid = v; has_iid = true; }
-          else if (f == 2 || f == 3 || f == 17) { value = v; has_value = true; }
-          else return false;
-        }
-        if (!has_iid || !has_value || iid >= 256) return false;
-        const uint8_t kind = t.ann_kind[iid];
-        if (kind == kAnnNone || e.has(kind)) return false;
-        e.ann_set |= 1u << kind;
-        e.ann_value[kind] = value;
-        break;
-      }
-      default:
-        return false;
-    }
+    if (!r.varint(key) || !field(key, r)) return false;
   }
   return true;
+}
+
+// A DebugAnnotation of ours (a name iid and one integer value) into e's slot for its name's kind;
+// false where it is another shape, or a kind the tables do not know or the event has already.
+inline bool decode_annotation(Reader fields, const Tables& t, Event& e) {
+  uint64_t iid = 0, value = 0;
+  bool has_iid = false, has_value = false;
+  const bool read = for_each_field(fields, [&](uint64_t k, Reader& r) {
+    const uint64_t f = k >> 3, w = k & 7;
+    uint64_t v;
+    if (w != 0 || !r.varint(v)) return false;
+    if (f == 1) { iid = v; has_iid = true; }
+    else if (f == 2 || f == 3 || f == 17) { value = v; has_value = true; }
+    else return false;
+    return true;
+  });
+  if (!read || !has_iid || !has_value || iid >= 256) return false;
+  const uint8_t kind = t.ann_kind[iid];
+  if (kind == kAnnNone || e.has(kind)) return false;
+  e.ann_set |= 1u << kind;
+  e.ann_value[kind] = value;
+  return true;
+}
+
+// Decodes a TrackEvent; false where it holds a field the fast path does not know.
+inline bool decode_event(Reader fields, const Tables& t, Event& e) {
+  return for_each_field(fields, [&](uint64_t key, Reader& r) {
+    // A varint field into `field`, marked present; a fixed64 flow id into `id`, counted.
+    const auto varint = [&r](uint64_t& field, bool& present) { return present = r.varint(field); };
+    const auto flow = [&r](uint64_t& id, int& count) { return r.fixed64(id) && ++count; };
+    const uint8_t *a, *b;
+    switch (key) {
+      case (9 << 3) | 0: return varint(e.type, e.has_type);
+      case (11 << 3) | 0: return varint(e.track, e.has_track);
+      case (10 << 3) | 0: return varint(e.name_iid, e.has_name);
+      case (47 << 3) | 1: return flow(e.flow_out_id, e.flow_out);
+      case (48 << 3) | 1: return flow(e.flow_in_id, e.flow_in);
+      case (4 << 3) | 2: return r.bytes(a, b) && decode_annotation(Reader{a, b}, t, e);
+      default: return false;
+    }
+  });
 }
 
 }  // namespace
@@ -184,25 +182,17 @@ TT_API int64_t tt_pf_parse(const uint8_t* buf, int64_t len, int64_t pos, const u
     if (!head.varint(size)) break;  // the length itself is cut: need more
     if (size > static_cast<uint64_t>(buf + len - head.p)) break;
     const uint8_t* pkt_end = head.p + size;
-    Reader r{head.p, pkt_end};
     uint64_t ts = 0, seq = 0;
-    bool has_ts = false, other = false;
+    bool has_ts = false;
     const uint8_t *te_a = nullptr, *te_b = nullptr;
-    while (r.p < r.end && !other) {
-      uint64_t key;
-      if (!r.varint(key)) { other = true; break; }
-      const uint64_t field = key >> 3, wire = key & 7;
-      if (wire == 0 && field == 8) {
-        if (!r.varint(ts)) other = true;
-        has_ts = true;
-      } else if (wire == 0 && field == 10) {
-        if (!r.varint(seq)) other = true;
-      } else if (wire == 2 && field == 11) {
-        if (!r.bytes(te_a, te_b)) other = true;
-      } else {
-        other = true;
+    const bool other = !for_each_field(Reader{head.p, pkt_end}, [&](uint64_t key, Reader& r) {
+      switch (key) {
+        case (8 << 3) | 0: return has_ts = r.varint(ts);
+        case (10 << 3) | 0: return r.varint(seq);
+        case (11 << 3) | 2: return r.bytes(te_a, te_b);
+        default: return false;
       }
-    }
+    });
     Event e;
     const bool decoded = !other && te_a != nullptr && decode_event(Reader{te_a, te_b}, t, e);
     const bool is_slice = decoded && e.has_type && (e.type == 1 || e.type == 2);

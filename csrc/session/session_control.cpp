@@ -65,7 +65,7 @@ SettingValues read_settings() {
   v[kBuffer] = static_cast<int64_t>(ThreadRings::instance().capacity());
   v[kGpu] = gpu::enabled() ? 1 : 0;  // the switch itself, also in a CPU-only build
   v[kGpuEvery] = gpu::sample_every();
-  v[kEngineStream] = gpu::g_engine_stream_spans.load(std::memory_order_relaxed) ? 1 : 0;
+  v[kEngineStream] = gpu::engine_stream_spans() ? 1 : 0;
   v[kCallerWait] = gpu::caller_wait_every();
   v[kNvtx] = nvtx::enabled() ? 1 : 0;
   v[kLayers] = layers::calls_per_engine();
@@ -78,7 +78,7 @@ Started apply(const SettingValues& v) {
   Started available;
   available.gpu_available = gpu::set_enabled(v[kGpu] != 0);
   gpu::set_sample_every(v[kGpuEvery]);
-  gpu::g_engine_stream_spans.store(v[kEngineStream] != 0, std::memory_order_relaxed);
+  gpu::engine_stream_spans.set(v[kEngineStream] != 0);
   gpu::set_caller_wait_every(v[kCallerWait]);
   available.nvtx_available = nvtx::set_enabled(v[kNvtx] != 0);
   // Per-layer timing (layers/layer_window.h): a new window per engine, or off with every window closed.

@@ -59,28 +59,38 @@ std::string escape(const std::string& s) {
   return out;
 }
 
-std::vector<StandInLayer> parse_layers(const std::string& text) {
-  std::vector<StandInLayer> out;
+// The '|'-separated items of `text` (none where it is empty), each split at its first ':' and made by
+// make(item, before, after); an item without one is refused, `form` (what an item is) in the message.
+template <class T, class Make>
+std::vector<T> parse_items(const std::string& text, const char* form, Make make) {
+  std::vector<T> out;
   if (text.empty()) return out;
   for (const auto& item : split(text, '|')) {
     const auto colon = item.find(':');
-    TORCH_CHECK(colon != std::string::npos && colon > 0, "stand-in engine: a layer is <us>:<name>, not '", item, "'");
-    out.push_back({unescape(item.substr(colon + 1)), std::stoll(item.substr(0, colon))});
-    TORCH_CHECK(out.back().us >= 0 && !out.back().name.empty(), "stand-in engine: bad layer '", item, "'");
+    TORCH_CHECK(colon != std::string::npos, "stand-in engine: ", form, ", not '", item, "'");
+    out.push_back(make(item, item.substr(0, colon), item.substr(colon + 1)));
   }
   return out;
 }
 
+std::vector<StandInLayer> parse_layers(const std::string& text) {
+  constexpr const char* kForm = "a layer is <us>:<name>";
+  return parse_items<StandInLayer>(text, kForm, [&](const std::string& item, const std::string& us,
+                                                    const std::string& name) {
+    TORCH_CHECK(!us.empty(), "stand-in engine: ", kForm, ", not '", item, "'");
+    StandInLayer layer{unescape(name), std::stoll(us)};
+    TORCH_CHECK(layer.us >= 0 && !layer.name.empty(), "stand-in engine: bad layer '", item, "'");
+    return layer;
+  });
+}
+
 std::vector<ProfileRange> parse_profiles(const std::string& text) {
-  std::vector<ProfileRange> out;
-  if (text.empty()) return out;
-  for (const auto& item : split(text, '|')) {
-    const auto colon = item.find(':');
-    TORCH_CHECK(colon != std::string::npos, "stand-in engine: a profile is <min>:<max>, not '", item, "'");
-    out.push_back({std::stoll(item.substr(0, colon)), std::stoll(item.substr(colon + 1))});
-    TORCH_CHECK(out.back().min >= 0 && out.back().min <= out.back().max, "stand-in engine: bad profile '", item, "'");
-  }
-  return out;
+  return parse_items<ProfileRange>(text, "a profile is <min>:<max>", [](const std::string& item, const std::string& min,
+                                                                        const std::string& max) {
+    ProfileRange range{std::stoll(min), std::stoll(max)};
+    TORCH_CHECK(range.min >= 0 && range.min <= range.max, "stand-in engine: bad profile '", item, "'");
+    return range;
+  });
 }
 
 const char kB64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";

@@ -26,6 +26,7 @@
 
 #include <c10/macros/Macros.h>
 
+#include "common/leaked.h"
 #include "common/record.h"
 #include "stats/stat_columns.h"
 #include "stats/duration_histogram.h"
@@ -40,7 +41,7 @@ enum HistogramSeries : int {
   kNumHistSeries,
 };
 
-class EngineStats {
+class EngineStats : public Leaked<EngineStats> {
  public:
   // One thread's counters. Written by its owner only.
   class Table {
@@ -132,11 +133,6 @@ class EngineStats {
     bool owned_ = false;  // guarded by EngineStats::mutex_
   };
 
-  static EngineStats& instance() {
-    static EngineStats* stats = create();  // leaked: worker threads may count during exit
-    return *stats;
-  }
-
   // The calling thread's table, made (or taken over from an exited thread) on
   // its first use; null if out of memory.
   Table* this_thread() noexcept;
@@ -150,7 +146,8 @@ class EngineStats {
   void reset();
 
  private:
-  static EngineStats* create();
+  friend class Leaked<EngineStats>;
+  static EngineStats* create();  // with its fork handlers
   std::vector<std::array<int64_t, kNumStatColumns>> sum_locked(uint32_t num_engines) const;
   std::vector<int64_t> sum_histograms_locked(uint32_t num_engines, int series) const;
   Table* acquire() noexcept;

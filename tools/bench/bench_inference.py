@@ -12,10 +12,9 @@ of the same tracing state (the package's engine calls are traced in both of its 
 
 from __future__ import annotations
 
-import argparse
 import statistics
+import sys
 import tempfile
-import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -25,19 +24,12 @@ import trt_trace
 from trt_trace.runtime import inference
 from trt_trace.standin import model
 
-
-def per_call_ns(fn: Callable[[], object], calls: int) -> float:
-    t0 = time.perf_counter_ns()
-    for _ in range(calls):
-        fn()
-    return (time.perf_counter_ns() - t0) / calls
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from interleaved import per_call_ns, rounds_args  # noqa: E402  (a script beside this one)
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--calls", type=int, default=2000, help="calls per mode per round")
-    ap.add_argument("--rounds", type=int, default=9, help="interleaved rounds (the median is reported)")
-    args = ap.parse_args()
+    args = rounds_args(__doc__, 2000)
 
     def empty() -> None:
         return None

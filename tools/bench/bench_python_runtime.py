@@ -12,11 +12,9 @@ over rounds of the mean per call, in ns; the cost is the difference to the mode 
 
 from __future__ import annotations
 
-import argparse
 import statistics
+import sys
 import tempfile
-import time
-from collections.abc import Callable
 from pathlib import Path
 
 import torch
@@ -26,23 +24,16 @@ from trt_trace import standin
 from trt_trace.runtime import python_runtime
 from trt_trace.standin.python_runtime import PythonTorchTensorRTModule
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from interleaved import per_call_ns, rounds_args  # noqa: E402  (a script beside this one)
+
 
 class Instrumented(PythonTorchTensorRTModule):
     """The stand-in's class with trt_trace's instrumentation, beside the plain one."""
 
 
-def per_call_ns(fn: Callable[[], object], calls: int) -> float:
-    t0 = time.perf_counter_ns()
-    for _ in range(calls):
-        fn()
-    return (time.perf_counter_ns() - t0) / calls
-
-
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--calls", type=int, default=4000, help="calls per mode per round")
-    ap.add_argument("--rounds", type=int, default=9, help="interleaved rounds (the median is reported)")
-    args = ap.parse_args()
+    args = rounds_args(__doc__, 4000)
     standin.load()
     assert python_runtime.instrument(Instrumented, "forward")
     x = torch.ones(16)

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import functools
-from typing import TYPE_CHECKING
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 import orjson
@@ -23,21 +24,30 @@ def _op(name: str):
     return getattr(torch.ops.trt_trace, name)
 
 
-def set_profile_execution(enable: bool) -> None:
-    _op("set_profile_execution")(bool(enable))
+V = TypeVar("V", bool, int)
 
 
-def get_profile_execution() -> bool:
-    return bool(_op("get_profile_execution")())
+def _setting(set_op: str, get_op: str, kind: Callable[[Any], V],
+             doc: str = "") -> tuple[Callable[[V], None], Callable[[], V]]:
+    """The setter and getter of one native setting (ops set_op and get_op), the value a `kind` both ways;
+    `doc`: the setter's docstring."""
+
+    def set_(value: V) -> None:
+        _op(set_op)(kind(value))
+
+    def get() -> V:
+        return kind(_op(get_op)())
+
+    set_.__name__, get.__name__ = set_op.lstrip("_"), get_op.lstrip("_")
+    set_.__qualname__, get.__qualname__ = set_.__name__, get.__name__
+    set_.__doc__, get.__doc__ = doc or None, f"The value {set_.__name__} sets."
+    return set_, get
 
 
-def set_recording(enable: bool) -> None:
-    """A session's switch: traced calls also go into the rings (a fresh epoch each time it goes on)."""
-    _op("_set_recording")(bool(enable))
-
-
-def get_recording() -> bool:
-    return bool(_op("_get_recording")())
+set_profile_execution, get_profile_execution = _setting("set_profile_execution", "get_profile_execution", bool)
+set_recording, get_recording = _setting(
+    "_set_recording", "_get_recording", bool,
+    "A session's switch: traced calls also go into the rings (a fresh epoch each time it goes on).")
 
 
 def dump_engine_timing() -> str:
@@ -122,23 +132,13 @@ def get_gpu_timing() -> bool:
     return bool(_op("get_gpu_timing")())
 
 
-def set_gpu_every(n: int) -> None:
+set_gpu_every, get_gpu_every = _setting(
+    "set_gpu_every", "get_gpu_every", int,
     """GPU events on every nth traced CUDA call of each engine (counted per calling thread), 1: every
-    call; raises RuntimeError for n outside 1..2**20."""
-    _op("set_gpu_every")(int(n))
-
-
-def get_gpu_every() -> int:
-    return int(_op("get_gpu_every")())
-
-
-def set_engine_stream_spans(enable: bool) -> None:
-    """Whether GPU spans may move to an engine's own stream (see csrc/hook/engine_stream_trace.h)."""
-    _op("_set_engine_stream_spans")(bool(enable))
-
-
-def get_engine_stream_spans() -> bool:
-    return bool(_op("_get_engine_stream_spans")())
+    call; raises RuntimeError for n outside 1..2**20.""")
+set_engine_stream_spans, get_engine_stream_spans = _setting(
+    "_set_engine_stream_spans", "_get_engine_stream_spans", bool,
+    "Whether GPU spans may move to an engine's own stream (see csrc/hook/engine_stream_trace.h).")
 
 
 def gpu_stream_trace_installed() -> bool:
@@ -147,16 +147,12 @@ def gpu_stream_trace_installed() -> bool:
     return bool(_op("_gpu_stream_trace_installed")())
 
 
-def set_caller_wait_every(n: int) -> None:
-    """Where an engine runs on a stream of its own: 1 in `n` of its measured calls (per calling thread,
+set_caller_wait_every, get_caller_wait_every = _setting(
+    "set_caller_wait_every", "get_caller_wait_every", int,
+    """Where an engine runs on a stream of its own: 1 in n of its measured calls (per calling thread,
     from the first of a session on) also get a `caller stream wait` span, the others record the engine
     stream's events only (1: every measured call gets both; see README, GPU time). n outside 1 to
-    1048576 raises RuntimeError and the value stays. A session sets it from TRT_TRACE_CALLER_WAIT_EVERY."""
-    _op("set_caller_wait_every")(int(n))
-
-
-def get_caller_wait_every() -> int:
-    return int(_op("get_caller_wait_every")())
+    1048576 raises RuntimeError and the value stays. A session sets it from TRT_TRACE_CALLER_WAIT_EVERY.""")
 
 
 def gpu_event_host_ns(device: int = 0, calls: int = 1000, every: int = 1, hand_off: bool | int = False,

@@ -16,7 +16,6 @@ warning line and runs without inferences.
 from __future__ import annotations
 
 import functools
-import sys
 from collections.abc import Callable
 from types import ModuleType
 from typing import Any, TypeVar
@@ -64,17 +63,7 @@ def wrap_aoti_class(cls: type) -> bool:
 
 
 def _after_aoti_import(module: ModuleType) -> None:
-    cls = getattr(module, AOTI_CLASS, None)
-    if not isinstance(cls, type):
-        return
-    try:
-        wrap_aoti_class(cls)
-    except Exception as exc:  # never break the user's import
-        try:
-            sys.stderr.write(f"trt_trace: {AOTI_MODULE}.{AOTI_CLASS} runs without inferences "
-                             f"({type(exc).__name__}: {exc})\n")
-        except Exception:
-            pass
+    python_runtime.change_class(module, AOTI_CLASS, wrap_aoti_class, "without inferences")
 
 
 def install() -> None:

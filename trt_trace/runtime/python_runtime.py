@@ -23,6 +23,7 @@ is one warning line and runs untraced.
 
 from __future__ import annotations
 
+import functools
 import importlib.abc
 import importlib.machinery
 import sys
@@ -166,20 +167,27 @@ def instrument(cls: type, call_method: str) -> bool:
     return True
 
 
+def change_class(module: ModuleType, class_name: str, change: Callable[[type], object], without: str) -> None:
+    """Applies `change` to the class `class_name` of a just-imported module, where the module has one. Where
+    it raises: one warning line, the class then running `without` trt_trace's change ("untraced"), and
+    never an error in the user's import."""
+    cls = getattr(module, class_name, None)
+    if not isinstance(cls, type):
+        return
+    try:
+        change(cls)
+    except Exception as exc:  # never break the user's import
+        try:
+            sys.stderr.write(f"trt_trace: {module.__name__}.{class_name} runs {without} "
+                             f"({type(exc).__name__}: {exc})\n")
+        except Exception:
+            pass
+
+
 def instrument_module(module: ModuleType, classes: Sequence[tuple[str, str]]) -> None:
     """Instruments the named classes of a just-imported runtime module; one warning line on failure."""
     for class_name, call_method in classes:
-        cls = getattr(module, class_name, None)
-        if not isinstance(cls, type):
-            continue
-        try:
-            instrument(cls, call_method)
-        except Exception as exc:  # never break the user's import
-            try:
-                sys.stderr.write(f"trt_trace: {module.__name__}.{class_name} runs untraced "
-                                 f"({type(exc).__name__}: {exc})\n")
-            except Exception:
-                pass
+        change_class(module, class_name, functools.partial(instrument, call_method=call_method), "untraced")
 
 
 class _RuntimeModuleFinder(importlib.abc.MetaPathFinder):

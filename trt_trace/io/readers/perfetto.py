@@ -155,10 +155,10 @@ class PerfettoReader:
             ev = packet.track_event
             if ev.type in (pb.TrackEvent.TYPE_SLICE_BEGIN, pb.TrackEvent.TYPE_SLICE_END):
                 if ev.track_uuid in self.layer_tracks:
-                    self._layer_packet(visitor, packet)
+                    self._paired_slice(visitor, packet, self.layer_pairs, self._layer_event)
                     return True
                 if ev.track_uuid in self.inference_tracks:
-                    self._inference_packet(visitor, packet)
+                    self._paired_slice(visitor, packet, self.inference_pairs, self._inference_event)
                     return True
                 return False
             name, args = self.state.event_fields(ev)
@@ -168,32 +168,27 @@ class PerfettoReader:
                 visitor.event({"ph": "M", "name": METADATA_EVENT, "pid": pid, "tid": 0, "args": args})
         return True
 
-    def _layer_packet(self, visitor: Visitor, packet: Any) -> None:
-        """A layer slice's begin or end (layer_slices.py): the pair goes to the visitor as one event."""
+    def _paired_slice(self, visitor: Visitor, packet: Any, pairs: LayerPairs,
+                      event: Callable[[int, str, int, int, dict[str, Any]], dict[str, Any]]) -> None:
+        """A layer or inference slice's begin or end (layer_slices.py, docs/inference.md): a begin waits in
+        `pairs` for its end, and the pair goes to the visitor as one event, in the JSON writer's shape, made
+        by event(track uuid, name, begin ns, end ns, args)."""
         ev = packet.track_event
         if ev.type == protos().TrackEvent.TYPE_SLICE_BEGIN:
             name, args = self.state.event_fields(ev)
-            self.layer_pairs.begin(ev.track_uuid, packet.timestamp, name, args)
+            pairs.begin(ev.track_uuid, packet.timestamp, name, args)
             return
-        opened = self.layer_pairs.end(ev.track_uuid, packet.timestamp)
+        opened = pairs.end(ev.track_uuid, packet.timestamp)
         if opened is not None:
             begin, name, args = opened
-            engine_id, engine_name, tid = self.layer_tracks[ev.track_uuid]
-            visitor.event(layer_event(name, begin, packet.timestamp, self.state.pid, tid, engine_id, engine_name, args))
+            visitor.event(event(ev.track_uuid, name, begin, packet.timestamp, args))
 
-    def _inference_packet(self, visitor: Visitor, packet: Any) -> None:
-        """An inference slice's begin or end (docs/inference.md): the pair goes to the visitor as one event, in
-        the JSON writer's shape."""
-        ev = packet.track_event
-        if ev.type == protos().TrackEvent.TYPE_SLICE_BEGIN:
-            name, args = self.state.event_fields(ev)
-            self.inference_pairs.begin(ev.track_uuid, packet.timestamp, name, args)
-            return
-        opened = self.inference_pairs.end(ev.track_uuid, packet.timestamp)
-        if opened is not None:
-            begin, name, args = opened
-            visitor.event(inference_event(name, begin, packet.timestamp, self.state.pid,
-                                          self.inference_tracks[ev.track_uuid], args))
+    def _layer_event(self, track: int, name: str, begin: int, end: int, args: dict[str, Any]) -> dict[str, Any]:
+        engine_id, engine_name, tid = self.layer_tracks[track]
+        return layer_event(name, begin, end, self.state.pid, tid, engine_id, engine_name, args)
+
+    def _inference_event(self, track: int, name: str, begin: int, end: int, args: dict[str, Any]) -> dict[str, Any]:
+        return inference_event(name, begin, end, self.state.pid, self.inference_tracks[track], args)
 
     # -- reading -----------------------------------------------------------------------------------
 
