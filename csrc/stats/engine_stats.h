@@ -46,7 +46,9 @@ class EngineStats {
   class Table {
    public:
     // One finished call: host phase durations in common/phases.h order (unrolled: for_each_host_phase).
-    void add_call(uint32_t engine_id, const std::array<int64_t, kNumHostPhases>& phase_ns, bool error) noexcept {
+    // Always inlined: one per traced call (the lambda of for_each_host_phase made GCC keep it out of line).
+    C10_ALWAYS_INLINE void add_call(uint32_t engine_id, const std::array<int64_t, kNumHostPhases>& phase_ns,
+                                    bool error) noexcept {
       Row* r = row(engine_id);
       if (C10_UNLIKELY(r == nullptr)) return;
       add((*r)[kStatCalls], 1);
