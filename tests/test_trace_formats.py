@@ -21,8 +21,8 @@ def test_the_native_writers_formats_are_the_ones_python_offers():
 
 
 def test_an_unknown_format_is_one_line_naming_the_ones_there_are(tmp_path):
-    with pytest.raises(ValueError, match=r"writes json or perfetto, not 'csv'$"):
-        NativeTrace(str(tmp_path / "t.csv"), fmt="csv")
+    with pytest.raises(ValueError, match=f"writes {' or '.join(formats.written())}, not 'lines'$"):
+        NativeTrace(str(tmp_path / "t.lines"), fmt="lines")
 
 
 def test_a_format_written_but_not_read_is_one_line_from_the_readers(tmp_path, monkeypatch):
