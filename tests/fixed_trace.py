@@ -13,6 +13,7 @@ import numpy as np
 
 from trt_trace.io.writers import ChromeJsonWriter, PerfettoTraceWriter
 from trt_trace.schema.records import RECORD_DTYPE
+from trt_trace.schema.trace_format import Phase
 
 NAMES = ["", "_run_on_acc_0_engine", 'quo"te engine', "naïve ✓ 引擎"]
 PID = 4242
@@ -35,16 +36,16 @@ def records() -> np.ndarray:
             device = 0xFFFF if engine == 3 and k == 5 else 0
             rows.append((begin, end, call, engine, 77, 0, flags, device, 0))
             t = begin
-            for phase, ns in enumerate(dur[1:], start=1):
+            for phase, ns in zip((Phase.WORKSPACE, Phase.INPUTS, Phase.OUTPUTS, Phase.ENQUEUE), dur[1:], strict=True):
                 rows.append((t, t + ns, call, engine, 77, phase, flags, device, 0))
                 t += ns
             if device != 0xFFFF:
                 g0 = begin + 6_500
                 if engine == 1:  # on the engine's own stream, with the caller's wait around it
-                    rows.append((g0 - 300, g0 + 9_300, call, engine, 77, 6, flags | 8, device, 5))
-                    rows.append((g0, g0 + 9_000, call, engine, 77, 5, flags | 8, device, 9))
+                    rows.append((g0 - 300, g0 + 9_300, call, engine, 77, Phase.CALLER_WAIT, flags | 8, device, 5))
+                    rows.append((g0, g0 + 9_000, call, engine, 77, Phase.GPU, flags | 8, device, 9))
                 else:
-                    rows.append((g0, g0 + 8_000 + k * 100, call, engine, 77, 5, flags, device, 3))
+                    rows.append((g0, g0 + 8_000 + k * 100, call, engine, 77, Phase.GPU, flags, device, 3))
             call += 1
     out = np.array(rows, dtype=RECORD_DTYPE)
     return out[np.argsort(out["end_ns"], kind="stable")]

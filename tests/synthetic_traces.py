@@ -23,9 +23,10 @@ def call_rows(call_id: int, engine: int, begin: int, phases: list[int], device: 
     total = sum(phases)
     rows = [(begin, begin + total, call_id, engine, 42, Phase.CALL, flags, dev, 0)]
     t = begin
-    for p, ns in enumerate(phases):
+    # By name: a phase added to the list is simply absent from these calls (its duration 0).
+    for p, ns in zip((Phase.WORKSPACE, Phase.INPUTS, Phase.OUTPUTS, Phase.ENQUEUE), phases, strict=True):
         if ns:
-            rows.append((t, t + ns, call_id, engine, 42, p + 1, flags, dev, 0))
+            rows.append((t, t + ns, call_id, engine, 42, p, flags, dev, 0))
         t += ns
     if gpu_ns is not None:
         rows.append((begin + phases[0], begin + phases[0] + gpu_ns, call_id, engine, 42, Phase.GPU, flags, dev, 7))

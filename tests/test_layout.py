@@ -134,7 +134,8 @@ def test_every_subpackage_is_installed():
 def test_each_format_is_registered_by_the_modules_that_implement_it():
     from trt_trace.io import formats
 
-    found = {f.name: (f.reader.__module__, f.writer and f.writer.__module__) for f in formats.all_formats()}
+    found = {f.name: (f.reader and f.reader.__module__, f.writer and f.writer.__module__)
+             for f in formats.all_formats()}
     assert found == {
         "json": ("trt_trace.io.readers.chrome_json", "trt_trace.io.writers.chrome_json"),
         "perfetto": ("trt_trace.io.readers.perfetto", "trt_trace.io.writers.perfetto_trace"),

@@ -10,11 +10,12 @@ from conftest import drain_all
 
 from trt_trace import standin
 from trt_trace.native import ops
-from trt_trace.schema.trace_format import Flag, Phase
+from trt_trace.schema.trace_format import HOST_PHASES, Flag, Phase
 
 pytestmark = pytest.mark.usefixtures("runtime_version")
 
-WS, IN, OUT, ENQ = 1, 2, 3, 4
+WS, IN, OUT, ENQ = Phase.WORKSPACE, Phase.INPUTS, Phase.OUTPUTS, Phase.ENQUEUE
+HOST = tuple(Phase(1 + i) for i in range(len(HOST_PHASES)))  # every host phase, in order
 
 
 def traced_calls(engine, inputs, n=5):
@@ -39,7 +40,7 @@ def check_partition(phases):
     """Phases lie inside the call, never overlap, and add up to it exactly."""
     b, e, _ = phases[Phase.CALL]
     cursor = b
-    for p in (WS, IN, OUT, ENQ):
+    for p in HOST:
         if p in phases:
             pb, pe, _ = phases[p]
             assert pb == cursor, f"phase {p} starts at {pb}, expected {cursor}"

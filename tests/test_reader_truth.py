@@ -18,8 +18,10 @@ from synthetic_traces import call_rows, engines_trace, write_trace
 from trt_trace.analysis.merge import merge
 from trt_trace.analysis.trace_summary import aggregate_file, summary_text
 from trt_trace.io.readers import read_calls
+from trt_trace.schema.phases import STATS_COLUMNS, Phase
 
 CLI = trt_trace_cli()
+GPU_NS, GPU_CALLS = STATS_COLUMNS.index("gpu_ns"), STATS_COLUMNS.index("gpu_calls")
 
 
 def cli(*args: str) -> subprocess.CompletedProcess:
@@ -40,7 +42,7 @@ def test_calls_with_pre_allocated_outputs_are_whole(tmp_path, suffix):
                        ["", "prealloc", "plain"], end={})
     s = aggregate_file(str(path))
     assert dict(zip(s.names, s.stats[:, 0].tolist(), strict=True)) == {"prealloc": 5, "plain": 3}
-    assert s.partial_calls == 0 and s.stats[s.names.index("prealloc"), 5] == 0  # outputs_ns
+    assert s.partial_calls == 0 and s.stats[s.names.index("prealloc"), STATS_COLUMNS.index("outputs_ns")] == 0
 
 
 @pytest.mark.parametrize("suffix", [".json", ".pftrace"])
@@ -87,7 +89,7 @@ def test_a_call_cut_inside_is_left_out_with_its_gpu_span_and_said_so(tmp_path):
     inputs_of_last = next(i for i, ln in enumerate(lines) if b'"inputs"' in ln and b'"call_id":6,' in ln)
     path.write_bytes(b"\n".join(lines[:inputs_of_last]) + b"\n" + lines[inputs_of_last][:40])  # killed mid-event
     s = aggregate_file(str(path))
-    assert s.partial_calls == 1 and int(s.stats[0, 0]) == 5 and int(s.stats[0, 8]) == 5  # calls, GPU spans
+    assert s.partial_calls == 1 and int(s.stats[0, 0]) == 5 and int(s.stats[0, GPU_CALLS]) == 5  # calls, GPU spans
     proc = cli("summary", str(path))
     assert "cut short: 1 partial call left out" in proc.stdout
     assert proc.stderr == f"trt-trace summary: {path} was cut short: no end record (process killed?); " \
@@ -127,7 +129,7 @@ def test_gpu_spans_are_joined_to_their_calls_across_batches_and_orphans_counted(
     rows = _calls(20, device=0, gpu_ns=10_000)
     records = np.array(rows, dtype=[("b", "<i8"), ("e", "<i8"), ("c", "<u8"), ("g", "<u4"), ("t", "<u4"),
                                     ("p", "u1"), ("f", "u1"), ("d", "<u2"), ("s", "<u4")])
-    gpu = records["p"] == 5
+    gpu = records["p"] == Phase.GPU
     ordered = np.concatenate([records[~gpu], records[gpu]])  # every span after every call
     from trt_trace.schema.records import RECORD_DTYPE
 
@@ -135,7 +137,7 @@ def test_gpu_spans_are_joined_to_their_calls_across_batches_and_orphans_counted(
     read = read_calls(str(path), lambda calls, info: None)
     assert read.calls == 20 and read.orphan_spans == 0
     s = aggregate_file(str(path))
-    assert int(s.stats[0, 8]) == 20 and int(s.stats[0, 7]) == 20 * 10_000
+    assert int(s.stats[0, GPU_CALLS]) == 20 and int(s.stats[0, GPU_NS]) == 20 * 10_000
 
 
 def test_summary_of_two_ranks_windowed_and_skipped(tmp_path):

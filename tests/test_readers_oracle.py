@@ -30,6 +30,7 @@ from trt_trace.io.readers import Visitor, read_calls
 from trt_trace.io.readers.chrome_json import ChromeJsonReader
 from trt_trace.io.readers.perfetto import PerfettoReader
 from trt_trace.io.writers import ChromeJsonWriter, PerfettoTraceWriter
+from trt_trace.schema.phases import STATS_COLUMNS
 from trt_trace.schema.records import RECORD_DTYPE
 from trt_trace.schema.trace_format import DURATIONS, Phase
 
@@ -329,7 +330,8 @@ def test_every_trace_kind_was_made(traces):
                         ("plain json", "closed"), ("merged", "closed")):
         assert trace_summary.aggregate_file(str(traces[kind])).ended == ended, kind
     gpu = trace_summary.aggregate_file(str(traces["sampled json"]))
-    assert int(gpu.stats[:, 8].sum()) == 10 and int(gpu.stats[:, 9].sum()) > 0  # measured, sampled out
+    measured, sampled_out = STATS_COLUMNS.index("gpu_calls"), STATS_COLUMNS.index("gpu_sampled_out")
+    assert int(gpu.stats[:, measured].sum()) == 10 and int(gpu.stats[:, sampled_out].sum()) > 0
     errors = trace_summary.aggregate_file(str(traces["errors json"]))
     assert int(errors.stats[:, 1].sum()) == 10 and "oracle_prealloc" in errors.names
     lanes = {e["args"]["name"] for e in trace_summary.load_events(str(traces["lanes json"]))

@@ -54,6 +54,11 @@ def test_the_phase_list_is_one_list_in_both_languages():
     assert ops._op("_phase_names")() == list(phases.PHASE_NAMES)
     assert ops.stats_columns() == list(phases.STATS_COLUMNS)
     assert [p.name for p in phases.Phase] == [p.name for p in phases.PHASES]
+    # The host phases follow the call (Record.phase 1..n), and the kinds past the public phases get the same
+    # values on both sides (they are derived from the list on both).
+    host = len(phases.HOST_PHASES)
+    assert [i for i, p in enumerate(phases.PHASES) if p.host] == list(range(1, host + 1))
+    assert ops._op("_record_kinds")() == [host, phases.LAYER_RECORD, phases.INFERENCE_RECORD]
     assert phases.DURATIONS == ("total", "workspace", "inputs", "outputs", "enqueue", "gpu")
 
 

@@ -56,15 +56,15 @@ class RecordRing {
 
   // Consumer: copy up to max slots, oldest first, into out (a drained batch, Record-typed, still holding
   // every kind: the drain expands and resolves the internal ones). Returns the count.
-  // Never stops between a call's slot and its phase-bounds slot (the pair
-  // expands only together), so it may return one less than max.
+  // Never stops between a call's slot and its phase-bounds slots (they
+  // expand only together), so it may return up to kPhaseBoundsSlots less than max.
   size_t pop(Record* out, size_t max) noexcept {
     const uint64_t tail = tail_.load(std::memory_order_relaxed);
     const uint64_t head = head_.load(std::memory_order_acquire);
     size_t n = static_cast<size_t>(head - tail);
     if (n > max) {
       n = max;
-      if (n > 0 && slots_[(tail + n) & mask_].kind() == static_cast<uint8_t>(Phase::kPhaseBounds)) --n;
+      while (n > 0 && slots_[(tail + n) & mask_].kind() == static_cast<uint8_t>(Phase::kPhaseBounds)) --n;
     }
     // Copy in at most two contiguous pieces (the ring may wrap).
     const size_t first = tail & mask_;

@@ -66,7 +66,7 @@ class ThreadRings : public Leaked<ThreadRings> {
   bool push(const Record* records, size_t n) noexcept;
 
   // Moves records (oldest first per thread) into out, at most max, with each
-  // call's ring slots expanded (buffer/call_layout.h); max >= 10 for progress.
+  // call's ring slots expanded (buffer/call_layout.h); max >= kMinDrainRecords (buffer/call_layout.h) for progress.
   // Drainer only.
   size_t drain(Record* out, size_t max);
   uint64_t pending() const;

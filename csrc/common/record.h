@@ -6,6 +6,7 @@
 // arrays (trt_trace/schema/records.py mirrors every kind; a test checks both agree).
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -28,9 +29,9 @@ enum class Phase : uint8_t {
   // drainer resolves them into a kGpu record (kGpuPending) or a kCallerWait one.
   kGpuPending,
   kCallerWaitPending,
-  // Internal, never leaves C++: the slot after a call's kCall record in the ring (a PhaseBoundsRecord),
-  // holding its inner phase boundaries; the drainer expands the pair into the call and its phase records
-  // (buffer/call_layout.h).
+  // Internal, never leaves C++: the slots after a call's kCall record in the ring (PhaseBoundsRecords),
+  // holding its inner phase boundaries; the drainer expands the call's slots into the call and its phase
+  // records (buffer/call_layout.h).
   kPhaseBounds,
   // One layer of a call profiled per layer (TRT_TRACE_LAYERS, csrc/layers; a LayerRecord). A record kind of
   // its own past the public phases: it reaches the trace, but through its own formatter
@@ -42,12 +43,17 @@ enum class Phase : uint8_t {
   // (InferenceKind). Past the public phases like kLayer: its own tracks, never a phase of the table.
   kInference,
 };
-// The values are the trace's (and trt_trace/schema/phases.py's): they must not move.
-static_assert(static_cast<int>(Phase::kCall) == 0 && static_cast<int>(Phase::kEnqueue) == 4 &&
-                  static_cast<int>(Phase::kGpu) == 5 && static_cast<int>(Phase::kCallerWait) == 6 &&
-                  static_cast<int>(Phase::kGpuPending) == 7 && static_cast<int>(Phase::kPhaseBounds) == 9 &&
-                  static_cast<int>(Phase::kLayer) == 10 && static_cast<int>(Phase::kInference) == 11,
-              "Record.phase values are part of the trace format");
+// The values follow from the phase list (common/phases.h): the call, its host phases, its GPU spans, then the
+// kinds that stay in C++ or have tracks of their own. Files hold the phases' names, never these values;
+// trt_trace/schema/phases.py derives the same values from its twin of the list (LAYER_RECORD,
+// INFERENCE_RECORD; tests/test_phase_model.py compares the two).
+static_assert(static_cast<int>(Phase::kCall) == 0 && static_cast<int>(Phase::kGpu) == kNumHostPhases + 1 &&
+                  static_cast<int>(Phase::kCallerWait) == kNumPublicPhases - 1 &&
+                  static_cast<int>(Phase::kGpuPending) == kNumPublicPhases &&
+                  static_cast<int>(Phase::kPhaseBounds) == kNumPublicPhases + 2 &&
+                  static_cast<int>(Phase::kLayer) == kNumPublicPhases + 3 &&
+                  static_cast<int>(Phase::kInference) == kNumPublicPhases + 4,
+              "Record.phase: the public phases in list order, then the other kinds");
 constexpr uint8_t kLastPublicPhase = static_cast<uint8_t>(Phase::kCallerWait);  // later values stay in C++
 static_assert(kLastPublicPhase + 1 == kNumPublicPhases, "every public phase has a name");
 
@@ -70,7 +76,7 @@ enum RecordFlags : uint8_t {
 // its own struct that names them; no field carries another meaning under another kind's name:
 //
 //   Record             kCall .. kCallerWait: a span of the trace (a call, its host phases, its GPU spans)
-//   PhaseBoundsRecord  kPhaseBounds: a call's three inner phase boundaries (the slot after its kCall)
+//   PhaseBoundsRecord  kPhaseBounds: up to three of a call's inner phase boundaries (the slots after its kCall)
 //   GpuPendingRecord   kGpuPending, kCallerWaitPending: a call's two CUDA events, waiting for the drainer
 //   LayerRecord        kLayer: one layer of a call profiled per layer
 //
@@ -94,11 +100,14 @@ enum RecordFlags : uint8_t {
   TRT_TRACE_RECORD_SHARED_FIELDS(F)                                                     \
   F(uint32_t, stream) /* small stream id for GPU records, 0 otherwise */
 
-#define TRT_TRACE_PHASE_BOUNDS_RECORD_FIELDS(F)                                            \
-  F(int64_t, inputs_begin_ns)  /* workspace ends, inputs begins (the call's begin: its kCall) */ \
-  F(int64_t, outputs_begin_ns) /* inputs ends, outputs begins */                           \
-  F(int64_t, enqueue_begin_ns) /* outputs ends, enqueue begins (and ends with the call) */ \
-  TRT_TRACE_RECORD_SHARED_FIELDS(F)                                                      \
+// A call's inner bounds (phases.h kNumInnerBounds: where host phase 1, 2, ... begins; phase 0 begins with
+// the call, the last ends with it), three to a slot, in as many slots as they need (buffer/call_layout.h);
+// bound k of the call is bound k % 3 of its slot k / 3 (0 past the last).
+#define TRT_TRACE_PHASE_BOUNDS_RECORD_FIELDS(F)                                   \
+  F(int64_t, bound0_ns) /* where host phase 3s + 1 begins (s: the slot's index) */ \
+  F(int64_t, bound1_ns) /* where host phase 3s + 2 begins */                      \
+  F(int64_t, bound2_ns) /* where host phase 3s + 3 begins */                      \
+  TRT_TRACE_RECORD_SHARED_FIELDS(F)                                             \
   F(uint32_t, unused)
 
 #define TRT_TRACE_GPU_PENDING_RECORD_FIELDS(F)                                     \
@@ -184,10 +193,13 @@ inline Record span_record(Phase phase, int64_t begin_ns, int64_t end_ns, uint64_
                           uint32_t thread_id, uint8_t flags, uint16_t device, uint32_t stream) noexcept {
   return Record{begin_ns, end_ns, call_id, engine_id, thread_id, static_cast<uint8_t>(phase), flags, device, stream};
 }
-inline PhaseBoundsRecord phase_bounds_record(int64_t inputs_begin_ns, int64_t outputs_begin_ns,
-                                             int64_t enqueue_begin_ns, uint32_t engine_id, uint32_t thread_id,
-                                             uint8_t flags, uint16_t device) noexcept {
-  return PhaseBoundsRecord{inputs_begin_ns, outputs_begin_ns, enqueue_begin_ns, engine_id, thread_id,
+// The call's bounds slot s of kPhaseBoundsSlots (buffer/call_layout.h), from all its inner bounds.
+constexpr int kBoundsPerSlot = 3;
+constexpr int kPhaseBoundsSlots = (kNumInnerBounds + kBoundsPerSlot - 1) / kBoundsPerSlot;
+inline PhaseBoundsRecord phase_bounds_record(const std::array<int64_t, kNumInnerBounds>& bounds, int s, uint32_t engine_id,
+                                             uint32_t thread_id, uint8_t flags, uint16_t device) noexcept {
+  const auto at = [&](int k) { return kBoundsPerSlot * s + k < kNumInnerBounds ? bounds[kBoundsPerSlot * s + k] : 0; };
+  return PhaseBoundsRecord{at(0), at(1), at(2), engine_id, thread_id,
                            static_cast<uint8_t>(Phase::kPhaseBounds), flags, device, 0};
 }
 // kind: kGpuPending or kCallerWaitPending.

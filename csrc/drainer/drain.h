@@ -11,7 +11,7 @@
 namespace trt_trace {
 namespace drainer {
 
-// Records into out (room for `max` >= 10 records: a call's ring slots expand into up to
+// Records into out (room for `max` >= kMinDrainRecords (buffer/call_layout.h) records: a call's ring slots expand into up to
 // kMaxRecordsPerCall records); returns how many. wait_gpu: wait for every pending GPU span (the
 // final drain; never on a hot path).
 size_t drain_batch(Record* out, size_t max, bool wait_gpu);

@@ -52,9 +52,9 @@ struct JsonOut {
   }
 };
 
-// An X event's part from after its name to its engine's name: `,"ts":…,"dur":…,"pid":…,"tid":…,"args":{"engine":`.
-template <typename Kind>  // Record or LayerRecord: their begin_ns and end_ns
-inline void append_span(JsonOut& out, const Kind& r, uint64_t tid, const char* pid, size_t pid_len) {
+// An X event's place and time, after its name: `,"ts":…,"dur":…,"pid":…,"tid":…`.
+template <typename Kind>  // Record, LayerRecord, InferenceRecord: their begin_ns and end_ns
+inline void append_times(JsonOut& out, const Kind& r, uint64_t tid, const char* pid, size_t pid_len) {
   out.lit(R"(,"ts":)");
   out.us(r.begin_ns);
   out.lit(R"(,"dur":)");
@@ -63,6 +63,12 @@ inline void append_span(JsonOut& out, const Kind& r, uint64_t tid, const char* p
   out.lit(pid, pid_len);
   out.lit(R"(,"tid":)");
   out.num(tid);
+}
+
+// An X event's part from after its name to its engine's name: `,"ts":…,"dur":…,"pid":…,"tid":…,"args":{"engine":`.
+template <typename Kind>  // Record or LayerRecord
+inline void append_span(JsonOut& out, const Kind& r, uint64_t tid, const char* pid, size_t pid_len) {
+  append_times(out, r, tid, pid, pid_len);
   out.lit(R"(,"args":{"engine":)");
 }
 

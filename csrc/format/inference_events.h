@@ -35,14 +35,8 @@ inline const char* inference_kind_name(uint32_t kind) {
 
 // {"ph":"X","cat":"trt_trace.inference","name":"inference",...} of an inference record on track `tid`.
 inline void append_inference_event(JsonOut& out, const InferenceRecord& r, uint64_t tid, const char* pid, size_t pid_len) {
-  out.lit(R"({"ph":"X","cat":"trt_trace.inference","name":"inference","ts":)");
-  out.us(r.begin_ns);
-  out.lit(R"(,"dur":)");
-  out.us(r.end_ns - r.begin_ns);
-  out.lit(R"(,"pid":)");
-  out.lit(pid, pid_len);
-  out.lit(R"(,"tid":)");
-  out.num(tid);
+  out.lit(R"({"ph":"X","cat":"trt_trace.inference","name":"inference")");
+  append_times(out, r, tid, pid, pid_len);
   out.lit(R"(,"args":{"kind":")");
   const char* kind = inference_kind_name(r.kind);
   out.lit(kind, std::char_traits<char>::length(kind));

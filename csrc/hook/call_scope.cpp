@@ -159,7 +159,7 @@ void CallScope::finish(bool error) noexcept {
   profiler_.end();
   if (!record_) return;
 
-  const auto [b1, b2, b3] = inner_bounds(end);
+  const std::array<int64_t, kNumInnerBounds> bounds = inner_bounds(end);
 
   const bool gpu_measured = gpu_on_ && !error;  // a measured call that ran: it tells which streams it used
   if (gpu_on_) {
@@ -172,10 +172,19 @@ void CallScope::finish(bool error) noexcept {
   }
 
   const uint8_t flags = flags_ | (error ? kFlagError : 0) | (gpu_.captured ? kFlagCaptured : 0);
-  const std::array<int64_t, kNumHostPhases> phase_ns{b1 - begin_, b2 - b1, b3 - b2, end - b3};
-  // The events the trace will show: the call, its phases that took time (the drainer expands the
-  // call's two slots into them, buffer/call_layout.h), its GPU span.
-  const uint32_t phases = (phase_ns[0] > 0) + (phase_ns[1] > 0) + (phase_ns[2] > 0) + (phase_ns[3] > 0);
+  // Each host phase from its bounds (the first from the call's begin, the last to its end), and the events
+  // the trace will show: the call, its phases that took time (the drainer expands the call's slots into
+  // them, buffer/call_layout.h), its GPU span. Unrolled at compile time (for_each_host_phase).
+  std::array<int64_t, kNumHostPhases> phase_ns;
+  uint32_t phases = 0;
+  for_each_host_phase([&](auto phase) {
+    constexpr int p = decltype(phase)::value;
+    int64_t from = begin_, to = end;
+    if constexpr (p > 0) from = bounds[p - 1];
+    if constexpr (p < kNumHostPhases - 1) to = bounds[p];
+    phase_ns[p] = to - from;
+    phases += phase_ns[p] > 0;
+  });
   // An engine on its own stream: a caller-stream wait beside the engine's span (gpu_events.h).
   const uint32_t gpu_spans = gpu_on_ ? 1u + gpu_.on_engine_stream : 0u;
   const size_t slots = kCallSlots + gpu_spans;
@@ -191,7 +200,9 @@ void CallScope::finish(bool error) noexcept {
   if (ring != nullptr && ring->claim(slots, 1 + phases + gpu_spans, 1, &at)) {
     const uint32_t tid = rt->tid;
     ring->slot(at).span = span_record(Phase::kCall, begin_, end, call_id_, engine_id_, tid, flags, device_, 0);
-    ring->slot(at + 1).bounds = phase_bounds_record(b1, b2, b3, engine_id_, tid, flags, device_);
+    for (int s = 0; s < kPhaseBoundsSlots; ++s) {  // one slot up to four host phases
+      ring->slot(at + 1 + s).bounds = phase_bounds_record(bounds, s, engine_id_, tid, flags, device_);
+    }
     if (gpu_on_) {
       // The event handles ride in the ring to the drainer, which resolves them; a call's caller-stream
       // wait comes right before its engine span (gpu_resolver.h pairs them).
@@ -200,11 +211,12 @@ void CallScope::finish(bool error) noexcept {
                                   device_, stream);
       };
       if (gpu_.on_engine_stream) {
-        ring->slot(at + 2).gpu_pending = pending(Phase::kCallerWaitPending, gpu_.start, gpu_.end, 0, gpu_.stream);
-        ring->slot(at + 3).gpu_pending = pending(Phase::kGpuPending, gpu_.engine_start, gpu_.engine_end,
+        ring->slot(at + kCallSlots).gpu_pending = pending(Phase::kCallerWaitPending, gpu_.start, gpu_.end, 0,
+                                                          gpu_.stream);
+        ring->slot(at + kCallSlots + 1).gpu_pending = pending(Phase::kGpuPending, gpu_.engine_start, gpu_.engine_end,
                                                  kFlagEngineStream, gpu_.engine_stream_id);
       } else {
-        ring->slot(at + 2).gpu_pending = pending(Phase::kGpuPending, gpu_.start, gpu_.end,
+        ring->slot(at + kCallSlots).gpu_pending = pending(Phase::kGpuPending, gpu_.start, gpu_.end,
                                                  gpu_.engine_only ? kFlagEngineStream : 0, gpu_.stream);
       }
     }

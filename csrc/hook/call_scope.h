@@ -89,7 +89,7 @@ class CallScope {
   // The recording epoch the call began in (0: not recorded in the rings).
   uint32_t epoch() const noexcept { return epoch_; }
   // After finish(): where the call's enqueue phase began (per-layer records are laid out from there).
-  int64_t enqueue_begin() const noexcept { return inner_bounds(end_)[2]; }
+  int64_t enqueue_begin() const noexcept { return inner_bounds(end_)[static_cast<int>(Phase::kEnqueue) - 2]; }
   // Only before any GPU event was recorded (CPU inputs: the outputs name the device).
   void set_device(uint16_t device) noexcept { device_ = device; }
 
@@ -168,9 +168,11 @@ class CallScope {
 
   enum Stage : uint8_t { kBeforeInputs, kInputs, kOutputs, kAfterOutputs };
 
-  // The inner phase boundaries of a call that ended at `end`: workspace [begin_, b1), inputs [b1, b2),
-  // outputs [b2, b3), enqueue [b3, end).
-  std::array<int64_t, 3> inner_bounds(int64_t end) const noexcept {
+  // The inner phase boundaries of a call that ended at `end` (where each host phase after the first begins,
+  // common/phases.h): workspace [begin_, b1), inputs [b1, b2), outputs [b2, b3), enqueue [b3, end).
+  // A new host phase: where it begins, in each stage, here (and, if its live range switches at its own
+  // moment, an enter() or live_switch() there); finish() and everything after it follow from the list.
+  std::array<int64_t, kNumInnerBounds> inner_bounds(int64_t end) const noexcept {
     switch (stage_) {
       case kBeforeInputs:
         return {end, end, end};

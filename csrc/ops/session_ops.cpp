@@ -33,10 +33,14 @@ std::string tensor_bytes(const at::Tensor& t, const char* what) {
   return std::string(reinterpret_cast<const char*>(c.data_ptr<uint8_t>()), static_cast<size_t>(c.numel()));
 }
 
-session::TraceKind trace_kind(const std::string& format) {
-  if (format == "json") return session::TraceKind::kChromeJson;
-  TORCH_CHECK(format == "perfetto", "trt_trace writer: unknown format ", format, " (json or perfetto)");
-  return session::TraceKind::kPerfetto;
+// A format the native writer has (session/trace_format.h: each registered by its own file).
+const std::string& trace_format(const std::string& format) {
+  if (!session::format_known(format)) {
+    std::string known;
+    for (const std::string& name : session::format_names()) known += (known.empty() ? "" : " or ") + name;
+    TORCH_CHECK(false, "trt_trace writer: unknown format ", format, " (", known, ")");
+  }
+  return format;
 }
 
 // -- the session: one start, one stop (session/session_control.h) ----------------------------------
@@ -61,7 +65,7 @@ std::tuple<int64_t, std::string, bool, bool> session_start(
     return {kBadSettings, e.what(), false, false};
   }
   s.writer.file = session::TraceFileOptions{path, lazy, max_bytes, split, pid};
-  s.writer.format = trace_kind(format);
+  s.writer.format = trace_format(format);
   s.writer.head = tensor_bytes(head, "session_start");
   s.writer.process_name = process_name;
   s.writer.start_ns = start_ns;
@@ -247,6 +251,7 @@ TORCH_LIBRARY_FRAGMENT(trt_trace, m) {
   m.def("_writer_hold(bool held) -> ()", [](bool held) { session::hold_writer(held); });
   m.def("_writer_status() -> (int[], str[], str, str)", &writer_status);
   m.def("_writer_abandon() -> ()", [] { session::abandon_writer(); });
+  m.def("_writer_formats() -> str[]", [] { return session::format_names(); });
   m.def("_json_trace_from_records(str path, Tensor records, int batch, int pid, bool gpu_flows, str process_head, "
         "str[] engine_names, str[] layer_names, int max_bytes, bool split, str end_args_json) -> "
         "(int, int, str[])",

@@ -88,6 +88,11 @@ std::vector<std::string> record_layout() {
 
 // The slice names by Phase value (common/phases.h), for the check against trt_trace/schema/phases.py.
 std::vector<std::string> phase_names() { return {std::begin(kPhaseNames), std::end(kPhaseNames)}; }
+// The values the phase list gives the kinds Python also reads (phases.py derives them from its own list):
+// how many host phases, kLayer, kInference.
+std::vector<int64_t> record_kinds() {
+  return {kNumHostPhases, static_cast<int64_t>(Phase::kLayer), static_cast<int64_t>(Phase::kInference)};
+}
 
 // Per-layer timing's parser: (names, ns) of a layer trace as the runtime writes it; raises if it is not one.
 std::tuple<std::vector<std::string>, std::vector<int64_t>> parse_layer_trace(const std::string& text) {
@@ -296,6 +301,7 @@ TORCH_LIBRARY_FRAGMENT(trt_trace, m) {
   m.def("_push_synthetic(int count, int engine_id, int first_seq) -> ()", &push_synthetic);
   m.def("_record_layout() -> str[]", &record_layout);
   m.def("_phase_names() -> str[]", &phase_names);
+  m.def("_record_kinds() -> int[]", &record_kinds);
   // Per-layer timing: the folder the runtime writes its profile files into now ("" when none), the parser.
   m.def("_layer_private_folder() -> str", [] { return layers::private_folder(); });
   m.def("_parse_layer_trace(str text) -> (str[], int[])", &parse_layer_trace);

@@ -99,15 +99,17 @@ int64_t drain_into(const at::Tensor& out, bool wait_gpu) {
   TORCH_CHECK(out.device().is_cpu() && out.dtype() == at::kByte && out.is_contiguous(),
               "trt_trace::drain_into: out must be a contiguous CPU uint8 tensor");
   const size_t max_records = static_cast<size_t>(out.numel()) / sizeof(Record);
-  TORCH_CHECK(max_records >= 10, "trt_trace::drain_into: out must hold at least 10 records (",
-              10 * sizeof(Record), " bytes): a call's ring slots expand into up to ", kMaxRecordsPerCall, " records");
+  TORCH_CHECK(max_records >= kMinDrainRecords, "trt_trace::drain_into: out must hold at least ", kMinDrainRecords,
+              " records (", kMinDrainRecords * sizeof(Record), " bytes): a call's ring slots expand into up to ",
+              kMaxRecordsPerCall, " records");
   auto* records = reinterpret_cast<Record*>(out.data_ptr<uint8_t>());
   return static_cast<int64_t>(drainer::drain_batch(records, max_records, wait_gpu));
 }
 
 // The same into a new tensor of at most max_records records (tests, one-off drains).
 at::Tensor drain(int64_t max_records, bool wait_gpu) {
-  TORCH_CHECK(max_records >= 10, "trt_trace::drain: max_records must be at least 10");
+  TORCH_CHECK(max_records >= static_cast<int64_t>(kMinDrainRecords), "trt_trace::drain: max_records must be at least ",
+              kMinDrainRecords);
   at::Tensor out = at::empty({max_records * static_cast<int64_t>(sizeof(Record))}, at::kByte);
   const int64_t n = drain_into(out, wait_gpu);
   return out.narrow(0, 0, n * static_cast<int64_t>(sizeof(Record)));

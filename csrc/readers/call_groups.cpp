@@ -1,4 +1,4 @@
-// The per-chunk work of a summary in one native pass over the joined calls (88-byte rows, which
+// The per-chunk work of a summary in one native pass over the joined calls (Call rows, read_types.h, which
 // numpy can only read field by field, each a strided copy): the calls grouped by (pid, engine id),
 // each group's table sums (STATS_COLUMNS), and the durations whose exact values are kept, gathered
 // group by group for the value counts (trt_trace/io/readers/value_counts.py).
@@ -8,24 +8,19 @@
 #include <vector>
 
 #include "readers/read_types.h"
+#include "stats/stat_columns.h"
 
 using namespace trt_trace;
 
-namespace {
-
-// Columns of the stats rows, as trt_trace/schema/records.py STATS_COLUMNS (the first nine; the tenth,
-// gpu_sampled_out, is its own output: a summary counts it only where GPU timing was sampled).
-enum StatColumn : int {
-  kCalls = 0, kErrors, kTotalNs, kWorkspaceNs, kInputsNs, kOutputsNs, kEnqueueNs, kGpuNs, kGpuCalls, kSampledOut,
-  kNumGroupStats
-};
-
-}  // namespace
+// The stats rows' columns are StatColumn (stats/stat_columns.h, as trt_trace/schema/phases.py STATS_COLUMNS);
+// the last, gpu_sampled_out, counted wherever a CUDA call has no GPU span (a summary reports it only where
+// GPU timing was sampled).
+constexpr int kNumGroupStats = kNumStatColumns;
 
 // calls[0, n) grouped by (pid << 32 | engine id), groups in key order. cols[0, n_cols): the Call::ns
 // columns (CallColumn) whose values are gathered; the GPU column only where a call has a span.
 // Outputs, where the number of groups g returned is <= cap (else call again with cap = g):
-// keys[g]; stats[g * 10] (StatColumn); counts[k * cap + group]: how many values column k has in
+// keys[g]; stats[g * kNumStatColumns] (StatColumn); counts[k * cap + group]: how many values column k has in
 // each group; values[k * n + ...]: column k's values, group after group, in call order.
 TT_API int64_t tt_call_groups(const Call* calls, int64_t n, const int32_t* cols, int32_t n_cols, uint64_t* keys,
                               int64_t* stats, int64_t* counts, int64_t* values, int64_t cap) {
@@ -80,14 +75,15 @@ TT_API int64_t tt_call_groups(const Call* calls, int64_t n, const int32_t* cols,
     group[static_cast<size_t>(i)] = g;
     int64_t* st = stats + g * kNumGroupStats;
     const bool has_gpu = c.ns[kNsGpu] != -1;
-    st[kCalls] += 1;
-    st[kErrors] += (c.flags & kCallError) != 0;
-    for (int k = 0; k < 5; ++k) st[kTotalNs + k] += c.ns[k];
+    st[kStatCalls] += 1;
+    st[kStatErrors] += (c.flags & kCallError) != 0;
+    st[kStatTotalNs] += c.ns[kNsTotal];
+    for (int p = 0; p < kNumHostPhases; ++p) st[host_phase_column(p)] += c.ns[kNsFirstHostPhase + p];
     if (has_gpu) {
-      st[kGpuNs] += c.ns[kNsGpu];
-      st[kGpuCalls] += 1;
+      st[kStatGpuNs] += c.ns[kNsGpu];
+      st[kStatGpuCalls] += 1;
     } else if ((c.flags & kCallOnCuda) && !(c.flags & (kCallError | kCallCaptured))) {
-      st[kSampledOut] += 1;
+      st[kStatGpuSampledOut] += 1;
     }
     for (int32_t k = 0; k < n_cols; ++k) {
       if (cols[k] != kNsGpu || has_gpu) counts[k * cap + g] += 1;

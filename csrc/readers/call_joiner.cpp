@@ -256,7 +256,7 @@ class Joiner {
     Call c{};
     c.begin_ns = o.call.begin_ns;
     c.ns[kNsTotal] = o.call.end_ns - o.call.begin_ns;
-    for (int p = 0; p < kNumHostPhases; ++p) c.ns[kNsWorkspace + p] = o.phase_ns[p];
+    for (int p = 0; p < kNumHostPhases; ++p) c.ns[kNsFirstHostPhase + p] = o.phase_ns[p];
     c.ns[kNsGpu] = o.has_gpu ? o.gpu_ns : -1;
     c.wait_ns = o.has_wait ? o.wait_ns : -1;
     c.call_id = o.call.call_id;

@@ -8,6 +8,7 @@
 #endif
 
 #include <cstring>
+#include <utility>
 
 #include "readers/read_types.h"
 
@@ -151,31 +152,45 @@ struct Cursor {
   }
 };
 
+// Each phase's name with its closing quote (kPhaseNames), as same<>() compares it: made at compile time.
+constexpr size_t name_length(const char* s) {
+  size_t n = 0;
+  while (s[n] != '\0') ++n;
+  return n;
+}
+struct QuotedName {
+  char text[48];  // the name, its closing quote, then zeros (same<>() may read 8 bytes at a time)
+};
+template <int P>
+constexpr QuotedName quoted_name() {
+  QuotedName q{};
+  constexpr size_t n = name_length(kPhaseNames[P]);
+  static_assert(n + 1 <= sizeof(q.text), "a phase name fits");
+  for (size_t i = 0; i < n; ++i) q.text[i] = kPhaseNames[P][i];
+  q.text[n] = '"';
+  return q;
+}
+template <int P>
+inline constexpr QuotedName kQuotedName = quoted_name<P>();
+
+template <int... P>
+TT_INLINE int phase_named(const char* p, size_t left, size_t& n, std::integer_sequence<int, P...>) {
+  int phase = -1;
+  // One compare of the first letter per phase (constants), then the whole name where it matches.
+  (void)((kPhaseNames[P][0] == p[0] && left >= name_length(kPhaseNames[P]) + 1 &&
+          same<name_length(kPhaseNames[P]) + 1>(p, kQuotedName<P>.text) &&
+          (phase = P, n = name_length(kPhaseNames[P]), true)) ||
+         ...);
+  return phase;
+}
+
 // The phase named at c.p (kPhaseNames, as trace_format.PHASE_NAMES, then its closing quote): moves
 // c past the name (to the quote) and returns the phase, -1 if none.
 TT_INLINE int phase_at(Cursor& c) {
   if (c.p == c.end) return -1;
-  int phase = -1;
   size_t n = 0;
-  const size_t left = static_cast<size_t>(c.end - c.p);
-  const auto is = [&](auto& lit, int ph) {  // lit: the name with its closing quote
-    constexpr size_t k = sizeof(lit) - 1;
-    if (left >= k && same<k>(c.p, lit)) {
-      phase = ph;
-      n = k - 1;
-      return true;
-    }
-    return false;
-  };
-  switch (c.p[0]) {
-    case 'e': is("execute_engine\"", 0) || is("enqueue\"", 4); break;
-    case 'w': is("workspace\"", 1); break;
-    case 'i': is("inputs\"", 2); break;
-    case 'o': is("outputs\"", 3); break;
-    case 'g': is("gpu\"", 5); break;
-    case 'c': is("caller stream wait\"", 6); break;
-    default: break;
-  }
+  const int phase = phase_named(c.p, static_cast<size_t>(c.end - c.p), n,
+                                std::make_integer_sequence<int, kNumPublicPhases>{});
   c.p += n;
   return phase;
 }

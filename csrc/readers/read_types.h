@@ -36,8 +36,16 @@ struct Slice {
 };
 static_assert(sizeof(Slice) == 64, "Slice layout is shared with trt_trace/io/readers/columns.py");
 
-// Columns of Call::ns, as trt_trace_format.DURATIONS: the call, its four host phases, its GPU span.
-enum CallColumn : int { kNsTotal = 0, kNsWorkspace, kNsInputs, kNsOutputs, kNsEnqueue, kNsGpu, kNumNs };
+// Columns of Call::ns, as trace_format.DURATIONS: the call, its host phases (common/phases.h), its GPU span.
+enum CallColumn : int {
+  kNsTotal = 0,
+#define TRT_TRACE_NS_PHASE(Name, text) kNs##Name,
+  TRT_TRACE_HOST_PHASES(TRT_TRACE_NS_PHASE)  // kNsWorkspace ...
+#undef TRT_TRACE_NS_PHASE
+  kNsGpu,
+  kNumNs,
+};
+constexpr int kNsFirstHostPhase = kNsTotal + 1;
 
 // Bits of Call::flags.
 enum CallFlags : uint8_t {
@@ -61,6 +69,6 @@ struct Call {
   uint8_t flags;  // CallFlags
   uint8_t pad;
 };
-static_assert(sizeof(Call) == 88, "Call layout is shared with trt_trace/io/readers/columns.py");
+static_assert(sizeof(Call) == 40 + 8 * kNumNs, "Call layout is shared with trt_trace/io/readers/columns.py");
 
 }  // namespace trt_trace

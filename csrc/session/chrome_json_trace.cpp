@@ -12,22 +12,31 @@ namespace {
 constexpr const char* kMetadataEvent = "trt_trace_metadata";
 constexpr const char* kLayersTrack = "layers";
 
-template <typename Kind>  // Record or LayerRecord
-int64_t first_begin(const Kind* recs, size_t n) {
-  int64_t first = recs[0].begin_ns;
-  for (size_t i = 1; i < n; ++i) first = std::min(first, recs[i].begin_ns);
-  return first;
-}
-
-template <typename Kind>
-uint32_t top_engine(const Kind* recs, size_t n) {
-  uint32_t top = 0;
-  for (size_t i = 0; i < n; ++i) top = std::max(top, recs[i].engine_id);
-  return top;
-}
-
 std::string lane_suffix(int64_t lane) { return lane == 0 ? "" : " (" + std::to_string(lane + 1) + ")"; }
+
+// The format as the native writer makes it. A flight dump's head: the process's name and the start
+// metadata (the object alone, as Python encoded it) with the dump's `flight` entry last.
+std::unique_ptr<TraceFormat> make(FormatStart s) {
+  std::string head = std::move(s.head);
+  if (s.flight != nullptr) {
+    const std::string pid = std::to_string(s.pid);
+    std::string events = "{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":" + pid + ",\"tid\":0,\"args\":{\"name\":";
+    append_json_string(events, s.process_name);
+    events += "}},{\"ph\":\"M\",\"name\":\"" + std::string(kMetadataEvent) + "\",\"pid\":" + pid + ",\"tid\":0,\"args\":";
+    const std::string start = head.size() >= 2 ? head : std::string("{}");
+    events.append(start, 0, start.size() - 1);
+    events += start.size() > 2 ? ",\"flight\":" : "\"flight\":";
+    json_value::append_json(events, *s.flight);
+    events += "}}";
+    head = std::move(events);
+  }
+  return std::make_unique<ChromeJsonTrace>(std::move(s.file), std::move(head), s.pid, s.gpu_flows,
+                                           std::move(s.names));
+}
+TRT_TRACE_REGISTER_FORMAT("json", &make);
 }  // namespace
+
+std::string ChromeJsonTrace::encode_metadata(const json_value::Value& dict) const { return json_value::to_json(dict); }
 
 ChromeJsonTrace::ChromeJsonTrace(TraceFileOptions options, std::string process_head, int64_t pid, bool flows,
                                  NameSource names)

@@ -28,6 +28,8 @@ class ChromeJsonTrace : public TraceFormat {
 
   // {"ph":"M","name":"trt_trace_metadata",...,"args":<args_json>}: the end record's event.
   std::string metadata_event(const std::string& args_json) const;
+  // JSON text (the event's args).
+  std::string encode_metadata(const json_value::Value& dict) const override;
 
  protected:
   // The end record's event, its args `end.record`.

@@ -21,14 +21,11 @@
 #include "drainer/drain.h"
 #include "drainer/gpu_resolver.h"
 #include "engines/engine_registry.h"
-#include "common/json_text.h"
 #include "format/json_value.h"
 #include "format/perfetto_track_packets.h"
 #include "layers/layer_names.h"
 #include "layers/layer_window.h"
-#include "session/chrome_json_trace.h"
 #include "session/flight_window.h"
-#include "session/perfetto_trace.h"
 
 namespace trt_trace {
 namespace session {
@@ -232,9 +229,18 @@ Value session_end(const Writer& w, int64_t now_ns) {
   return end;
 }
 
-// A metadata dict as the format's end record / start instant holds it.
-std::string encoded(TraceKind kind, const Value& dict) {
-  return kind == TraceKind::kChromeJson ? json_value::to_json(dict) : perfetto_packets::debug_annotations(dict.entries);
+// What the session's format is made from (a flight dump: its `flight` entry, and a file of its own).
+FormatStart format_start(const WriterSettings& s, TraceFileOptions file, NameSource names, const Value* flight) {
+  FormatStart start;
+  start.file = std::move(file);
+  start.head = s.head;
+  start.process_name = s.process_name;
+  start.start_ns = s.start_ns;
+  start.pid = s.pid;
+  start.gpu_flows = s.gpu_flows;
+  start.flight = flight;
+  start.names = std::move(names);
+  return start;
 }
 
 // What the file knows, after the session's fields (writers/trace_file.StreamedTrace.end_record): why it
@@ -293,28 +299,8 @@ FlightDump dump_locked(Writer& w, const std::string& trigger, int64_t now_ns) {
   options.lazy = false;
   NameSource names{[] { return EngineRegistry::instance().names(); },
                    [] { return layers::LayerNames::instance().names(); }};
-  std::unique_ptr<TraceFormat> trace;
-  if (s.format == TraceKind::kPerfetto) {
-    PerfettoStart start;
-    start.pid = s.pid;
-    start.process_name = s.process_name;
-    start.start_annotations = s.head + perfetto_packets::debug_annotations({{"flight", flight}});
-    start.start_ns = s.start_ns;
-    start.flows = s.gpu_flows;
-    trace = std::make_unique<PerfettoTrace>(options, std::move(start), std::move(names));
-  } else {
-    // process_head(): the process's name and the start metadata with the dump's `flight` last.
-    const std::string pid = std::to_string(s.pid);
-    std::string head = "{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":" + pid + ",\"tid\":0,\"args\":{\"name\":";
-    append_json_string(head, s.process_name);
-    head += "}},{\"ph\":\"M\",\"name\":\"trt_trace_metadata\",\"pid\":" + pid + ",\"tid\":0,\"args\":";
-    const std::string& start = s.head.size() >= 2 ? s.head : std::string("{}");
-    head.append(start, 0, start.size() - 1);
-    head += start.size() > 2 ? ",\"flight\":" : "\"flight\":";
-    json_value::append_json(head, flight);
-    head += "}}";
-    trace = std::make_unique<ChromeJsonTrace>(options, std::move(head), s.pid, s.gpu_flows, std::move(names));
-  }
+  std::unique_ptr<TraceFormat> trace = make_format(s.format, format_start(s, options, std::move(names), &flight));
+  if (!trace) throw std::logic_error("no trace format " + s.format);  // start_writer took it
   // In batches of a drain's size, so that a large window needs no formatting buffer of its own size.
   for (size_t i = 0; i < records.size(); i += kBatchRecords) {
     trace->write(records.data() + i, std::min(kBatchRecords, records.size() - i));
@@ -323,7 +309,7 @@ FlightDump dump_locked(Writer& w, const std::string& trigger, int64_t now_ns) {
   Value end = session_end(w, now_ns);
   end.add("flight", std::move(flight));
   end = with_file_end(std::move(end), file, options.path, nullptr);
-  trace->finish(TraceEnd{encoded(s.format, end), now_ns});
+  trace->finish(TraceEnd{trace->encode_metadata(end), now_ns});
   done.paths = file.paths();
   done.events_not_written = file.events_not_written();
   w.dump_paths.insert(w.dump_paths.end(), done.paths.begin(), done.paths.end());
@@ -392,17 +378,9 @@ void start_writer(const WriterSettings& settings) {
     w.window = std::make_unique<FlightWindow>(window_ns, settings.flight.memory_bytes /
                                                              static_cast<int64_t>(sizeof(Record)));
     g_dump_asked.store(false);  // a signal before this session is not its
-  } else if (settings.format == TraceKind::kPerfetto) {
-    PerfettoStart start;
-    start.pid = settings.pid;
-    start.process_name = settings.process_name;
-    start.start_annotations = settings.head;
-    start.start_ns = settings.start_ns;
-    start.flows = settings.gpu_flows;
-    w.trace = std::make_unique<PerfettoTrace>(settings.file, std::move(start), std::move(names));
   } else {
-    w.trace = std::make_unique<ChromeJsonTrace>(settings.file, settings.head, settings.pid, settings.gpu_flows,
-                                                std::move(names));
+    w.trace = make_format(settings.format, format_start(settings, settings.file, std::move(names), nullptr));
+    if (!w.trace) throw std::invalid_argument("no trace format " + settings.format);
   }
   w.records_drained = 0;
   w.failed = false;
@@ -465,13 +443,12 @@ SessionEnd end_session(bool exit_dump) {
     return out;
   }
   if (!w.trace) return out;
-  const TraceKind kind = w.settings.format;
   const std::string& path = w.settings.file.path;
   if (!w.failed) {
     const int64_t end_ns = now_ns();
     try {
-      w.trace->finish(TraceEnd{encoded(kind, with_file_end(session_end(w, end_ns), w.trace->file(), path, nullptr)),
-                               end_ns});
+      w.trace->finish(TraceEnd{
+          w.trace->encode_metadata(with_file_end(session_end(w, end_ns), w.trace->file(), path, nullptr)), end_ns});
       return out;
     } catch (const WriteFailed& e) {  // the disk filled at the end
       out.failure = e.reason;
@@ -484,7 +461,8 @@ SessionEnd end_session(bool exit_dump) {
   // Cut back to the last whole batch and ended "write failed", where that can still be written.
   const int64_t end_ns = now_ns();
   out.end_written = w.trace->finish_after_failure(
-      TraceEnd{encoded(kind, with_file_end(session_end(w, end_ns), w.trace->file(), path, &out.failure)), end_ns});
+      TraceEnd{w.trace->encode_metadata(with_file_end(session_end(w, end_ns), w.trace->file(), path, &out.failure)),
+               end_ns});
   return out;
 }
 

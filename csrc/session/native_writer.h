@@ -1,7 +1,7 @@
 // The session's writer thread: every 50 ms (and at stop) it drains the rings, resolves GPU spans,
 // places tracks, formats and writes the file, with no Python and no GIL, so a busy serving thread,
-// a long C++ call or an extension that holds the GIL cannot starve it. It writes either format
-// (session/trace_format.h: Chrome JSON or native Perfetto, as the settings say). Python keeps control
+// a long C++ call or an extension that holds the GIL cannot starve it. It writes any registered format
+// (session/trace_format.h: Chrome JSON, native Perfetto, as the settings say). Python keeps control
 // only, through the session's start and stop (session/session_control.h): the writer starts with its
 // settings and the start metadata, already encoded; at the stop its end record is built here
 // (end_session); Python never touches per-event data.
@@ -38,8 +38,6 @@
 namespace trt_trace {
 namespace session {
 
-enum class TraceKind : uint8_t { kChromeJson, kPerfetto };
-
 struct FlightSettings {
   bool on = false;
   double window_s = 0;        // the window asked for
@@ -48,10 +46,9 @@ struct FlightSettings {
 
 struct WriterSettings {
   TraceFileOptions file;
-  TraceKind format = TraceKind::kChromeJson;
-  // Chrome JSON: the array's first events (process name, start metadata), comma-separated; Perfetto: the
-  // start metadata instant's debug annotations, encoded. Flight mode, Chrome JSON: the start metadata
-  // object alone (each dump adds its `flight` entry and the process name event).
+  std::string format = "json";  // a registered format's name (session/trace_format.h)
+  // The start metadata as Python encoded it for the format (FormatStart::head). Flight mode, Chrome JSON:
+  // the start metadata object alone (each dump adds its `flight` entry and the process name event).
   std::string head;
   std::string process_name;  // Perfetto: the process track's name; flight mode: the process's name in either format
   int64_t start_ns = 0;      // Perfetto: the start metadata's monotonic_ns (stamps a part with no record)

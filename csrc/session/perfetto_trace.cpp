@@ -37,20 +37,6 @@ constexpr uint64_t kLayerAnnotationIid = ps::kNumSliceAnnotations + 1;
 static_assert(ps::kNumSliceAnnotations == 9, "a name per slice annotation");
 
 
-template <typename Kind>  // Record or LayerRecord
-int64_t first_begin(const Kind* recs, size_t n) {
-  int64_t first = recs[0].begin_ns;
-  for (size_t i = 1; i < n; ++i) first = std::min(first, recs[i].begin_ns);
-  return first;
-}
-
-template <typename Kind>
-int64_t last_end(const Kind* recs, size_t n) {
-  int64_t last = recs[0].end_ns;
-  for (size_t i = 1; i < n; ++i) last = std::max(last, recs[i].end_ns);
-  return last;
-}
-
 uint64_t clock_ns(clockid_t clock) {
   timespec ts;
   clock_gettime(clock, &ts);
@@ -58,7 +44,24 @@ uint64_t clock_ns(clockid_t clock) {
 }
 
 std::string lane_suffix(int64_t lane) { return lane == 0 ? "" : " (" + std::to_string(lane + 1) + ")"; }
+
+// The format as the native writer makes it; a flight dump's start instant gains its `flight` entry last.
+std::unique_ptr<TraceFormat> make(FormatStart s) {
+  PerfettoStart start;
+  start.pid = s.pid;
+  start.process_name = std::move(s.process_name);
+  start.start_annotations = std::move(s.head);
+  if (s.flight != nullptr) start.start_annotations += pp::debug_annotations({{"flight", *s.flight}});
+  start.start_ns = s.start_ns;
+  start.flows = s.gpu_flows;
+  return std::make_unique<PerfettoTrace>(std::move(s.file), std::move(start), std::move(s.names));
+}
+TRT_TRACE_REGISTER_FORMAT("perfetto", &make);
 }  // namespace
+
+std::string PerfettoTrace::encode_metadata(const json_value::Value& dict) const {
+  return pp::debug_annotations(dict.entries);
+}
 
 PerfettoTrace::PerfettoTrace(TraceFileOptions options, PerfettoStart start, NameSource names)
     : start_(std::move(start)), names_(std::move(names)) {

@@ -43,6 +43,8 @@ class PerfettoTrace : public TraceFormat {
  public:
   PerfettoTrace(TraceFileOptions options, PerfettoStart start, NameSource names);
 
+  // The debug annotations of a metadata instant.
+  std::string encode_metadata(const json_value::Value& dict) const override;
 
  protected:
   // A clock snapshot and the end metadata instant (annotations `end.record`), stamped at the earlier of

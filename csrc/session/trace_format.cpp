@@ -1,7 +1,34 @@
 #include "session/trace_format.h"
 
+#include <map>
+
 namespace trt_trace {
 namespace session {
+namespace {
+// Filled by the formats' static initialisers (before main or at the library's load), read afterwards.
+std::map<std::string, FormatMaker>& registry() {
+  static std::map<std::string, FormatMaker> formats;
+  return formats;
+}
+}  // namespace
+
+bool register_format(const char* name, FormatMaker make) {
+  registry()[name] = make;
+  return true;
+}
+
+std::unique_ptr<TraceFormat> make_format(const std::string& name, FormatStart start) {
+  const auto it = registry().find(name);
+  return it == registry().end() ? nullptr : it->second(std::move(start));
+}
+
+bool format_known(const std::string& name) { return registry().count(name) != 0; }
+
+std::vector<std::string> format_names() {
+  std::vector<std::string> out;
+  for (const auto& entry : registry()) out.push_back(entry.first);
+  return out;
+}
 
 void TraceFormat::write(const Record* recs, size_t n) {
   constexpr uint8_t kLayerPhase = static_cast<uint8_t>(Phase::kLayer);

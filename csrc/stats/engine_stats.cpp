@@ -135,7 +135,8 @@ std::vector<std::array<int64_t, kNumStatColumns>> EngineStats::snapshot(uint32_t
     if (id < baseline_.size()) {
       for (int k = 0; k < kNumStatColumns; ++k) row[k] -= baseline_[id][k];
     }
-    row[kStatTotalNs] = row[kStatWorkspaceNs] + row[kStatInputsNs] + row[kStatOutputsNs] + row[kStatEnqueueNs];
+    row[kStatTotalNs] = 0;
+    for (int p = 0; p < kNumHostPhases; ++p) row[kStatTotalNs] += row[host_phase_column(p)];
   }
   return out;
 }

@@ -223,7 +223,7 @@ class _SplitRows:
     slices have been read. Should they come later still (a writer batch of more calls than that), the
     count at the end tells (`all_caught`) and summary reads the file again, every profiled call known."""
 
-    HOLD = 1 << 16  # calls held back (88 bytes each)
+    HOLD = 1 << 16  # calls held back (a CALL_DTYPE row each)
 
     def __init__(self, durations: Iterable[str], known: np.ndarray | None = None) -> None:
         self.usual = _Rows(durations)

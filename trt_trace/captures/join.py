@@ -26,7 +26,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .model import KERNEL, CaptureCalls, DeviceActivities
+from .model import KERNEL, PHASE_CODES, CaptureCalls, DeviceActivities
 
 _I64 = np.int64
 
@@ -175,7 +175,7 @@ def join(inp: JoinInput, source: str, path: str, clock: str) -> tuple[CaptureCal
     placed = p_row >= 0
     if not placed.all():
         notes.append(f"{int((~placed).sum())} phase scope(s) outside every call scope left out")
-    phase_ns = np.zeros((n, 4), dtype=_I64)
+    phase_ns = np.zeros((n, len(PHASE_CODES) - 1), dtype=_I64)  # the host phases
     np.add.at(phase_ns, (p_row[placed], s["phase"][phases][placed].astype(_I64) - 1),
               (p_end - p_begin)[placed])
 

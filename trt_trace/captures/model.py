@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..schema.trace_format import DURATIONS, HOST_PHASES
+from ..schema.trace_format import DURATIONS, HOST_PHASES, PHASE_NAMES
 
 # DeviceActivities.kind
 KERNEL, MEMCPY, MEMSET = 0, 1, 2
@@ -25,6 +25,8 @@ KIND_NAMES = ("kernel", "memcpy", "memset")
 # DeviceActivities.phase: the call's host phase whose scope held the launch (0: the call itself, outside
 # every phase scope: the profiler's own cost between two of them)
 PHASE_CODES = ("call", *HOST_PHASES)
+# A scope's or range's name (the slice names: the call's, then its host phases') -> its PHASE_CODES code.
+SCOPE_PHASE_CODES = {PHASE_NAMES[0]: 0, **{name: 1 + i for i, name in enumerate(HOST_PHASES)}}
 
 
 class CaptureError(ValueError):
@@ -73,7 +75,7 @@ class CaptureCalls:
     call_id: np.ndarray  # int64 [calls]: trt_trace's call id (NVTX payload), -1 where the capture has none
     begin_ns: np.ndarray  # int64 [calls]
     end_ns: np.ndarray  # int64 [calls]
-    phase_ns: np.ndarray  # int64 [calls, 4]: workspace, inputs, outputs, enqueue (trace_format.HOST_PHASES)
+    phase_ns: np.ndarray  # int64 [calls, host phases]: trace_format.HOST_PHASES, in order
     has_device_activity: bool
     launches: np.ndarray  # int32 [calls]: CUDA API calls inside the call that launch device work
     launches_unmatched: np.ndarray  # int32 [calls]: of those, how many had no device activity in the capture

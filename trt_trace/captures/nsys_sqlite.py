@@ -30,13 +30,13 @@ from contextlib import closing
 import numpy as np
 
 from .join import JoinInput, join
-from .model import KERNEL, MEMCPY, MEMSET, CaptureCalls, CaptureError
+from .model import KERNEL, MEMCPY, MEMSET, SCOPE_PHASE_CODES, CaptureCalls, CaptureError
 
 SOURCE = "nsys"
 DOMAIN = "trt_trace"
 _MAGIC = b"SQLite format 3\x00"
 _PUSH_POP, _START_END, _DOMAIN_CREATE = 59, 60, 75  # ENUM_NSYS_EVENT_TYPE ids, stable across versions
-_PHASE = {"workspace": 1, "inputs": 2, "outputs": 3, "enqueue": 4}
+_PHASE = {name: code for name, code in SCOPE_PHASE_CODES.items() if code > 0}  # NVTX phase ranges
 _LAUNCH = re.compile(r"^(cuda|cu)(Launch|Memcpy|Memset|GraphLaunch)")
 _BATCH = 1 << 16
 

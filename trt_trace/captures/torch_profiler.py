@@ -22,11 +22,11 @@ import numpy as np
 
 from .chrome_stream import CHUNK_BYTES, ChromeStream
 from .join import JoinInput, join
-from .model import KERNEL, MEMCPY, MEMSET, CaptureCalls
+from .model import KERNEL, MEMCPY, MEMSET, SCOPE_PHASE_CODES, CaptureCalls
 
 SOURCE = "torch.profiler"
 SCOPE_PREFIX = "trt::"
-_PHASE = {"execute_engine": 0, "workspace": 1, "inputs": 2, "outputs": 3, "enqueue": 4}
+_PHASE = SCOPE_PHASE_CODES  # trt::<engine>::<phase> scopes
 _API_CATEGORIES = frozenset(("cuda_runtime", "cuda_driver", "runtime", "driver"))
 _DEVICE_KINDS = {"kernel": KERNEL, "gpu_memcpy": MEMCPY, "memcpy": MEMCPY, "gpu_memset": MEMSET, "memset": MEMSET}
 # API calls that put work on a device: a capture missing their activity says so (launches_unmatched).

@@ -10,6 +10,13 @@ its writer (`register_writer`). io/__init__.py imports the readers and writers, 
 this module finds trt_trace's own formats; trt_trace/__init__.py imports trt_trace/captures, whose
 readers register the kinds it reads but does not write.
 
+A format a session writes has its native writer in csrc/session, registered there under the same name by
+the file that implements it (csrc/session/trace_format.h); `native=True` says so here. Such a format needs
+no Python writer (json and perfetto have one too: the byte references the native writers are held to) and
+may have no reader (`reader=None`: the reading verbs then say, in one line, that trt_trace does not read it).
+A new one is its C++ file and its one `register(...)` line
+(docs/architecture.md#adding-a-host-phase-or-an-output-format).
+
 Input kinds that trt_trace reads but does not write (another tool's traces, e.g. torch.profiler's
 Chrome JSON or an Nsight Systems SQLite export) have no writer and a `sniff` that looks at the
 file's first bytes; `priority` orders the sniffs (a specific kind before the generic Chrome JSON it
@@ -52,10 +59,11 @@ class TraceFormat:
     name: str  # TRT_TRACE_FORMAT / --format value, and what readers report
     suffixes: tuple[str, ...]  # the file names it is written to (the first one is the usual)
     sniff: Callable[[bytes], bool]  # True where the file's first bytes are of this format
-    reader: type  # its reader: reader(path), then .read(visitor) (io/readers)
+    reader: type | None  # its reader: reader(path), then .read(visitor) (io/readers); None: not read back
     priority: int = 0  # higher sniffs first
     description: str = ""  # what a file of it is, in a sentence ("writing Chrome trace JSON")
     noun: str = "trace"  # a file of it, in "x is not a <noun> file"
+    native: bool = False  # a session writes it: the native writer has a format of this name (csrc/session)
 
     @property
     def writer(self) -> type | None:
@@ -97,13 +105,13 @@ def all_formats() -> list[TraceFormat]:
 
 
 def written() -> tuple[str, ...]:
-    """The formats a session can write (TRT_TRACE_FORMAT, `trt-trace run --format`)."""
-    return tuple(name for name in _REGISTRY if name in _WRITERS)
+    """The formats a session can write (TRT_TRACE_FORMAT, `trt-trace run --format`): the native writer's."""
+    return tuple(name for name, fmt in _REGISTRY.items() if fmt.native)
 
 
 def by_suffix(path: str) -> TraceFormat | None:
     for fmt in all_formats():
-        if fmt.writer is not None and path.endswith(fmt.suffixes):
+        if fmt.native and path.endswith(fmt.suffixes):
             return fmt
     return None
 

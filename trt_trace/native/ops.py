@@ -476,6 +476,11 @@ WRITER_COUNTS = ("records_drained", "events_written", "events_not_written", "byt
                  "created", "failed", "running", "records_held", "records_let_go", "dumps")
 
 
+def writer_formats() -> list[str]:
+    """The formats the native writer writes, as their files registered them (csrc/session/trace_format.h)."""
+    return [str(name) for name in _op("_writer_formats")()]
+
+
 def writer_status() -> dict[str, object]:
     counts, paths, error, in_use = _op("_writer_status")()
     status: dict[str, object] = dict(zip(WRITER_COUNTS, (int(c) for c in counts), strict=True))

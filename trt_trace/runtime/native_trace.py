@@ -7,7 +7,9 @@ session's control of it, nothing per event: it encodes the start metadata, hands
 to the session's one start op (start_session) and reads the thread's counts; the session's stop op
 builds the end record natively (csrc/session/session_control.h). The start metadata is encoded as each
 format holds it: JSON text (orjson), or a Perfetto instant's debug annotations
-(writers/perfetto_trace.metadata_annotations, the encoding of the Python writer). The flight recorder's
+(writers/perfetto_trace.metadata_annotations, the encoding of the Python writer); any other format gets the
+metadata object as JSON text and makes its own start of it (csrc/session/trace_format.h FormatStart). The
+formats are the native writer's, each registered by its own C++ file and in io/formats.py. The flight recorder's
 control (flight.NativeFlight) is this class with the thread in flight mode.
 
 It is both the session's writer (the counts of writers/trace_file.StreamedTrace) and its drainer
@@ -24,14 +26,13 @@ from typing import Any, Generic, TypeVar
 
 import orjson
 
+from ..io import formats
 from ..io.perfetto_protos import protos
 from ..io.writers import perfetto_trace
 from ..native import ops
 from ..schema.trace_format import METADATA_EVENT
 
 T = TypeVar("T")
-
-FORMATS = ("json", "perfetto")  # what the native writer writes (csrc/session/trace_format.h)
 
 _OS_ERROR = re.compile(r"\[Errno (\d+)\] ([^\n]*)")
 
@@ -68,9 +69,10 @@ class StatusField(Generic[T]):
 class NativeTrace:
     def __init__(self, path: str, lazy: bool = False, max_bytes: int = 0, split: bool = True,
                  fmt: str = "json") -> None:
-        """fmt: "json" or "perfetto" (the latter needs the `perfetto` package's protos: ImportError here)."""
-        if fmt not in FORMATS:
-            raise ValueError(f"the native writer writes json or perfetto, not {fmt!r}")
+        """fmt: a format of formats.written() ("perfetto" needs the `perfetto` package's protos: ImportError
+        here)."""
+        if fmt not in formats.written():
+            raise ValueError(f"the native writer writes {' or '.join(formats.written())}, not {fmt!r}")
         if fmt == "perfetto":
             protos()  # the start metadata is encoded with them: fail at start
         self.path = path
@@ -88,9 +90,15 @@ class NativeTrace:
 
     def begin(self, process_name: str, metadata: dict[str, Any]) -> None:
         """JSON: the array's first events (the process's name and the start metadata); Perfetto: the process
-        track's name and the start metadata instant's annotations (every part starts with them)."""
+        track's name and the start metadata instant's annotations (every part starts with them); another
+        format: the process's name and the metadata object."""
         if self.format == "json":
             self._head = process_head(self._pid, process_name, metadata)
+            return
+        if self.format != "perfetto":
+            self._head = orjson.dumps(metadata)
+            self._process_name = perfetto_trace._text(process_name)  # (valid UTF-8 for the op)
+            self._start_ns = int(metadata.get("monotonic_ns") or 0)
             return
         metadata = perfetto_trace.start_metadata(metadata)
         self._head = perfetto_trace.metadata_annotations(metadata)

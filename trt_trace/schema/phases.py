@@ -1,7 +1,10 @@
 """The phase list, once for Python (its C++ twin is csrc/common/phases.h; tests/test_phase_model.py and
 tests/test_ring_buffer.py check that the two agree): what a record's phase means, each phase's slice name,
 which are host phases, the durations tables report, the engine table's columns and the plot's colours are all
-derived from PHASES. A new phase is one row here and one in csrc/common/phases.h.
+derived from PHASES, and so are the readers' columns (io/readers/columns.py), the captures' phase codes
+(captures/model.py) and the values of the record kinds past the phases (LAYER_RECORD, INFERENCE_RECORD). A new
+host phase is one row here, one line in csrc/common/phases.h and where it begins in the call scope
+(csrc/hook/call_scope.h): docs/architecture.md#adding-a-host-phase-or-an-output-format.
 """
 
 from __future__ import annotations
@@ -31,17 +34,18 @@ PHASES = (
 )
 
 Phase = IntEnum("Phase", [(p.name, i) for i, p in enumerate(PHASES)], module=__name__, qualname="Phase")
-Phase.__doc__ = "Record.phase (csrc/common/phases.h). The four host phases partition each call."
+Phase.__doc__ = "Record.phase (csrc/common/phases.h). The host phases partition each call."
 Phase.slice_name = property(lambda self: PHASE_NAMES[self])  # type: ignore[attr-defined]
 
 # A record kind past the public phases (csrc/common/record.h Phase::kLayer): one layer of a call profiled per
 # layer (TRT_TRACE_LAYERS, docs/layers.md). It reaches the trace, but through a formatter of its own
 # (csrc/ops/layer_format.cpp) on tracks of its own (tracks.TrackBook.place_layers), never as a phase of a call
 # or a column of the table, so it is not in PHASES.
-LAYER_RECORD = 10
+# After the public phases come C++'s internal kinds (kGpuPending, kCallerWaitPending, kPhaseBounds), then this one.
+LAYER_RECORD = len(PHASES) + 3
 # Another (Phase::kInference): one whole inference (docs/inference.md), a package runner's call or a traced
 # module's forward, on a track of its calling thread; engine_id 0, `stream` its kind.
-INFERENCE_RECORD = 11
+INFERENCE_RECORD = LAYER_RECORD + 1
 
 # A record's slice name in both formats, by Phase.
 PHASE_NAMES = tuple(p.slice_name for p in PHASES)

@@ -12,9 +12,9 @@ _SHARED_FIELDS = [("engine_id", "<u4"), ("thread_id", "<u4"), ("phase", "u1"), (
 RECORD_KINDS: dict[str, list[tuple[str, str]]] = {
     # kCall .. kCallerWait: the spans a trace shows. C++ hands batches of these (and layers) over as raw bytes.
     "span": [("begin_ns", "<i8"), ("end_ns", "<i8"), ("call_id", "<u8"), *_SHARED_FIELDS, ("stream", "<u4")],
-    # kPhaseBounds: a call's inner phase boundaries (never leaves C++: the drain expands it).
-    "phase_bounds": [("inputs_begin_ns", "<i8"), ("outputs_begin_ns", "<i8"), ("enqueue_begin_ns", "<i8"),
-                     *_SHARED_FIELDS, ("unused", "<u4")],
+    # kPhaseBounds: up to three of a call's inner phase boundaries (never leaves C++: the drain expands it).
+    "phase_bounds": [("bound0_ns", "<i8"), ("bound1_ns", "<i8"), ("bound2_ns", "<i8"), *_SHARED_FIELDS,
+                     ("unused", "<u4")],
     # kGpuPending, kCallerWaitPending: a call's two CUDA events (never leave C++: the drain resolves them).
     "gpu_pending": [("start_event", "<u8"), ("stop_event", "<u8"), ("call_id", "<u8"), *_SHARED_FIELDS,
                     ("stream", "<u4")],

@@ -368,4 +368,4 @@ def sniff(head: bytes) -> bool:
 
 
 formats.register(formats.TraceFormat("json", (JSON_SUFFIX,), sniff, ChromeJsonReader, description="Chrome trace JSON",
-                                     noun="trace JSON"))
+                                     noun="trace JSON", native=True))

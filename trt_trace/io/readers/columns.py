@@ -21,12 +21,12 @@ SLICE_X, FLOW_START, FLOW_END = 0, 1, 2  # Slice.kind
 NATIVE, CONVERTED = 0, 1  # Slice.origin: parsed by the fast path, or converted from a dict (written as one)
 FLAG_FLOW_OUT, FLAG_FLOW_IN = 1 << 6, 1 << 7  # reader-only bits of Slice.flags (Perfetto launch flows)
 
-NS_COLUMNS = DURATIONS  # Call.ns: the call's total, its four host phases, its GPU span (-1: none)
+NS_COLUMNS = DURATIONS  # Call.ns: the call's total, its host phases, its GPU span (-1: none)
 CALL_DTYPE = np.dtype([
     ("begin_ns", "<i8"), ("ns", "<i8", (len(NS_COLUMNS),)), ("wait_ns", "<i8"), ("call_id", "<u8"), ("pid", "<u4"),
     ("engine_id", "<u4"), ("thread_id", "<u4"), ("device", "<u2"), ("flags", "u1"), ("pad", "u1"),
 ])
-assert CALL_DTYPE.itemsize == 88
+assert CALL_DTYPE.itemsize == 40 + 8 * len(NS_COLUMNS)  # read_types.h's static_assert; tt_layout() checks the rest
 
 # Call.flags
 CALL_ERROR, CALL_NESTED, CALL_CAPTURED, CALL_ON_CUDA, CALL_GPU_ENGINE_STREAM = 1, 2, 4, 8, 16

@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from ...schema.trace_format import CATEGORY, FLOW_NAME, PHASE_NAMES
+from ...schema.trace_format import CATEGORY, FLOW_NAME, GPU_PHASES, PHASE_NAMES
 from .chrome_json import ChromeJsonReader, Visitor
 from .columns import FLAG_FLOW_IN, FLAG_FLOW_OUT, FLOW_END, FLOW_START, NATIVE
 from .opening import open_reader
@@ -51,7 +51,7 @@ def slice_dicts(row: np.void, engine: str) -> list[dict[str, Any]]:
                             "thread": int(row["thread_id"])}
     if int(row["device"]) != 0xFFFF:
         args["device"] = int(row["device"])
-    if phase in (5, 6):
+    if phase in GPU_PHASES:
         args["stream"] = int(row["stream"])
     for bit, name in ((1, "error"), (2, "nested"), (4, "captured"), (8, "engine_stream")):
         if flags & bit:

@@ -10,6 +10,7 @@ from functools import cache
 import numpy as np
 
 from ...native._library import PACKAGE_DIR
+from ...schema.phases import STATS_COLUMNS
 from .columns import CALL_DTYPE, SLICE_DTYPE, layout
 
 _i64, _u64, _i32, _u32, _ptr = ctypes.c_int64, ctypes.c_uint64, ctypes.c_int32, ctypes.c_uint32, ctypes.c_void_p
@@ -149,7 +150,7 @@ def slice_facts(slices: np.ndarray) -> tuple[int | None, np.ndarray]:
         cap = n
 
 
-GROUP_STATS = 10  # tt_call_groups' stats columns: STATS_COLUMNS, the last (gpu_sampled_out) counted always
+GROUP_STATS = len(STATS_COLUMNS)  # tt_call_groups' stats columns, the last (gpu_sampled_out) counted always
 
 
 def call_groups(calls: np.ndarray, columns: tuple[int, ...]) -> tuple[list[int], np.ndarray, list[list[np.ndarray]]]:

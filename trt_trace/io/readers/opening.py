@@ -28,6 +28,8 @@ def open_reader(path: str) -> Any:
         kind = named.noun if named else "trace"
         hint = "" if named else " (neither Chrome JSON nor Perfetto)"
         raise TraceFileError(f"{path} is not a {kind} file{hint}")
+    if fmt.reader is None:
+        raise TraceFileError(f"{path} is a {fmt.name} file, which trt_trace writes but does not read back")
     return fmt.reader(path)
 
 

@@ -336,6 +336,6 @@ def sniff(head: bytes) -> bool:
 
 
 formats.register(formats.TraceFormat("perfetto", PERFETTO_SUFFIXES, sniff, PerfettoReader,
-                                     description="a Perfetto protobuf trace", noun="Perfetto trace"))
+                                     description="a Perfetto protobuf trace", noun="Perfetto trace", native=True))
 
 __all__ = ["PerfettoReader", "annotation_value", "sniff"]
