@@ -11,6 +11,7 @@ import math
 import numpy as np
 import pytest
 
+from trt_trace.io.readers import EventsReader, Visitor
 from trt_trace.io.readers.columns import CONVERTED, FLOW_END, FLOW_START, SLICE_X
 from trt_trace.io.readers.events import (
     MAX_NS,
@@ -137,3 +138,14 @@ def test_rows_become_converted_slices():
         [77, 0], [1, 0], [3, 3], [8, 8])
     assert len(to_slices([])) == 0 and to_slices([]).dtype == out.dtype
     assert np.array_equal(to_slices(rows[:1]), out[:1])
+
+
+def test_an_engines_name_is_its_first_call_slices_not_a_phases_or_a_flows():
+    """Read as dicts (the general path): engine 1's name comes from its first execute_engine slice, not
+    from a phase before it nor from a later call; a flow names no engine."""
+    events = [dict(_phase("inputs", engine="from_a_phase"), pid=7), dict(_phase("execute_engine"), pid=7),
+              dict(_phase("execute_engine", call_id=6, engine="later"), pid=7),
+              {"ph": "s", "cat": CATEGORY, "name": FLOW_NAME, "id": 5, "ts": 3.0, "pid": 7, "tid": 6}]
+    events[1]["args"]["engine"] = "resnet"
+    info = EventsReader(events).read(Visitor())
+    assert info.process(7).engines == {2: "resnet"}

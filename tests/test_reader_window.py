@@ -65,6 +65,8 @@ def test_skip_first_of_exactly_as_many_calls_as_there_are_keeps_none():
     filt = _WindowFilter(Window(skip_first=3), None, TraceInfo("t", "json"))
     assert _ids(filt(_calls((1, 1, 1, 10), (1, 1, 2, 20), (1, 1, 3, 30)))) == []
     assert _ids(filt(_calls((1, 1, 4, 40)))) == [4]
+    one = _WindowFilter(Window(skip_first=1), None, TraceInfo("t", "json"))
+    assert _ids(one(_calls((1, 1, 7, 70), (1, 1, 6, 60)))) == [7]
 
 
 def test_a_timed_window_is_from_inclusive_to_exclusive_after_the_origin():
