@@ -158,15 +158,48 @@ def test_a_document_on_one_line_with_invalid_utf8_is_read_repaired(tmp_path):
 
 
 def test_a_line_with_invalid_utf8_is_read_repaired_and_a_line_that_is_no_json_is_refused(tmp_path):
-    """One event per line: a process name cut inside a character (one bad byte) is replaced and
-    counted; a line that is not JSON at all is not "repaired" into one, it is refused."""
+    """One event per line: a process name cut inside a character (one bad byte), in the first 64 KiB
+    or after them (read by the line reader itself, not the layout check), is replaced and counted; a
+    line that is not JSON at all is not "repaired" into one, it is refused."""
     event = b'{"ph": "X", "cat": "trt_trace", "name": "execute_engine", "ts": 1.0, "dur": 5.0, "pid": 1, "tid": 1, ' \
             b'"args": {"call_id": 1, "engine_id": 1, "engine": "e"}},'
+    other = b'{"ph": "X", "cat": "other", "name": "x", "ts": 1.0, "dur": 1.0, "pid": 1, "tid": 1},'
     name = b'{"ph": "M", "name": "process_name", "pid": 1, "tid": 0, "args": {"name": "sy\x80thetic"}},'
     path = tmp_path / "lines.json"
-    path.write_bytes(b"[\n" + event + b"\n" + name + b"\n" + event[:-1] + b"\n]\n")
-    info = cj.ChromeJsonReader(str(path)).read(Visitor())
-    assert (info.bad_utf8, info.process(1).label, info.slices) == (1, "sy\ufffdthetic", 2)
+    for before in (b"", (other + b"\n") * (70_000 // len(other))):
+        path.write_bytes(b"[\n" + before + event + b"\n" + name + b"\n" + event[:-1] + b"\n]\n")
+        info = cj.ChromeJsonReader(str(path)).read(Visitor())
+        assert (info.bad_utf8, info.process(1).label, info.slices) == (1, "sy\ufffdthetic", 2)
     path.write_bytes(b"[\n" + event + b"\n" + name.replace(b'"pid"', b"pid") + b"\n" + event[:-1] + b"\n]\n")
     with pytest.raises(TraceFileError, match="not a trace JSON file"):
         cj.ChromeJsonReader(str(path)).read(Visitor())
+
+
+def test_a_varint_cut_by_the_end_of_what_was_read_is_not_read_past_it():
+    """A packet's length prefix cut by a read: None (read on), never the bytes after `end`."""
+    assert pf._varint(bytearray(b"\x96\x01"), 0, 2) == (150, 2)
+    assert pf._varint(bytearray(b"\x96\x01"), 0, 1) is None  # the next byte lies past the end
+    assert pf._varint(bytearray(b"\x05\x96\x01\x07"), 1, 3) == (150, 3)
+    assert pf._varint(bytearray(b"\x80" * 10 + b"\x01"), 0, 11) is None  # longer than 64 bits
+    assert pf._varint(bytearray(b"\xff" * 9 + b"\x01"), 0, 10) == ((1 << 64) - 1, 10)
+
+
+def test_both_formats_hand_out_the_same_slices_threads_included(tmp_path):
+    """The same records through the JSON and the Perfetto writer: every call's and phase's slice read
+    back with its thread (the Perfetto reader's track -> tid table) as JSON gives it."""
+    class Rows(Visitor):
+        def __init__(self) -> None:
+            self.rows: list[tuple] = []
+
+        def slices(self, slices, buf) -> None:
+            x = slices[slices["kind"] == SLICE_X]
+            self.rows += zip(x["call_id"].tolist(), x["phase"].tolist(), x["begin_ns"].tolist(), x["tid"].tolist(),
+                             strict=True)
+
+    got = {}
+    for suffix in (".json", ".pftrace"):
+        rows = Rows()
+        reader = cj.ChromeJsonReader if suffix == ".json" else pf.PerfettoReader
+        reader(str(_write(tmp_path / f"t{suffix}"))).read(rows)
+        got[suffix] = sorted(rows.rows)
+    assert got[".json"] == got[".pftrace"] and len({r[3] for r in got[".json"]}) > 2

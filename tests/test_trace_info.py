@@ -126,6 +126,9 @@ def test_a_read_counts_the_files_bytes_and_slices(tmp_path, suffix):
     path = engines_trace(tmp_path / f"t{suffix}", {"e": np.full(3, 10_000)})
     info = open_reader(str(path)).read(Visitor())
     assert info.bytes_read == path.stat().st_size and info.slices == 3 * 5 and info.malformed == 0
+    # The start and end metadata (JSON M events, Perfetto instants) are read: the trace is closed.
+    assert info.ended == CLOSED and info.last_metadata["ended"] == CLOSED
+    assert [m.get("ended") for p in info.processes.values() for m in p.metas] == [None, CLOSED]
 
 
 def test_json_without_a_trace_event_is_no_trace_and_one_event_is_one(tmp_path):
