@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 from synthetic_traces import GAP_NS, call_rows, engine_calls, engines_trace, write_trace
 
+from trt_trace.analysis import diff as diff_module
 from trt_trace.analysis.diff import ALPHA, FASTER, MIN_CHANGE_NS, SAME, SLOWER, diff_files, format_diff, to_json
 from trt_trace.io.readers import TraceFileError, Window
 
@@ -194,23 +195,18 @@ def test_a_phase_of_one_ns_in_the_base_has_a_relative_change(tmp_path):
     assert outputs.p50_change_pct == 200.0
 
 
-def test_a_p_value_equal_to_the_per_test_alpha_is_not_below_it(tmp_path):
-    """The p-value must be *below* alpha / tests: an alpha that makes the per-test level the call's
-    p-value exactly leaves the call `same`; the next float above it makes it SLOWER."""
-    base = engines_trace(tmp_path / "base.json", {"e": np.arange(20_000, 20_000 + CALLS * 10, 10)})
-    new = engines_trace(tmp_path / "new.json", {"e": np.arange(40_000, 40_000 + CALLS * 10, 10)})
-    first = diff_files(str(base), str(new))
-    p, tests = _call(first, "e").p_value, round(ALPHA / first.alpha)
-    assert _call(first, "e").verdict == SLOWER and 0 < p < first.alpha
-    alpha = p * tests
-    for _ in range(8):  # the alpha whose division by the number of tests gives p exactly
-        if alpha / tests == p:
-            break
-        alpha = float(np.nextafter(alpha, np.inf if alpha / tests < p else -np.inf))
-    assert alpha / tests == p
-    at = diff_files(str(base), str(new), alpha=alpha)
-    assert at.alpha == p and _call(at, "e").verdict == SAME and at.regressions == []
-    above = diff_files(str(base), str(new), alpha=float(np.nextafter(alpha, np.inf)))
+def test_a_p_value_equal_to_the_per_test_alpha_is_not_below_it(tmp_path, monkeypatch):
+    """The p-value must be *below* alpha / tests. Every test's p-value is made 2**-20 here (the U test
+    itself is checked in tests/test_mann_whitney.py), so that alpha = 5 * 2**-20 over the engine's five
+    tests is that p-value exactly: the call stays `same`; the next float above alpha makes it SLOWER."""
+    p = 2.0**-20
+    monkeypatch.setattr(diff_module, "mann_whitney_p", lambda *counts: p)
+    base = engines_trace(tmp_path / "base.json", {"e": _flat(20_000)})
+    new = engines_trace(tmp_path / "new.json", {"e": _flat(40_000)})
+    at = diff_files(str(base), str(new), alpha=5 * p)
+    assert at.alpha == p and _call(at, "e").p_value == p
+    assert _call(at, "e").verdict == SAME and at.regressions == []
+    above = diff_files(str(base), str(new), alpha=float(np.nextafter(5 * p, np.inf)))
     assert above.alpha > p and _call(above, "e").verdict == SLOWER
 
 
