@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 from synthetic_traces import GAP_NS, call_rows, engine_calls, engines_trace, write_trace
 
+from trt_trace.analysis import diff as diff_module
 from trt_trace.analysis.diff import ALPHA, FASTER, MIN_CHANGE_NS, SAME, SLOWER, diff_files, format_diff, to_json
 from trt_trace.io.readers import TraceFileError, Window
 
@@ -178,3 +179,43 @@ def test_a_phase_of_zero_ns_in_the_base_has_no_relative_change(tmp_path):
     assert (outputs.base.p50_ns, outputs.new.p50_ns) == (0, 2_000)
     assert outputs.p50_change_pct is None and outputs.verdict == SAME and outputs.p_value is not None
     assert diff.engines[0].durations[0].p50_change_pct == 100.0 * 2_000 / 23_000  # the call's own
+
+
+def test_a_phase_of_one_ns_in_the_base_has_a_relative_change(tmp_path):
+    """The smallest positive base p50 (1 ns, its outputs phase) still gives a percentage: only 0 has none."""
+    def trace(path: Path, outputs_ns: int) -> str:
+        rows = []
+        for k in range(CALLS):
+            rows += call_rows(k + 1, 1, 10**9 + k * GAP_NS, [1_000, 2_000, outputs_ns, 20_000])
+        return str(write_trace(path, rows, ["", "z"], end={}))
+
+    diff = diff_files(trace(tmp_path / "base.json", 1), trace(tmp_path / "new.json", 3))
+    outputs = next(d for d in diff.engines[0].durations if d.duration == "outputs")
+    assert (outputs.base.p50_ns, outputs.new.p50_ns) == (1, 3)
+    assert outputs.p50_change_pct == 200.0
+
+
+def test_a_p_value_equal_to_the_per_test_alpha_is_not_below_it(tmp_path, monkeypatch):
+    """The p-value must be *below* alpha / tests. Every test's p-value is made 2**-20 here (the U test
+    itself is checked in tests/test_mann_whitney.py), so that alpha = 5 * 2**-20 over the engine's five
+    tests is that p-value exactly: the call stays `same`; the next float above alpha makes it SLOWER."""
+    p = 2.0**-20
+    monkeypatch.setattr(diff_module, "mann_whitney_p", lambda *counts: p)
+    base = engines_trace(tmp_path / "base.json", {"e": _flat(20_000)})
+    new = engines_trace(tmp_path / "new.json", {"e": _flat(40_000)})
+    at = diff_files(str(base), str(new), alpha=5 * p)
+    assert at.alpha == p and _call(at, "e").p_value == p
+    assert _call(at, "e").verdict == SAME and at.regressions == []
+    above = diff_files(str(base), str(new), alpha=float(np.nextafter(5 * p, np.inf)))
+    assert above.alpha > p and _call(above, "e").verdict == SLOWER
+
+
+def test_the_change_of_an_engine_in_one_trace_is_its_total_to_the_nanosecond(tmp_path):
+    """The Δ total of an engine in one trace only is its total, counted from exactly 0: 1.5 µs prints
+    as 0.002 ms, where 1 ns less (1.499 µs) would print 0.001."""
+    base = engines_trace(tmp_path / "base.json", {"kept": _flat(10_000), "gone": _flat(500, 3)})
+    new = engines_trace(tmp_path / "new.json", {"kept": _flat(10_000), "added": _flat(500, 3)})
+    lines = format_diff(diff_files(str(base), str(new))).splitlines()
+    gone = next(ln for ln in lines if ln.startswith("gone ")).split()
+    added = next(ln for ln in lines if ln.startswith("added ")).split()
+    assert gone[3:5] == ["0.002/-", "-0.002"] and added[3:5] == ["-/0.002", "+0.002"]

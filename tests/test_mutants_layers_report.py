@@ -13,14 +13,16 @@ import pytest
 
 from trt_trace.analysis.layers_report import (
     LayerCalls,
+    LayerOptions,
     format_tables,
     layer_tables,
     layers_report,
+    layers_text,
     notes_of,
     tables_json,
 )
 from trt_trace.io.readers import TraceFileError, Window
-from trt_trace.schema.trace_format import CATEGORY, LAYER_CATEGORY
+from trt_trace.schema.trace_format import CATEGORY, LAYER_CATEGORY, METADATA_EVENT
 
 PHASES = (("workspace", 10.0), ("inputs", 10.0), ("outputs", 10.0), ("enqueue", 70.0))
 
@@ -184,3 +186,121 @@ def test_two_processes_name_their_process_in_the_text():
     assert heads == ["pid 7: e: 1 profiled call, 1 layer", "pid 8: e: 1 profiled call, 1 layer"]
     (one,) = tables(events[: len(call(1, None)) * 2 + 1])
     assert format_tables([one]).splitlines()[0] == "e: 1 profiled call, 1 layer"
+
+
+def _metadata(pid: int, args: dict[str, Any]) -> dict[str, Any]:
+    return {"ph": "M", "name": METADATA_EVENT, "pid": pid, "tid": 0, "args": args}
+
+
+def test_an_engine_the_report_names_without_a_profiled_call_has_no_figures():
+    """The end metadata's layers report names two engines that have no layer slice: each gets a table
+    of its own with every count 0 and every figure -1 (none), its note, and no cut-short or window line."""
+    report = {"engines": [{"engine_id": 1, "engine": "e", "note": ""},
+                          {"engine_id": 2, "engine": "never", "note": "not profiled"},
+                          {"engine_id": 3, "engine": "quiet", "note": ""}]}
+    events = call(1, 45.0) + call(2, 50.0, {"a": 30.0}) + [_metadata(7, {"ended": "closed", "layers": report})]
+    c = LayerCalls.from_events(events)
+    e, never, quiet = layer_tables(c)
+    assert (e.engine, e.profiled_calls, e.gpu_calls) == ("e", 1, 1)
+    doc = {t["engine"]: t for t in tables_json([e, never, quiet], c)["engines"]}
+    for name, note in (("never", "not profiled"), ("quiet", "")):
+        assert doc[name] == {"process": "pid 7", "engine": name, "engine_id": 3 if name == "quiet" else 2,
+                             "profiled_calls": 0, "partial_calls": 0, "outside_window": 0, "layers": [],
+                             "layers_left_out": 0, "layers_sum_p50_ns": -1, "gpu_p50_ns": -1, "gpu_calls": 0,
+                             "layers_vs_gpu": None, "unprofiled_gpu_p50_ns": -1, "enqueue_p50_ns": -1, "note": note}
+    assert format_tables([never, quiet]) == "never: no per-layer timing (not profiled)\n\nquiet: no per-layer timing\n"
+
+
+def test_the_last_profiled_call_cut_short_or_outside_the_window_is_left_out():
+    """The profiled call with the highest call id is the one left out (its key past every kept one):
+    cut inside (no enqueue phase), or begun after the window's end."""
+    cut = [e for e in call(3, None, {"a": 31.0}) if e["name"] != "enqueue"]
+    (t,) = tables(call(1, None) + call(2, None, {"a": 30.0}) + cut)
+    assert (t.profiled_calls, t.partial_calls, t.outside_window, t.rows[0].total_ns) == (1, 1, 0, 30_000)
+    events = call(1, None) + call(2, None, {"a": 30.0}) + call(3, None, {"a": 31.0})
+    (w,) = tables(events, Window(to_s=0.0015))  # calls 1 and 2 begin 0 and 1 ms after the first slice
+    assert (w.profiled_calls, w.partial_calls, w.outside_window, w.rows[0].total_ns) == (1, 0, 1, 30_000)
+
+
+def test_layers_report_cuts_names_at_72_columns_by_default(tmp_path):
+    """`trt-trace layers` without --width: a name of 73 characters is cut to 72, one of 72 is whole."""
+    long, exact = "L" * 36 + "X" + "R" * 36, "M" * 72
+    path = tmp_path / "t.json"
+    events = call(1, None) + call(2, None, {long: 30.0, exact: 20.0})
+    path.write_bytes(b"[\n" + b",\n".join(orjson.dumps(e) for e in events) + b"\n]\n")
+    text, _ = layers_report(str(path))
+    shown = [ln[2:].split("  ")[0] for ln in text.splitlines()[2:4]]
+    assert shown == ["L" * 36 + "…" + "R" * 35, exact]
+
+
+def test_an_engine_without_a_gpu_span_has_no_layers_to_gpu_ratio():
+    """Profiled calls without a GPU span (a CPU engine, GPU timing off): no ratio in --json (not the
+    layers' sum over the -1 that stands for no span), and the text gives the enqueue phase instead."""
+    (t,) = tables(call(1, None) + call(2, None, {"a": 30.0}) + call(3, None, {"a": 40.0}))
+    assert (t.sum_p50_ns, t.gpu_p50_ns, t.gpu_calls, t.enqueue_p50_ns) == (30_000, -1, 0, 70_000)
+    assert t.layers_vs_gpu is None and tables_json([t])["engines"][0]["layers_vs_gpu"] is None
+    assert format_tables([t]).splitlines()[3] == (
+        "  layers' sum per call p50 30.0 us; no GPU span for these calls (a CPU engine, or GPU timing off); "
+        "their enqueue phase p50 70.0 us")
+
+
+def test_spans_and_phases_of_zero_ns_are_figures_not_missing():
+    """A GPU span of 0 ns and an enqueue phase of 0 ns are measured lengths (only -1 is none), and a
+    layers' sum of 0 ns prints as 0.0 us: no ratio over a 0-ns span (no division by zero), no '-'."""
+    events = call(1, 0.0) + call(2, 0.0, {"a": 0.0})
+    (t,) = tables(events)
+    assert (t.profiled_calls, t.sum_p50_ns, t.gpu_p50_ns, t.gpu_calls, t.unprofiled_gpu_p50_ns) == (1, 0, 0, 1, 0)
+    assert t.layers_vs_gpu is None
+    assert format_tables([t]).splitlines()[3] == (
+        "  layers' sum per call p50 0.0 us; GPU span of the same calls p50 0.0 us (layers / GPU -); unprofiled "
+        "calls' GPU span p50 0.0 us")
+    # A call of 30 µs whose enqueue phase (its last) is 0 ns long.
+    no_enqueue = [dict(e, dur={"enqueue": 0.0, "execute_engine": 30.0}.get(e["name"], e["dur"]))
+                  for e in call(2, None, {"a": 5.0})]
+    (cpu,) = tables(call(1, None) + no_enqueue)
+    assert (cpu.profiled_calls, cpu.gpu_p50_ns, cpu.enqueue_p50_ns) == (1, -1, 0)
+    assert format_tables([cpu]).splitlines()[3].endswith("their enqueue phase p50 0.0 us")
+    # Layers of 0 ns in all against a GPU span: a ratio of 0, not none.
+    (zero,) = tables(call(1, None) + call(2, 50.0, {"a": 0.0}))
+    assert (zero.sum_p50_ns, zero.gpu_p50_ns, zero.layers_vs_gpu) == (0, 50_000, 0.0)
+    assert "  note: the layers cover only 0% of the GPU span" in format_tables([zero])
+    (one_ns,) = tables(call(1, None) + call(2, 0.001, {"a": 0.0}))  # the shortest GPU span there is: 1 ns
+    assert (one_ns.gpu_p50_ns, one_ns.layers_vs_gpu) == (1, 0.0)
+
+
+def test_csv_and_the_demos_text_carry_the_end_notes(tmp_path):
+    """layers_report as CSV: the end notes, then what --top left out, for stderr; layers_text (the
+    demo's): the text with the end notes after it, and JSON alone."""
+    path = tmp_path / "t.json"
+    events = call(1, None) + call(2, None, {"a": 30.0, "b": 5.0})
+    path.write_bytes(b"[\n" + b",\n".join(orjson.dumps(e) for e in events) + b"\n]\n")  # no end: cut short
+    cut = f"{path} was cut short: no end record (process killed?)"
+    text, notes = layers_report(str(path), options=LayerOptions(format="csv", top=1))
+    assert text.splitlines()[1] == "pid 7,e,1,a,1,30000,85.7143,30000,30000.0,30000"  # share: 4 decimals
+    assert notes == [cut, "e: 1 more layer not shown: --top 1"]
+    plain = layers_text(str(path))
+    assert plain.startswith("e: 1 profiled call, 2 layers\n") and plain.endswith(f"\n{cut}\n")
+    assert layers_text(str(path), json=True) == layers_report(str(path), json=True)[0]
+
+
+def test_a_layer_slice_without_a_length_is_a_layer_of_0_ns():
+    events = call(1, None) + call(2, None, {"a": 30.0, "b": 5.0})
+    del events[-1]["dur"]
+    (t,) = tables(events)
+    assert [(r.layer, r.total_ns) for r in t.rows] == [("a", 30_000), ("b", 0)] and t.profiled_calls == 1
+
+
+def test_engines_are_listed_by_their_processs_place_in_the_file_then_by_engine_id():
+    """pid 8 comes first in the file with engine 2, pid 7 after it with engine 1: pid 8's table first."""
+    events = call(1, None, pid=8, engine="p8", engine_id=2) + call(2, None, {"a": 1.0}, pid=8, engine="p8", engine_id=2)
+    events += call(11, None, pid=7, engine="p7") + call(12, None, {"a": 1.0}, pid=7, engine="p7")
+    events += call(21, None, pid=7, engine="p7b", engine_id=3) + call(22, None, {"a": 1.0}, pid=7, engine="p7b",
+                                                                          engine_id=3)
+    assert [(t.process, t.engine) for t in tables(events)] == [("pid 8", "p8"), ("pid 7", "p7"), ("pid 7", "p7b")]
+
+
+def test_the_text_tables_figures_are_in_ms_and_us():
+    (t,) = tables(call(1, None) + call(2, None, {"a": 500.0, "b": 1.0}) + call(3, None, {"a": 600.0, "b": 1.0}))
+    rows = [ln.split() for ln in format_tables([t]).splitlines()[2:4]]
+    assert rows == [["a", "2", "1.100", "99.8", "500.0", "550.0", "600.0"],
+                    ["b", "2", "0.002", "0.2", "1.0", "1.0", "1.0"]]

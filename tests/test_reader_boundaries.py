@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from test_gpu_tracks import call_records
 
-from trt_trace.io.readers import Visitor, native
+from trt_trace.io.readers import TraceFileError, Visitor, native
 from trt_trace.io.readers import chrome_json as cj
 from trt_trace.io.readers import perfetto as pf
 from trt_trace.io.readers.columns import SLICE_DTYPE, SLICE_X
@@ -120,3 +120,86 @@ def test_a_json_line_cut_at_any_byte_is_left_for_the_next_block(tmp_path):
         assert used == cut, cut
         assert len(slices) + len(odd) == n + (cut > whole_lines), cut
         assert slices.tobytes() == all_slices[: len(slices)].tobytes(), cut  # a cut event is never ours
+
+
+def test_the_layout_is_told_by_the_first_64_kib_and_a_bad_line_after_them_names_itself(tmp_path):
+    """A file whose first 64 KiB are whole event lines is read line by line (the fast path): a line
+    that is not JSON further on (here at about 100 KB) is named in the error, not the whole file."""
+    event = b'{"ph": "X", "cat": "other", "name": "x", "ts": 1.0, "dur": 1.0, "pid": 1, "tid": 1},'
+    lines = [event] * (100_000 // len(event))
+    path = tmp_path / "t.json"
+    path.write_bytes(b"[\n" + b"\n".join([*lines, b'{"ph": "X", "name": broken},', event[:-1]]) + b"\n]\n")
+    assert (1 << 16) < path.read_bytes().index(b"broken") < (1 << 17)
+    with pytest.raises(TraceFileError, match=r"an event is not JSON \(b'\{\"ph\": \"X\", \"name\": broken\},'"):
+        cj.ChromeJsonReader(str(path)).read(Visitor())
+
+
+def test_a_document_on_one_line_cut_short_keeps_its_whole_events(tmp_path):
+    """Another tool's layout (the array on one line), cut inside its last event: the events before the
+    cut are read, the array is not closed."""
+    event = b'{"ph": "X", "cat": "trt_trace", "name": "execute_engine", "ts": %d.0, "dur": 5.0, "pid": 1, ' \
+            b'"tid": 1, "args": {"call_id": %d, "engine_id": 1}}'
+    whole = b"[" + b",".join(event % (10 * k, k) for k in range(1, 6)) + b"]"
+    path = tmp_path / "one_line.json"
+    path.write_bytes(whole[: whole.rindex(b'"dur"')])  # cut inside the fifth event
+    info = cj.ChromeJsonReader(str(path)).read(Visitor())
+    assert (info.slices, info.array_closed, info.ended, info.malformed) == (4, False, "cut short", 0)
+
+
+def test_a_document_on_one_line_with_invalid_utf8_is_read_repaired(tmp_path):
+    """The one-line layout goes through orjson whole: an engine name cut inside a character (one bad
+    byte) is replaced and counted, and the events are read."""
+    doc = (b'[{"ph": "X", "cat": "trt_trace", "name": "execute_engine", "ts": 1.0, "dur": 5.0, "pid": 1, "tid": 1, '
+           b'"args": {"call_id": 1, "engine_id": 1, "engine": "res\xffnet"}}]')
+    path = tmp_path / "bad_utf8.json"
+    path.write_bytes(doc)
+    info = cj.ChromeJsonReader(str(path)).read(Visitor())
+    assert (info.slices, info.bad_utf8, info.array_closed, info.process(1).engines) == (1, 1, True, {1: "res\ufffdnet"})
+
+
+def test_a_line_with_invalid_utf8_is_read_repaired_and_a_line_that_is_no_json_is_refused(tmp_path):
+    """One event per line: a process name cut inside a character (one bad byte), in the first 64 KiB
+    or after them (read by the line reader itself, not the layout check), is replaced and counted; a
+    line that is not JSON at all is not "repaired" into one, it is refused."""
+    event = b'{"ph": "X", "cat": "trt_trace", "name": "execute_engine", "ts": 1.0, "dur": 5.0, "pid": 1, "tid": 1, ' \
+            b'"args": {"call_id": 1, "engine_id": 1, "engine": "e"}},'
+    other = b'{"ph": "X", "cat": "other", "name": "x", "ts": 1.0, "dur": 1.0, "pid": 1, "tid": 1},'
+    name = b'{"ph": "M", "name": "process_name", "pid": 1, "tid": 0, "args": {"name": "sy\x80thetic"}},'
+    path = tmp_path / "lines.json"
+    for before in (b"", (other + b"\n") * (70_000 // len(other))):
+        path.write_bytes(b"[\n" + before + event + b"\n" + name + b"\n" + event[:-1] + b"\n]\n")
+        info = cj.ChromeJsonReader(str(path)).read(Visitor())
+        assert (info.bad_utf8, info.process(1).label, info.slices) == (1, "sy\ufffdthetic", 2)
+    path.write_bytes(b"[\n" + event + b"\n" + name.replace(b'"pid"', b"pid") + b"\n" + event[:-1] + b"\n]\n")
+    with pytest.raises(TraceFileError, match="not a trace JSON file"):
+        cj.ChromeJsonReader(str(path)).read(Visitor())
+
+
+def test_a_varint_cut_by_the_end_of_what_was_read_is_not_read_past_it():
+    """A packet's length prefix cut by a read: None (read on), never the bytes after `end`."""
+    assert pf._varint(bytearray(b"\x96\x01"), 0, 2) == (150, 2)
+    assert pf._varint(bytearray(b"\x96\x01"), 0, 1) is None  # the next byte lies past the end
+    assert pf._varint(bytearray(b"\x05\x96\x01\x07"), 1, 3) == (150, 3)
+    assert pf._varint(bytearray(b"\x80" * 10 + b"\x01"), 0, 11) is None  # longer than 64 bits
+    assert pf._varint(bytearray(b"\xff" * 9 + b"\x01"), 0, 10) == ((1 << 64) - 1, 10)
+
+
+def test_both_formats_hand_out_the_same_slices_threads_included(tmp_path):
+    """The same records through the JSON and the Perfetto writer: every call's and phase's slice read
+    back with its thread (the Perfetto reader's track -> tid table) as JSON gives it."""
+    class Rows(Visitor):
+        def __init__(self) -> None:
+            self.rows: list[tuple] = []
+
+        def slices(self, slices, buf) -> None:
+            x = slices[slices["kind"] == SLICE_X]
+            self.rows += zip(x["call_id"].tolist(), x["phase"].tolist(), x["begin_ns"].tolist(), x["tid"].tolist(),
+                             strict=True)
+
+    got = {}
+    for suffix in (".json", ".pftrace"):
+        rows = Rows()
+        reader = cj.ChromeJsonReader if suffix == ".json" else pf.PerfettoReader
+        reader(str(_write(tmp_path / f"t{suffix}"))).read(rows)
+        got[suffix] = sorted(rows.rows)
+    assert got[".json"] == got[".pftrace"] and len({r[3] for r in got[".json"]}) > 2
