@@ -210,7 +210,7 @@ def instrument(cls: type, call_method: str) -> bool:
         return False
     entry = python_calls.entry()
     begin, mark, end = entry.begin, entry.mark, entry.end
-    layers_open, close_layers = entry.layers_open, python_calls.close_layers
+    layers_open, layers_close, close_layers = entry.layers_open, entry.layers_close, python_calls.close_layers
     ids = _ids
 
     call = getattr(cls, call_method)
@@ -238,7 +238,9 @@ def instrument(cls: type, call_method: str) -> bool:
             if decision != NO_LAYERS:
                 if profiler is not None:
                     _detach(context, profiler)
-                close_layers(RAISED if profiler is not None else NOT_PROFILED_AFTER_ALL, note, None, info)
+                    close_layers(RAISED, "", None, info)
+                else:
+                    layers_close(NOT_PROFILED_AFTER_ALL, note.encode() if note else None, None, None, 0, None)
             raise
         if handle:
             end(handle, 0)
@@ -246,8 +248,8 @@ def instrument(cls: type, call_method: str) -> bool:
         if decision != NO_LAYERS:
             if profiler is not None:
                 close_layers(RETURNED, "", _detach(context, profiler), info)
-            else:
-                close_layers(NOT_PROFILED_AFTER_ALL, note)
+            else:  # the usual case (after the window): straight to C, nothing to convert
+                layers_close(NOT_PROFILED_AFTER_ALL, note.encode() if note else None, None, None, 0, None)
         return out
 
     def traced_call(self: Any, *args: Any, **kwargs: Any) -> Any:
