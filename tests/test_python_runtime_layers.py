@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import json
 import subprocess
+import sys
 import threading
+import types
 from pathlib import Path
 
 import pytest
@@ -153,6 +155,32 @@ def test_the_users_own_profiler_stays_and_the_window_says_why(tmp_path, capsys):
     assert row["profiled_calls"] == 0 and "a profiler of the user's is on its execution context" in row["note"]
     assert module.context.profiler is mine and module.profiling_enabled
     assert capsys.readouterr().out.count(f"{NAMES[0]}: ") == 4  # the user's profiler printed every call
+
+
+def test_the_runtimes_cuda_graph_mode_ends_the_window_unprofiled(tmp_path, monkeypatch):
+    # Torch-TensorRT's switch, as its runtime package answers it (the stand-in's package has none).
+    monkeypatch.setitem(sys.modules, "torch_tensorrt.runtime", types.SimpleNamespace(get_cudagraphs_mode=lambda: True))
+    module = PythonTorchTensorRTModule("py_cudagraphs", layers=LAYERS)
+    path = str(tmp_path / "t.json")
+    with trt_trace.tracing(path, layers=2):
+        for _ in range(4):
+            module(torch.ones(4))
+    _, layers, _, report = trace_of(path)
+    (row,) = report["engines"]
+    assert layers == {} and module.engine.reported == [] and row["profiled_calls"] == 0
+    assert "CUDA graph mode" in row["note"]
+
+
+def test_calls_under_torch_profiler_are_still_profiled(tmp_path):
+    # The C++ runtime's profiled steps fail under torch.profiler (its RecordProfile); the Python runtime's
+    # calls with trt_trace's profiler do not use it.
+    engine = TRTEngine("py_under_torch_profiler", layers=LAYERS)
+    path = str(tmp_path / "t.json")
+    with trt_trace.tracing(path, layers=2), torch.profiler.profile():
+        for _ in range(4):
+            engine.execute([torch.ones(4)])
+    row = check_window(path, "py_under_torch_profiler", engine.engine.reported, n_calls=4, first=1, profiled=2)
+    assert row["skipped"]["torch_profiler"] == 0
 
 
 def test_a_call_that_raises_inside_the_window_counts_and_its_profiler_is_taken_off(tmp_path):
