@@ -218,39 +218,39 @@ def instrument(cls: type, call_method: str) -> bool:
 
     def layered_call(self: Any, eid: int, device: int, args: Any, kwargs: Any) -> Any:
         # Per-layer timing is on: the engine's window decides before the call is opened (it may wait at the
-        # engine's gate, the GIL released); a profiled call has trt_trace's profiler on its context.
+        # engine's gate, the GIL released); a profiled call has trt_trace's profiler on its context. The
+        # decision is closed whatever happens (it holds the engine's gate while its window is not over).
         decision = layers_open(eid, device)
         context = profiler = None
         note, info = "", None
-        if decision >= PROFILED:
-            context, profiler, note = _attach(self)
-            if profiler is not None and decision == PROFILED_WANTS_INFO:
-                info = _layer_information(self)
-        handle = begin(eid, device, 1)
-        if handle:
-            here.open = handle
+        outcome = RAISED  # until the call returned
         try:
-            out = call(self, *args, **kwargs)
-        except BaseException:
+            if decision >= PROFILED:
+                context, profiler, note = _attach(self)
+                if profiler is not None and decision == PROFILED_WANTS_INFO:
+                    info = _layer_information(self)
+            handle = begin(eid, device, 1)
             if handle:
-                end(handle, 1)
+                here.open = handle
+            try:
+                out = call(self, *args, **kwargs)
+            except BaseException:
+                if handle:
+                    end(handle, 1)
+                    here.open = handle - 1
+                raise
+            if handle:
+                end(handle, 0)
                 here.open = handle - 1
+            outcome = RETURNED
+            return out
+        finally:
             if decision != NO_LAYERS:
                 if profiler is not None:
-                    _detach(context, profiler)
-                    close_layers(RAISED, "", None, info)
-                else:
+                    layers = _detach(context, profiler)
+                    close_layers(outcome, "", layers if outcome == RETURNED else None, info)
+                else:  # the usual case (after the window): straight to C, nothing to convert
                     layers_close(NOT_PROFILED_AFTER_ALL, note.encode() if note else None, None, None, 0, None)
-            raise
-        if handle:
-            end(handle, 0)
-            here.open = handle - 1
-        if decision != NO_LAYERS:
-            if profiler is not None:
-                close_layers(RETURNED, "", _detach(context, profiler), info)
-            else:  # the usual case (after the window): straight to C, nothing to convert
-                layers_close(NOT_PROFILED_AFTER_ALL, note.encode() if note else None, None, None, 0, None)
-        return out
 
     def traced_call(self: Any, *args: Any, **kwargs: Any) -> Any:
         known = ids.get(id(self))
