@@ -286,7 +286,7 @@ def test_the_import_hook_traces_a_fresh_process_with_trt_trace_out_alone(tmp_pat
 
 OP_CHILD = """
 import json, torch
-import torch_tensorrt.dynamo.runtime._PythonTRTEngine as pyengine
+import torch_tensorrt.dynamo.runtime._TRTEngine as pyengine
 engine = pyengine.TRTEngine("{name}", scale=4.0, host_us=(100, 100, 100, 100))
 x = torch.randn(8)
 ok = all(torch.equal(torch.ops.tensorrt.execute_engine([x], engine)[0], x * 4.0) for _ in range({n}))

@@ -65,6 +65,7 @@ struct LayerEngine {
   std::string folder;             // the engine's private folder while open
   std::string old_prefix;         // profile_path_prefix as found
   EngineFacts facts;
+  bool self_profiled = false;     // run from Python: its caller profiles its calls (layer_window.h)
   // The report (for this session).
   uint64_t session = 0;
   bool reached = false;           // the switch saw a call of it this session
@@ -142,10 +143,12 @@ void reset_report_if_new_session(LayerEngine& e) {
   e.layer_info = std::move(info);
 }
 
-// What keeps this call from being profiled now (kNumSkips: nothing).
-Skip hazard(uint16_t device) {
+// What keeps this call from being profiled now (kNumSkips: nothing). torch_profiler: whether a recording
+// torch.profiler keeps it (the C++ runtime's RecordProfile steps fail under one; a self-profiled call's do not).
+Skip hazard(uint16_t device, bool torch_profiler) {
   using torch::profiler::impl::ProfilerStateBase;
-  if (ProfilerStateBase::get(/*global=*/false) != nullptr || ProfilerStateBase::get(/*global=*/true) != nullptr) {
+  if (torch_profiler &&
+      (ProfilerStateBase::get(/*global=*/false) != nullptr || ProfilerStateBase::get(/*global=*/true) != nullptr)) {
     return kTorchProfiler;
   }
 #ifdef TRT_TRACE_WITH_CUDA
@@ -196,6 +199,10 @@ void finish(LayerEngine& e, uint64_t generation, const std::string& note) {
 // Turns the runtime's profiling off again and puts back what the window changed. Never throws.
 void close_window(LayerEngine& e, uint32_t engine_id) noexcept {
   if (!e.open) return;
+  if (e.self_profiled) {  // its caller took its profiler off after each call: nothing left on the engine
+    e.open = false;
+    return;
+  }
   const c10::IValue engine = live_engine(e);
   e.engine.reset();
   e.open = false;
@@ -284,22 +291,8 @@ bool prepare_call(LayerEngine& e, const c10::IValue& engine, std::string* why) {
   return true;
 }
 
-// After a profiled call that returned: its layers from the runtime's file, into this thread's ring.
-void record_layers(LayerEngine& e, uint32_t engine_id, const ProfiledCall& call) {
-  const auto files = layer_traces(e.folder);
-  std::string text;
-  if (files.size() == 1) {
-    std::ifstream in(files[0], std::ios::binary);
-    std::ostringstream buf;
-    buf << in.rdbuf();
-    text = buf.str();
-  }
-  std::vector<TracedLayer> traced;
-  if (files.size() != 1 || !parse_layer_trace(text, &traced)) {
-    ++e.unreadable;
-    if (e.note.empty()) e.note = "the runtime wrote no readable layer trace for a profiled call";
-    return;
-  }
+// A profiled call's layers (name, ns, in order) into this thread's ring, end to end from its enqueue phase.
+void write_layers(LayerEngine& e, uint32_t engine_id, const ProfiledCall& call, const std::vector<TracedLayer>& traced) {
   if (traced.empty()) return;  // nothing reported (e.g. a CUDA graph replay): no layer, no record
   std::vector<uint32_t> ids;
   LayerNames::instance().intern(engine_id, traced, &ids);
@@ -322,12 +315,35 @@ void record_layers(LayerEngine& e, uint32_t engine_id, const ProfiledCall& call)
   w.ring->publish(at + traced.size());
 }
 
+// After a profiled call that returned: its layers from the runtime's file, into this thread's ring.
+void record_layers(LayerEngine& e, uint32_t engine_id, const ProfiledCall& call) {
+  const auto files = layer_traces(e.folder);
+  std::string text;
+  if (files.size() == 1) {
+    std::ifstream in(files[0], std::ios::binary);
+    std::ostringstream buf;
+    buf << in.rdbuf();
+    text = buf.str();
+  }
+  std::vector<TracedLayer> traced;
+  if (files.size() != 1 || !parse_layer_trace(text, &traced)) {
+    ++e.unreadable;
+    if (e.note.empty()) e.note = "the runtime wrote no readable layer trace for a profiled call";
+    return;
+  }
+  write_layers(e, engine_id, call, traced);
+}
+
+// given: a self-profiled call's layers (nullptr: read the runtime's file).
 void after_profiled(LayerEngine& e, uint32_t engine_id, uint64_t generation, const ProfiledCall& call,
-                    bool error) noexcept {
+                    bool error, const std::vector<TracedLayer>* given) noexcept {
   --e.remaining;
   try {
     if (error) {
       ++e.failed;  // the runtime wrote no layer trace for it
+    } else if (given != nullptr) {
+      ++e.profiled;
+      write_layers(e, engine_id, call, *given);
     } else {
       ++e.profiled;
       record_layers(e, engine_id, call);
@@ -352,10 +368,11 @@ bool wait_quiet(LayerEngine& e) {
   return true;
 }
 
-// A call that passed the gate's lock (`lock`, held): whether it is profiled. Every call that is not runs as
+// A call that passed the gate's lock (`lock`, held): whether it is profiled. engine: nullptr for a self-profiled
+// call (layer_window.h). Every call that is not runs as
 // usual: with the gate still held while the engine's window is not over, or counted in `inflight` past
 // the released gate (*counted) once it is.
-bool enter_gate(LayerEngine& e, uint32_t engine_id, const c10::IValue& engine, bool nested, uint16_t device,
+bool enter_gate(LayerEngine& e, uint32_t engine_id, const c10::IValue* engine, bool nested, uint16_t device,
                 std::unique_lock<std::timed_mutex>& lock, uint64_t* generation_out, bool* counted) {
   const uint64_t generation = g_generation.load(std::memory_order_seq_cst);
   *generation_out = generation;
@@ -383,7 +400,7 @@ bool enter_gate(LayerEngine& e, uint32_t engine_id, const c10::IValue& engine, b
     return false;
   }
   // The window: this call is to be profiled, unless something keeps it from that now.
-  const Skip skip = hazard(device);
+  const Skip skip = hazard(device, /*torch_profiler=*/engine != nullptr);
   if (skip != kNumSkips) {
     close_window(e, engine_id);  // the runtime would profile it too
     ++e.skipped[skip];
@@ -401,13 +418,16 @@ bool enter_gate(LayerEngine& e, uint32_t engine_id, const c10::IValue& engine, b
       return false;
     }
     std::string why;
-    if (!open_window(e, engine_id, engine, &why)) {
+    if (engine == nullptr) {
+      e.open = true;  // its caller sets its profiler per call: nothing to open here
+    } else if (!open_window(e, engine_id, *engine, &why)) {
       finish(e, generation, why);
       return false;
     }
   }
+  if (engine == nullptr) return true;
   std::string why;
-  if (!prepare_call(e, engine, &why)) {
+  if (!prepare_call(e, *engine, &why)) {
     close_window(e, engine_id);
     finish(e, generation, why);
     return false;
@@ -431,7 +451,22 @@ LayerCall::LayerCall(uint32_t engine_id, const c10::IValue& engine, bool nested,
   }
   e_->inflight.fetch_sub(1, std::memory_order_release);
   lock_ = std::unique_lock<std::timed_mutex>(e_->gate);
-  profiled_ = enter_gate(*e_, engine_id, engine, nested, device, lock_, &generation_, &counted_);
+  profiled_ = enter_gate(*e_, engine_id, &engine, nested, device, lock_, &generation_, &counted_);
+}
+
+LayerCall::LayerCall(uint32_t engine_id, bool nested, uint16_t device) : engine_id_(engine_id) {
+  e_ = engine_state(engine_id);
+  if (e_ == nullptr) return;
+  e_->inflight.fetch_add(1, std::memory_order_seq_cst);
+  const uint64_t generation = g_generation.load(std::memory_order_seq_cst);
+  if (e_->done_generation.load(std::memory_order_seq_cst) == generation) {
+    counted_ = true;
+    return;
+  }
+  e_->inflight.fetch_sub(1, std::memory_order_release);
+  lock_ = std::unique_lock<std::timed_mutex>(e_->gate);
+  e_->self_profiled = true;
+  profiled_ = enter_gate(*e_, engine_id, nullptr, nested, device, lock_, &generation_, &counted_);
 }
 
 LayerCall::~LayerCall() {
@@ -439,7 +474,30 @@ LayerCall::~LayerCall() {
 }
 
 void LayerCall::finished(const ProfiledCall& call, bool error) noexcept {
-  if (profiled_) after_profiled(*e_, engine_id_, generation_, call, error);
+  if (profiled_) after_profiled(*e_, engine_id_, generation_, call, error, nullptr);
+}
+
+void LayerCall::finished(const ProfiledCall& call, bool error, const std::vector<TracedLayer>& layers) noexcept {
+  if (profiled_) after_profiled(*e_, engine_id_, generation_, call, error, &layers);
+}
+
+void LayerCall::not_profiled(const std::string& why) noexcept {
+  if (!profiled_) return;
+  profiled_ = false;
+  try {
+    close_window(*e_, engine_id_);
+    finish(*e_, generation_, why);
+  } catch (...) {  // out of memory for the note: the window still ends
+    finish(*e_, generation_, "");
+  }
+}
+
+bool LayerCall::wants_layer_information() const noexcept { return profiled_ && !e_->info_asked; }
+
+void LayerCall::layer_information(std::string json) noexcept {
+  if (!profiled_ || e_->info_asked) return;
+  e_->info_asked = true;
+  e_->layer_info = std::move(json);
 }
 
 void new_session_report() { g_session.fetch_add(1, std::memory_order_acq_rel); }

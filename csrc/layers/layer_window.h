@@ -29,6 +29,12 @@
 // Engines without the runtime's profiling methods, and engines that need native multi-device
 // collectives (their communicator is bound to the context disable_profiling drops), are never
 // profiled; the trace's metadata says why (report_json()).
+//
+// An engine run from Python (Torch-TensorRT's Python runtime, hook/python_calls.h) has the same window,
+// gate and report, but no engine object here: its caller puts a TensorRT profiler of its own on the
+// execution context for each profiled call, takes it off after the call and hands the layers it heard in
+// (the "self-profiled" LayerCall). For it there is nothing to open or close, no folder and no file, and
+// torch.profiler is no hazard (that runtime's profiling steps are not the C++ runtime's RecordProfile).
 #pragma once
 
 #include <ATen/core/ivalue.h>
@@ -36,6 +42,9 @@
 #include <cstdint>
 #include <mutex>
 #include <string>
+#include <vector>
+
+#include "layers/runtime_profiling.h"
 
 namespace trt_trace {
 namespace layers {
@@ -58,6 +67,9 @@ class LayerCall {
  public:
   // engine: the call's engine object (the stack's last argument); nested: inside another traced call.
   LayerCall(uint32_t engine_id, const c10::IValue& engine, bool nested, uint16_t device);
+  // A self-profiled call (an engine run from Python): the caller profiles it when profiled() says so. May
+  // wait at the engine's gate: call it without holding a lock the engine's calls need (the GIL).
+  LayerCall(uint32_t engine_id, bool nested, uint16_t device);
   ~LayerCall();
   LayerCall(const LayerCall&) = delete;
   LayerCall& operator=(const LayerCall&) = delete;
@@ -66,6 +78,15 @@ class LayerCall {
   // After a profiled call (error: it threw): its layers from the runtime's file into the calling
   // thread's ring; the window closes after its last call. Never throws.
   void finished(const ProfiledCall& call, bool error) noexcept;
+  // A self-profiled call's end: `layers` are what its profiler heard, in order (name, ns), written as
+  // a runtime-profiled call's would be.
+  void finished(const ProfiledCall& call, bool error, const std::vector<TracedLayer>& layers) noexcept;
+  // A self-profiled call its caller could not profile after all: the window ends, `why` its note.
+  void not_profiled(const std::string& why) noexcept;
+  // Whether the engine's layer information (the inspector's JSON) is still wanted: a self-profiled
+  // caller asks its engine for it once and hands it in (layer_information).
+  bool wants_layer_information() const noexcept;
+  void layer_information(std::string json) noexcept;
 
  private:
   LayerEngine* e_ = nullptr;

@@ -6,8 +6,11 @@ Python runtime: the stand-in's PythonTorchTensorRTModule (trt_trace/standin/pyth
 time of its own) as it comes ("plain") and a subclass instrumented as trt_trace instruments the real class
 ("installed", tracing off and on). C++ runtime: the stand-in's engine through torch.ops.tensorrt.
 execute_engine with the hook uninstalled, installed and off, and tracing on. Tracing on is a real session
-(a JSON file written by the native writer thread). Rounds interleave the modes; each figure is the median
-over rounds of the mean per call, in ns; the cost is the difference to the mode without trt_trace.
+(a JSON file written by the native writer thread). With per-layer timing on (TRT_TRACE_LAYERS, a session
+with `layers`): both runtimes after their window (the switch on, the engine's window over), and the Python
+runtime's calls inside its window (each profiled: trt_trace's profiler set and taken off, one layer of no
+time reported by the stand-in's context, its record written). Rounds interleave the modes; each figure is
+the median over rounds of the mean per call, in ns; the cost is the difference to the mode without trt_trace.
 """
 
 from __future__ import annotations
@@ -38,6 +41,7 @@ def main() -> None:
     assert python_runtime.instrument(Instrumented, "forward")
     x = torch.ones(16)
     plain, traced = PythonTorchTensorRTModule("bench_plain"), Instrumented("bench_py")
+    layered = Instrumented("bench_py_layered", layers=(("layer", 0.0),))
     engine = standin.make_engine("bench_cpp")
     cpp = torch.ops.tensorrt.execute_engine
     install = torch.ops.trt_trace._install_hook
@@ -61,6 +65,17 @@ def main() -> None:
                 results.setdefault("C++: tracing on", []).append(per_call_ns(cpp_call, args.calls))
                 results.setdefault("Python: instrumented, tracing on", []).append(
                     per_call_ns(lambda: traced(x), args.calls))
+            with trt_trace.tracing(str(Path(tmp) / f"l{r}.json"), layers=1):
+                for fn in (lambda: traced(x), cpp_call):  # the first call, then the one profiled: the window over
+                    fn()
+                    fn()
+                results.setdefault("C++: layers on, after the window", []).append(per_call_ns(cpp_call, args.calls))
+                results.setdefault("Python: layers on, after the window", []).append(
+                    per_call_ns(lambda: traced(x), args.calls))
+            with trt_trace.tracing(str(Path(tmp) / f"p{r}.json"), layers=args.calls + 1):
+                layered(x)  # the first call runs as usual
+                results.setdefault("Python: layers on, each call profiled", []).append(
+                    per_call_ns(lambda: layered(x), args.calls))
     med = {k: statistics.median(v) for k, v in results.items()}
     base = {"C++": med["C++: hook not installed"], "Python": med["Python: plain class"]}
     print(f"torch {torch.__version__}; {args.calls} calls x {args.rounds} rounds; ns per call "

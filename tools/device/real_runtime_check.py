@@ -17,7 +17,11 @@ The torch_tensorrt_import check runs `import torch_tensorrt` itself (its Python 
 wheel, the real TensorRT Python bindings, both under --python; `import tensorrt` from the project's
 shim) in a fresh process; tools/device/fetch_real_runtime.sh fetches them. The python_runtime check runs
 the same package's own Python runtime (PythonTorchTensorRTModule: TensorRT's Python bindings, no
-tensorrt::execute_engine) in a fresh process with only TRT_TRACE_OUT set, on three threads.
+tensorrt::execute_engine) in a fresh process with only TRT_TRACE_OUT set, on three threads. The
+python_runtime_layers check runs that class with TRT_TRACE_OUT and TRT_TRACE_LAYERS alone over the fake's
+layered engine: trt_trace's own trt.IProfiler subclass set as the context's profiler through the real
+bindings (the fake's setProfiler / getProfiler, its reportLayerTime calls back into Python), each layer
+against what the fake reported to it.
 """
 
 from __future__ import annotations
@@ -926,9 +930,11 @@ def torchtrt_child(args: argparse.Namespace) -> int:
     return 0
 
 
-def torchtrt_process(d: Path, args: argparse.Namespace, label: str, child_mode: str, trace: Path) -> dict | None:
+def torchtrt_process(d: Path, args: argparse.Namespace, label: str, child_mode: str, trace: Path,
+                     settings: dict[str, str] | None = None) -> dict | None:
     """Runs `child_mode` in a fresh process that imports the wheel's torch_tensorrt (torchtrt_site) over the
-    fake TensorRT, with only TRT_TRACE_OUT=trace set; its report, or None after a failing check that says why."""
+    fake TensorRT, with only TRT_TRACE_OUT=trace set (and `settings`, TRT_TRACE_* too); its report, or None after
+    a failing check that says why."""
     site = torchtrt_site(d, Path(args.python), args.runtime)
     if isinstance(site, str):
         check(label, False, site)
@@ -936,7 +942,7 @@ def torchtrt_process(d: Path, args: argparse.Namespace, label: str, child_mode: 
 
     def prepended(var: str, first: str) -> str:
         return os.pathsep.join([first] + ([os.environ[var]] if os.environ.get(var) else []))
-    r, why = fresh_process(args, child_mode, [], {"TRT_TRACE_OUT": str(trace),
+    r, why = fresh_process(args, child_mode, [], {"TRT_TRACE_OUT": str(trace), **(settings or {}),
                                                   "PYTHONPATH": prepended("PYTHONPATH", str(site)),
                                                   "LD_LIBRARY_PATH": prepended("LD_LIBRARY_PATH", args.fake)})
     if r is None:
@@ -1073,6 +1079,105 @@ def python_runtime(d: Path, args: argparse.Namespace) -> None:
           f"rows {sorted(rows)}")
 
 
+PY_LAYER_PLAN = faketrt.Plan("_run_on_acc_pylayers_engine", layers=(
+    ("[CONVOLUTION]-[aten_ops.convolution.default]-[/conv1/convolution] + [RELU]-[aten_ops.relu.default]-"
+     "[/relu1/relu]", 400),
+    ("Reformatting CopyNode for Input Tensor 0 to [MATRIX_MULTIPLY]-[aten_ops.mm.default]-[/fc/mm]", 20),
+    ("{ForeignNode[/attn/MatMul.../attn/Softmax]}", 150)))
+PY_LAYER_CALLS = 4  # TRT_TRACE_LAYERS
+PY_LAYER_RUNS = 20  # calls: the first, PY_LAYER_CALLS profiled, the rest after the window
+
+
+def pyrt_layers_child(args: argparse.Namespace) -> int:
+    """In a fresh process with TRT_TRACE_OUT and TRT_TRACE_LAYERS alone: the real 2.11 PythonTorchTensorRTModule
+    over the fake's layered engine. Prints one JSON line (what the fake reported to a profiler, its counts, the
+    context's profiler after the calls); a stage that raises is named there with its error instead."""
+    import torch
+
+    out: dict = {"stage": "load the fake TensorRT"}
+
+    def run() -> None:
+        faketrt.load(args.fake)
+        out["stage"] = "import torch_tensorrt"
+        import torch_tensorrt
+        from torch_tensorrt.dynamo.runtime import PythonTorchTensorRTModule
+
+        out["version"] = torch_tensorrt.__version__
+        out["stage"] = "PythonTorchTensorRTModule"
+        plan = PY_LAYER_PLAN
+        module = PythonTorchTensorRTModule(plan.text().encode(), input_binding_names=[n for n, _, _ in plan.inputs],
+                                           output_binding_names=[n for n, _ in plan.outputs], name=plan.name)
+        x = torch.randn(64, 256, device="cuda")
+        out["stage"] = "calls with per-layer timing on"
+        right = [torch.equal(module(x), x) for _ in range(PY_LAYER_RUNS)]
+        torch.cuda.synchronize()
+        out["outputs_right"] = all(right)
+        out["reported_ns"] = faketrt.layer_ns(plan.name)
+        out["stats"] = faketrt.stats(plan.name)
+        # Through the real bindings: getProfiler answers None once trt_trace took its profiler off.
+        out["profiler_after"] = repr(module.context.profiler)
+        out["profiling_enabled"] = bool(module.profiling_enabled)
+        out["stage"] = "done"
+    try:
+        run()
+    except Exception as e:  # noqa: BLE001 (reported by the parent as one FAIL line)
+        out["error"] = f"{type(e).__name__}: {str(e).strip().splitlines()[-1] if str(e).strip() else ''}"[:300]
+    print(json.dumps(out), flush=True)
+    return 0
+
+
+@guarded
+def python_runtime_layers(d: Path, args: argparse.Namespace) -> None:
+    """Per-layer time through the real 2.11 PythonTorchTensorRTModule: trt_trace's trt.IProfiler subclass on the
+    context through the real TensorRT bindings, each layer as the fake reported it."""
+    label = "PythonTorchTensorRTModule layers (fresh process, only TRT_TRACE_OUT and TRT_TRACE_LAYERS)"
+    trace = d / "pyrt_layers.json"
+    r = torchtrt_process(d, args, label, "pyrt_layers", trace, {"TRT_TRACE_LAYERS": str(PY_LAYER_CALLS)})
+    if r is None:
+        return
+    if not trace.exists():
+        check(f"{label}: trace written at exit", False, f"no {trace.name}")
+        return
+    plan = PY_LAYER_PLAN
+    names = [n for n, _ in plan.layers]
+    by_engine, layers = layered_calls(str(trace))
+    calls = by_engine.get(plan.name, [])
+    ids = [c["call_id"] for c in calls]
+    profiled = [i for i in ids if i in layers]
+    check(f"{label}: its calls 2-{PY_LAYER_CALLS + 1} (of {len(calls)}) have their {len(names)} layers, by name, in "
+          "order; outputs right",
+          r["outputs_right"] and len(calls) == PY_LAYER_RUNS and profiled == ids[1:PY_LAYER_CALLS + 1]
+          and all([n for n, _ in layers[i]] == names for i in profiled),
+          f"profiled calls at {[ids.index(i) + 1 for i in profiled]}")
+    got = [us for i in profiled for _, us in layers[i]]
+    told = [ns / 1000 for ns in r["reported_ns"]]
+    pairs = list(zip(got, told, strict=False))
+    check(f"{label}: each layer's time as the fake told trt_trace's profiler (within 1 ns)",
+          len(got) == len(told) == PY_LAYER_CALLS * len(names) and all(abs(a - b) <= 0.0015 for a, b in pairs),
+          f"{len(got)} traced, {len(told)} told; largest |diff| "
+          f"{max((abs(a - b) for a, b in pairs), default=float('nan')):.4f} us")
+    nominal = list(zip(got, [us for _ in profiled for _, us in plan.layers], strict=False))
+    goal(f"{label}: each layer's time within 3% + 2 us of its kernel's nominal spin",
+         bool(got) and all(abs(a - b) <= 0.03 * b + 2.0 for a, b in nominal),
+         f"trace / nominal median {median([a / b for a, b in nominal]):.4f}")
+    st = r["stats"]
+    check(f"{label}: only the window's calls were profiled (and waited for the GPU); the profiler is off after it, "
+          "the runtime's own profiling never turned on",
+          st.get("profiled_enqueues") == PY_LAYER_CALLS and st.get("waited_enqueues") == PY_LAYER_CALLS
+          and r["profiler_after"] == "None" and not r["profiling_enabled"],
+          f"profiled enqueues x{st.get('profiled_enqueues')}, waiting x{st.get('waited_enqueues')}; context.profiler "
+          f"after {r['profiler_after']}; profiling_enabled {r['profiling_enabled']}")
+    sums = [sum(us for _, us in layers[i]) for i in profiled]
+    spans = [c["gpu"][1] for c in calls[1:PY_LAYER_CALLS + 1] if "gpu" in c]
+    window = [c["execute_engine"][1] for c in calls[1:PY_LAYER_CALLS + 1]]
+    after = [c["execute_engine"][1] for c in calls[PY_LAYER_CALLS + 1:]]
+    print(f"      {plan.name}: profiled call host p50 {median(window):.1f} us, after the window "
+          f"{median(after):.1f} us; layers' sum p50 {median(sums):.1f} us, GPU span of the profiled calls p50 "
+          f"{median(spans):.1f} us")
+    check_layers_verb(label, str(trace), plan.name, names, len(profiled),
+                      [c for c in calls[1:PY_LAYER_CALLS + 1] if "gpu" in c])
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--fake", required=True, help="folder with the fake libnvinfer.so.10")
@@ -1080,7 +1185,7 @@ def main() -> int:
     ap.add_argument("--only", nargs="*", help="run only these checks")
     ap.add_argument("--python", default=str(REPO / ".trt" / "python"),
                     help="torch_tensorrt's Python package, tensorrt_bindings and dllist (fetch_real_runtime.sh)")
-    ap.add_argument("--child", choices=("env", "after", "torchtrt", "pyrt"), help=argparse.SUPPRESS)
+    ap.add_argument("--child", choices=("env", "after", "torchtrt", "pyrt", "pyrt_layers"), help=argparse.SUPPRESS)
     ap.add_argument("--package", help=argparse.SUPPRESS)
     ap.add_argument("--trace", help=argparse.SUPPRESS)
     ap.add_argument("--runs", type=int, default=30, help=argparse.SUPPRESS)
@@ -1090,6 +1195,8 @@ def main() -> int:
         return torchtrt_child(args)
     if args.child == "pyrt":
         return pyrt_child(args)
+    if args.child == "pyrt_layers":
+        return pyrt_layers_child(args)
     if args.child:
         return child(args)
     import torch
@@ -1108,7 +1215,8 @@ def main() -> int:
               "nsys_range": lambda d: nsys_range(d, args), "package": lambda d: package(d, args),
               "layers": lambda d: layers(d, args),
               "torch_tensorrt_import": lambda d: torch_tensorrt_import(d, args),
-              "python_runtime": lambda d: python_runtime(d, args)}
+              "python_runtime": lambda d: python_runtime(d, args),
+              "python_runtime_layers": lambda d: python_runtime_layers(d, args)}
     with tempfile.TemporaryDirectory() as tmp:
         for name, fn in checks.items():
             if args.only and name not in args.only:

@@ -127,12 +127,13 @@ def load_at_import() -> None:
             pass
 
 
-def c_function(name: str, restype: type | None, *argtypes: type) -> ctypes._CFuncPtr:
+def c_function(name: str, restype: type | None, *argtypes: type, release_gil: bool = False) -> ctypes._CFuncPtr:
     """A C entry point of the loaded library (`extern "C"`, called through ctypes on a hot path from
     Python), bound with its types; the library is loaded first. PyDLL opens the loaded library itself:
-    dlopen finds it, no second copy."""
+    dlopen finds it, no second copy. release_gil: for a function that may wait on a lock that a thread
+    running Python holds (that thread needs the GIL to let it go)."""
     load()
-    f = getattr(_dll(), name)
+    f = getattr(_gil_free_dll() if release_gil else _dll(), name)
     f.restype = restype
     f.argtypes = list(argtypes)
     return f
@@ -141,3 +142,8 @@ def c_function(name: str, restype: type | None, *argtypes: type) -> ctypes._CFun
 @functools.cache
 def _dll() -> ctypes.PyDLL:
     return ctypes.PyDLL(str(library_path()))
+
+
+@functools.cache
+def _gil_free_dll() -> ctypes.CDLL:
+    return ctypes.CDLL(str(library_path()))

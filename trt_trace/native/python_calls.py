@@ -30,10 +30,23 @@ class Entry:
     """The bound C functions (each a ctypes function object: call it directly on the hot path)."""
 
     engine: ctypes._CFuncPtr  # (name: bytes) -> engine id, 0: none
-    begin: ctypes._CFuncPtr  # (engine id, device or -1) -> handle, 0: not opened
+    # (engine id, device or -1, layered) -> handle, 0: not opened, LAYERED: take the layered way
+    begin: ctypes._CFuncPtr
     mark: ctypes._CFuncPtr  # (Mark) -> None
     end: ctypes._CFuncPtr  # (handle, error) -> None
     open_calls: ctypes._CFuncPtr  # () -> calls open on this thread
+    # (engine id, device or -1) -> NO_LAYERS / NOT_PROFILED / PROFILED / PROFILED_WANTS_INFO; the GIL released
+    layers_open: ctypes._CFuncPtr
+    # (outcome, note, names NUL-joined, ns array, n, layer information or None) -> None
+    layers_close: ctypes._CFuncPtr
+
+
+# trt_trace_py_call_begin with layered = 0 while per-layer timing is on: nothing opened.
+LAYERED = -1
+# trt_trace_py_layers_open's answers.
+NO_LAYERS, NOT_PROFILED, PROFILED, PROFILED_WANTS_INFO = -1, 0, 1, 2
+# trt_trace_py_layers_close's outcomes.
+RETURNED, RAISED, NOT_PROFILED_AFTER_ALL = 0, 1, 2
 
 
 _entry: Entry | None = None
@@ -46,10 +59,14 @@ def entry() -> Entry:
         fn = _library.c_function
         _entry = Entry(
             engine=fn("trt_trace_py_engine", ctypes.c_uint32, ctypes.c_char_p),
-            begin=fn("trt_trace_py_call_begin", ctypes.c_int32, ctypes.c_uint32, ctypes.c_int32),
+            begin=fn("trt_trace_py_call_begin", ctypes.c_int32, ctypes.c_uint32, ctypes.c_int32, ctypes.c_int32),
             mark=fn("trt_trace_py_call_mark", None, ctypes.c_int32),
             end=fn("trt_trace_py_call_end", None, ctypes.c_int32, ctypes.c_int32),
             open_calls=fn("trt_trace_py_calls_open", ctypes.c_int32),
+            layers_open=fn("trt_trace_py_layers_open", ctypes.c_int32, ctypes.c_uint32, ctypes.c_int32,
+                           release_gil=True),
+            layers_close=fn("trt_trace_py_layers_close", None, ctypes.c_int32, ctypes.c_char_p, ctypes.c_char_p,
+                            ctypes.POINTER(ctypes.c_int64), ctypes.c_int32, ctypes.c_char_p),
         )
     return _entry
 
@@ -62,3 +79,14 @@ def engine_id(name: str) -> int:
 def open_calls() -> int:
     """Python calls this thread has open now (0 between calls)."""
     return int(entry().open_calls())
+
+
+def close_layers(outcome: int, note: str = "", layers: list[tuple[str, int]] | None = None,
+                 info: str | None = None) -> None:
+    """Ends this thread's innermost layer decision (after its call ended): the layers its profiler heard,
+    (name, ns) in order."""
+    layers = layers or []
+    names = b"".join(name.encode("utf-8", "replace").replace(b"\0", b" ") + b"\0" for name, _ in layers)
+    ns = (ctypes.c_int64 * max(len(layers), 1))(*(t for _, t in layers))
+    entry().layers_close(outcome, note.encode("utf-8", "replace"), names or None, ns, len(layers),
+                         None if info is None else info.encode("utf-8", "replace"))

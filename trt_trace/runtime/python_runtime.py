@@ -16,6 +16,13 @@ a module imported earlier is instrumented at once), so the user's code does not 
   the data-dependent path) the output set-up, and the first assignment of `_caller_stream` (the launch
   section's first step) the start of enqueue (docs/phase-model.md#the-python-runtime).
 
+Per-layer timing (TRT_TRACE_LAYERS, docs/layers.md "The Python runtime"): while it is on, each call asks
+the engine's layer window (the C++ one every engine has) whether it is profiled; a profiled call gets a
+TensorRT profiler of trt_trace's own (a `trt.IProfiler` subclass where TensorRT's Python bindings are
+loaded) set as the execution context's `profiler` before it is opened, TensorRT reports each layer to it
+from inside `execute_async_v3`, and after the call it is taken off again and the layers it heard go to
+the tracer, which writes them as the C++ runtime's profiled calls' layers are written.
+
 A class that lacks `setup_input_tensors` (a wrapper that calls the op) is left alone: its calls are
 traced where they run. Nothing here raises into the user's program: a class that cannot be instrumented
 is one warning line and runs untraced.
@@ -34,15 +41,26 @@ from types import ModuleType
 from typing import Any
 
 from ..native import python_calls
-from ..native.python_calls import Mark
+from ..native.python_calls import (
+    LAYERED,
+    NO_LAYERS,
+    NOT_PROFILED_AFTER_ALL,
+    PROFILED,
+    PROFILED_WANTS_INFO,
+    RAISED,
+    RETURNED,
+    Mark,
+)
 
 # module -> (class, call method) pairs: where Torch-TensorRT's Python runtime runs its engines.
 WATCHED: dict[str, tuple[tuple[str, str], ...]] = {
     "torch_tensorrt.dynamo.runtime._PythonTorchTensorRTModule": (("PythonTorchTensorRTModule", "forward"),),
-    "torch_tensorrt.dynamo.runtime._PythonTRTEngine": (("TRTEngine", "execute"),),
     # Where the released 2.13 and 2.14 packages keep their Python engine (the Python runtime rework moved
-    # it there and removed PythonTorchTensorRTModule): the same class and steps.
+    # it there and removed PythonTorchTensorRTModule).
     "torch_tensorrt.dynamo.runtime._TRTEngine": (("TRTEngine", "execute"),),
+    # The same class under the name it had on the way to 2.13 (upstream's development branch, before the
+    # release): a package built from that time.
+    "torch_tensorrt.dynamo.runtime._PythonTRTEngine": (("TRTEngine", "execute"),),
 }
 INSTRUMENTED = "_trt_trace_instrumented"  # set on a class once it is
 # module -> what to do with it right after it has run (inference.py's package runner): the same watch.
@@ -99,6 +117,92 @@ def _device_of(args: Sequence[Any]) -> int:
         return -1
 
 
+# base class -> the profiler class made on it (_layer_profiler).
+_profiler_classes: dict[type, type] = {}
+
+
+def _layer_profiler() -> Any:
+    """A fresh profiler that keeps what TensorRT reports: a subclass of `tensorrt.IProfiler` where TensorRT's
+    Python bindings are loaded (a real execution context takes nothing else), a plain object where they are
+    not (the stand-in's context)."""
+    trt = sys.modules.get("tensorrt")
+    base = getattr(trt, "IProfiler", None)
+    if not isinstance(base, type):
+        base = object
+    cls = _profiler_classes.get(base)
+    if cls is None:
+        def init(self: Any) -> None:
+            if base is not object:
+                base.__init__(self)  # the bindings' trampoline: TensorRT calls back into this object
+            self.layers = []
+            self.closed = False
+
+        def report_layer_time(self: Any, layer_name: str, ms: float) -> None:
+            # TensorRT calls this once per layer from inside an enqueue; one left on a context by mistake
+            # keeps nothing once its call is over.
+            if not self.closed:
+                self.layers.append((layer_name, ms))
+
+        cls = type("TrtTraceLayerProfiler", (base,), {"__init__": init, "report_layer_time": report_layer_time,
+                                                      "__module__": __name__})
+        _profiler_classes[base] = cls
+    return cls()
+
+
+def _cuda_graph_mode() -> bool:
+    """Whether Torch-TensorRT's CUDA-graph mode is on (its engines' calls capture and replay graphs, in which
+    no layer is reported and a synchronous profile would break a capture)."""
+    get_mode = getattr(sys.modules.get("torch_tensorrt.runtime"), "get_cudagraphs_mode", None)
+    try:
+        return bool(get_mode()) if callable(get_mode) else False
+    except Exception:  # a mode it cannot tell: not in CUDA-graph mode as far as trt_trace knows
+        return False
+
+
+def _attach(obj: Any) -> tuple[Any, Any, str]:
+    """Sets a fresh profiler on the runtime object's execution context: (context, profiler, "") or, when it
+    cannot, (None, None, why)."""
+    if _cuda_graph_mode():
+        return None, None, ("the runtime's CUDA graph mode replays the engine without TensorRT's enqueue (no layer "
+                            "is reported) and a synchronous profile would break its capture")
+    try:
+        context = obj.context  # 2.13's Python engine makes its context here if it has none yet
+        if context is None:
+            return None, None, "the engine has no execution context"
+        if context.profiler is not None:
+            return None, None, ("a profiler of the user's is on its execution context (enable_profiling): trt_trace "
+                                "leaves it there")
+        profiler = _layer_profiler()
+        context.profiler = profiler
+    except Exception as exc:
+        return None, None, f"its execution context takes no profiler ({type(exc).__name__}: {exc})"
+    return context, profiler, ""
+
+
+def _detach(context: Any, profiler: Any) -> list[tuple[str, int]]:
+    """Takes the profiler off again; the layers it heard as (name, ns)."""
+    profiler.closed = True
+    try:
+        # The bindings hand back the object that was set; a wrapper of it would still be of its class.
+        if isinstance(context.profiler, type(profiler)):
+            context.profiler = None
+    except Exception:  # left on: it keeps nothing more (closed), and the window's next call checks again
+        pass
+    return [(str(name), round(float(ms) * 1_000_000)) for name, ms in profiler.layers]
+
+
+def _layer_information(obj: Any) -> str | None:
+    """The engine inspector's JSON (2.11's get_layer_info, 2.13's get_engine_layer_info), or None."""
+    for name in ("get_engine_layer_info", "get_layer_info"):
+        method = getattr(obj, name, None)
+        if callable(method):
+            try:
+                return str(method())
+            except Exception:  # no inspector: the report goes without it
+                return None
+    return None
+
+
 def instrument(cls: type, call_method: str) -> bool:
     """Instruments `cls` (once); False when it is not a runtime that binds and launches itself."""
     if cls.__dict__.get(INSTRUMENTED):
@@ -107,16 +211,56 @@ def instrument(cls: type, call_method: str) -> bool:
         return False
     entry = python_calls.entry()
     begin, mark, end = entry.begin, entry.mark, entry.end
+    layers_open, layers_close, close_layers = entry.layers_open, entry.layers_close, python_calls.close_layers
     ids = _ids
 
     call = getattr(cls, call_method)
     here = _this_thread
 
+    def layered_call(self: Any, eid: int, device: int, args: Any, kwargs: Any) -> Any:
+        # Per-layer timing is on: the engine's window decides before the call is opened (it may wait at the
+        # engine's gate, the GIL released); a profiled call has trt_trace's profiler on its context. The
+        # decision is closed whatever happens (it holds the engine's gate while its window is not over).
+        decision = layers_open(eid, device)
+        context = profiler = None
+        note, info = "", None
+        outcome = RAISED  # until the call returned
+        try:
+            if decision >= PROFILED:
+                context, profiler, note = _attach(self)
+                if profiler is not None and decision == PROFILED_WANTS_INFO:
+                    info = _layer_information(self)
+            handle = begin(eid, device, 1)
+            if handle:
+                here.open = handle
+            try:
+                out = call(self, *args, **kwargs)
+            except BaseException:
+                if handle:
+                    end(handle, 1)
+                    here.open = handle - 1
+                raise
+            if handle:
+                end(handle, 0)
+                here.open = handle - 1
+            outcome = RETURNED
+            return out
+        finally:
+            if decision != NO_LAYERS:
+                if profiler is not None:
+                    layers = _detach(context, profiler)
+                    close_layers(outcome, "", layers if outcome == RETURNED else None, info)
+                else:  # the usual case (after the window): straight to C, nothing to convert
+                    layers_close(NOT_PROFILED_AFTER_ALL, note.encode() if note else None, None, None, 0, None)
+
     def traced_call(self: Any, *args: Any, **kwargs: Any) -> Any:
         known = ids.get(id(self))
         eid = known[1] if known is not None and (known[0] is None or known[0]() is self) else _engine_id(self)
-        handle = begin(eid, _device_of(args))
-        if not handle:
+        device = _device_of(args)
+        handle = begin(eid, device, 0)
+        if handle <= 0:
+            if handle == LAYERED:
+                return layered_call(self, eid, device, args, kwargs)
             return call(self, *args, **kwargs)
         here.open = handle
         try:

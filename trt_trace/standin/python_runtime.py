@@ -8,19 +8,32 @@ Two runners, shaped as the real ones are where trt_trace looks (trt_trace/runtim
   shapes, `create_output_tensors` (skipped with pre-allocated outputs; `create_output_allocator` on the
   data-dependent path), output addresses, then the launch section: `_caller_stream` chosen,
   `context.execute_async_v3(stream)`, and pre-allocated outputs made for the next call.
-- `TRTEngine` (2.13 and later without the C++ runtime: a Python engine object, its `execute(inputs)`),
-  with the same steps, and `register_python_op()`, which registers `tensorrt::execute_engine` from Python
-  as such a build does (only in a process where no other runtime defines the op: the stand-in's C++
-  runtime and this op cannot share one process).
+- `TRTEngine` (2.13 and later without the C++ runtime: a Python engine object in module
+  `torch_tensorrt.dynamo.runtime._TRTEngine`, its `execute(inputs)`), with the same steps, its execution
+  context made at first use and dropped by `invalidate_context()` (as 2.13's is), and
+  `register_python_op()`, which registers `tensorrt::execute_engine` from Python as such a build does
+  (only in a process where no other runtime defines the op: the stand-in's C++ runtime and this op cannot
+  share one process).
 
 The engine computes `output_i = input_i * scale`. Host time per step (`host_us`: workspace, inputs,
 outputs, enqueue) is spun, so phases have a known order and length. `fake_package(root)` writes a
 `torch_tensorrt` package of these classes, for a process that imports it as the real one is imported.
 The stand-in's context takes tensors where TensorRT takes addresses (it has no memory of its own).
+
+Layers (`layers`: (name, us) in execution order) are spun one after another inside the enqueue. With a
+profiler on the context (its `profiler` property, as TensorRT's Python bindings have it), each layer is
+timed and, once all have run, reported to it once per layer, in order, as TensorRT does from inside a
+profiled enqueue: `profiler.report_layer_time(name, ms)`, ms a float32 as TensorRT's. The engine keeps
+what it reported (`engine.reported`). The runners' own profiling methods are 2.11's and 2.13's
+(`enable_profiling` puts a printing `Profiler` on the context where none is, `disable_profiling` drops
+the context).
 """
 
 from __future__ import annotations
 
+import ctypes
+import json
+import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -45,12 +58,33 @@ def _spin(us: float) -> None:
         pass
 
 
+class Profiler:
+    """trt.Profiler: prints each layer's time as TensorRT reports it."""
+
+    def report_layer_time(self, layer_name: str, ms: float) -> None:
+        sys.stdout.write(f"{layer_name}: {ms}ms\n")
+
+
+class FakeEngineInspector:
+    """trt.EngineInspector: the engine's layer information as JSON."""
+
+    def __init__(self, engine: FakeCudaEngine) -> None:
+        self.engine = engine
+
+    def get_engine_information(self, format: Any = None) -> str:  # noqa: A002 (TensorRT's name)
+        return json.dumps({"Layers": [n for n, _ in self.engine.layers],
+                           "Bindings": self.engine.input_names + self.engine.output_names})
+
+
 class FakeCudaEngine:
     """What the runners read of a deserialized engine (trt.ICudaEngine)."""
 
     def __init__(self, name: str, input_names: Sequence[str], output_names: Sequence[str], scale: float,
-                 enqueue_us: float, fail_enqueue: bool) -> None:
+                 enqueue_us: float, fail_enqueue: bool, layers: Sequence[tuple[str, float]] = ()) -> None:
         self.name = name
+        self.layers = [(str(n), float(us)) for n, us in layers]
+        self.reported: list[tuple[str, float]] = []  # (name, ms) as told to a profiler, in order
+        self.contexts_created = 0
         self.input_names = list(input_names)
         self.output_names = list(output_names)
         self.scale = scale
@@ -60,7 +94,11 @@ class FakeCudaEngine:
         self.enqueues = 0
 
     def create_execution_context(self) -> FakeExecutionContext:
+        self.contexts_created += 1
         return FakeExecutionContext(self)
+
+    def create_engine_inspector(self) -> FakeEngineInspector:
+        return FakeEngineInspector(self)
 
 
 class FakeExecutionContext:
@@ -70,6 +108,7 @@ class FakeExecutionContext:
         self.engine = engine
         self.shapes: dict[str, tuple[int, ...]] = {}
         self.bound: dict[str, torch.Tensor] = {}
+        self.profiler: Any = None  # TensorRT's IExecutionContext.profiler: None, or what reports each layer
 
     def set_input_shape(self, name: str, shape: tuple[int, ...]) -> bool:
         self.shapes[name] = tuple(shape)
@@ -94,7 +133,18 @@ class FakeExecutionContext:
             raise RuntimeError(f"stand-in engine {engine.name}: enqueue failed")
         for i, out_name in enumerate(engine.output_names):
             torch.mul(self.bound[engine.input_names[i]], engine.scale, out=self.bound[out_name])
+        profiler = self.profiler
+        times: list[tuple[str, float]] = []
+        for name, us in engine.layers:  # the engine's work, layer by layer; timed when profiled
+            start = time.perf_counter_ns()
+            _spin(us)
+            if profiler is not None:
+                times.append((name, ctypes.c_float((time.perf_counter_ns() - start) / 1e6).value))
         engine.enqueues += 1
+        # A profiled enqueue reports once all its layers ran, before it returns (TensorRT's default).
+        for name, ms in times:
+            engine.reported.append((name, ms))
+            profiler.report_layer_time(name, ms)
         return True
 
 
@@ -114,7 +164,7 @@ class _Runner:
     context: FakeExecutionContext
 
     def _setup(self, name: str, scale: float, inputs: int, host_us: Sequence[float] | None,
-               fail_enqueue: bool, requires_output_allocator: bool) -> None:
+               fail_enqueue: bool, requires_output_allocator: bool, layers: Sequence[tuple[str, float]] = ()) -> None:
         self.name = name
         self.input_names = [f"input_{i}" for i in range(inputs)]
         self.output_names = [f"output_{i}" for i in range(inputs)]
@@ -123,8 +173,8 @@ class _Runner:
             raise ValueError(f"host_us: one time per section {SECTIONS}, got {len(us)}")
         self.host_us = dict(zip(SECTIONS, us, strict=True))
         self.engine = FakeCudaEngine(name, self.input_names, self.output_names, scale, self.host_us["enqueue"],
-                                     fail_enqueue)
-        self.context = self.engine.create_execution_context()
+                                     fail_enqueue, layers)
+        self._make_context()
         self.requires_output_allocator = requires_output_allocator
         self.use_pre_allocated_outputs = False
         self.pre_allocated_outputs: list[torch.Tensor] = []
@@ -133,6 +183,9 @@ class _Runner:
         self.output_shapes: list[tuple[int, ...]] = []
         self.shape_key: str | None = None
         self._caller_stream = None
+
+    def _make_context(self) -> None:
+        self.context = self.engine.create_execution_context()
 
     def setup_input_tensors(self, contiguous_inputs: list[torch.Tensor], cudagraphs_enabled: bool,
                             need_cudagraphs_record: bool) -> None:
@@ -203,12 +256,28 @@ class PythonTorchTensorRTModule(_Runner, torch.nn.Module):
 
     def __init__(self, name: str = "", *, scale: float = 2.0, inputs: int = 1,
                  host_us: Sequence[float] | None = None, fail_enqueue: bool = False,
-                 requires_output_allocator: bool = False) -> None:
+                 requires_output_allocator: bool = False, layers: Sequence[tuple[str, float]] = ()) -> None:
         torch.nn.Module.__init__(self)
-        self._setup(name, scale, inputs, host_us, fail_enqueue, requires_output_allocator)
+        self.profiling_enabled = False
+        self._setup(name, scale, inputs, host_us, fail_enqueue, requires_output_allocator, layers)
 
     def set_pre_allocated_outputs(self, enable: bool) -> None:
         self.use_pre_allocated_outputs = enable
+
+    # 2.11's profiling methods: a profiler (printing, unless one is given) on the context where it has none;
+    # off: the context dropped and made again at once.
+    def enable_profiling(self, profiler: Any = None) -> None:
+        if not self.context.profiler:
+            self.context.profiler = Profiler() if profiler is None else profiler
+        self.profiling_enabled = True
+
+    def disable_profiling(self) -> None:
+        del self.context
+        self.context = self.engine.create_execution_context()
+        self.profiling_enabled = False
+
+    def get_layer_info(self) -> str:
+        return self.engine.create_engine_inspector().get_engine_information()
 
     def forward(self, *inputs: torch.Tensor) -> torch.Tensor | tuple[torch.Tensor, ...]:
         outputs = self._run(inputs)
@@ -219,11 +288,39 @@ class TRTEngine(_Runner, _EngineBase):  # type: ignore[misc, valid-type]
     """The stand-in for 2.13's Python engine object (no C++ runtime): `execute(inputs)` returns the outputs."""
 
     def __init__(self, name: str = "", *, scale: float = 2.0, inputs: int = 1,
-                 host_us: Sequence[float] | None = None, fail_enqueue: bool = False) -> None:
-        self._setup(name, scale, inputs, host_us, fail_enqueue, False)
+                 host_us: Sequence[float] | None = None, fail_enqueue: bool = False,
+                 layers: Sequence[tuple[str, float]] = ()) -> None:
+        self._profile_execution = False
+        self._setup(name, scale, inputs, host_us, fail_enqueue, False, layers)
+
+    def _make_context(self) -> None:
+        self._context: FakeExecutionContext | None = None  # made at first use, as 2.13's is
+
+    @property
+    def context(self) -> FakeExecutionContext:
+        if self._context is None:
+            self._context = self.engine.create_execution_context()
+        return self._context
+
+    def invalidate_context(self) -> None:
+        """Drops the context (2.13 does on every change of runtime settings); the next use makes one."""
+        self._context = None
 
     def execute(self, inputs: Sequence[torch.Tensor]) -> list[torch.Tensor]:
         return self._run(inputs)
+
+    # 2.13's profiling methods: a printing profiler on the context where it has none; off: the context dropped.
+    def enable_profiling(self) -> None:
+        if not self.context.profiler:
+            self.context.profiler = Profiler()
+        self._profile_execution = True
+
+    def disable_profiling(self) -> None:
+        self.invalidate_context()
+        self._profile_execution = False
+
+    def get_engine_layer_info(self) -> str:
+        return self.engine.create_engine_inspector().get_engine_information()
 
 
 def register_python_op() -> None:
@@ -267,7 +364,7 @@ FAKE_PACKAGE = {
         "from ._PythonTorchTensorRTModule import PythonTorchTensorRTModule  # noqa: F401\n",
     "torch_tensorrt/dynamo/runtime/_PythonTorchTensorRTModule.py":
         "from trt_trace.standin.python_runtime import PythonTorchTensorRTModule  # noqa: F401\n",
-    "torch_tensorrt/dynamo/runtime/_PythonTRTEngine.py":
+    "torch_tensorrt/dynamo/runtime/_TRTEngine.py":
         "from trt_trace.standin.python_runtime import TRTEngine, register_python_op  # noqa: F401\n"
         "register_python_op()\n",
 }
