@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gc
+import threading
 from pathlib import Path
 
 import orjson
@@ -87,6 +88,28 @@ def test_key_averages_list_engine_phases():
     assert counts.get("trt::avg_engine/execute_engine") == 3
     for phase in ("workspace", "inputs", "outputs", "enqueue"):
         assert counts.get(f"trt::avg_engine/{phase}", 0) >= 3
+
+
+def test_a_process_wide_profiler_sees_the_calls_of_another_thread():
+    # profile_all_threads keeps the profiler's state and callbacks process-wide: a thread it did not start on
+    # has no RecordFunction callback of its own, and the hook's quick "no profiler" check (the thread's
+    # callback list, then the process-wide slot) must still find it, while tracing is off and while on.
+    engine = standin.make_engine("all_threads_engine")
+    x = [torch.randn(4, 4)]
+
+    def calls() -> None:
+        for _ in range(3):
+            torch.ops.tensorrt.execute_engine(x, engine)
+
+    config = torch.profiler._ExperimentalConfig(profile_all_threads=True)
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU],
+                                experimental_config=config) as prof:
+        worker = threading.Thread(target=calls)
+        worker.start()
+        worker.join()
+    counts = {a.key: a.count for a in prof.key_averages()}
+    assert counts.get("trt::all_threads_engine/execute_engine") == 3, counts
+    assert counts.get("trt::all_threads_engine/inputs", 0) >= 3, counts
 
 
 def test_no_scopes_and_same_results_without_a_profiler():

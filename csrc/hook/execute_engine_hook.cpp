@@ -82,8 +82,9 @@ void layered_call(const c10::OperatorHandle& op, c10::DispatchKeySet next, torch
 }
 
 // record = false: tracing is off, a profiler records (scopes only, see profiler_scopes.h).
-void traced_call(const c10::OperatorHandle& op, c10::DispatchKeySet next, torch::jit::Stack* stack, bool record) {
-  detail::HookThread& me = detail::t_hook;  // the call's one look-up of the hook's thread-local state
+// me: detail::t_hook of the calling thread.
+void traced_call(const c10::OperatorHandle& op, c10::DispatchKeySet next, torch::jit::Stack* stack,
+                 detail::HookThread& me, bool record) {
   const uint32_t engine_id = EngineRegistry::instance().id_for(stack->back(), me.registry_cache);
   const uint16_t device = cuda_device_of((*stack)[stack->size() - 2]);
   if (C10_UNLIKELY(record && layers::armed())) {  // per-layer timing (TRT_TRACE_LAYERS) switched on
@@ -103,15 +104,18 @@ void execute_engine_hook(const c10::OperatorHandle& op, c10::DispatchKeySet ks, 
     op.redispatchBoxed(next, stack);
     return;
   }
+  // The call's one look-up of the hook's thread-local state: traced or not, the call needs it (the profiler
+  // check reads the thread's RecordFunction state through it).
+  detail::HookThread& me = detail::t_hook;
   if (!tracing_enabled()) {
-    if (C10_LIKELY(!profiler_scopes_wanted())) {
+    if (C10_LIKELY(!profiler_scopes_wanted(detail::record_function_tls(me)))) {
       op.redispatchBoxed(next, stack);
       return;
     }
-    traced_call(op, next, stack, /*record=*/false);
+    traced_call(op, next, stack, me, /*record=*/false);
     return;
   }
-  traced_call(op, next, stack, /*record=*/true);
+  traced_call(op, next, stack, me, /*record=*/true);
 }
 
 // The registration, held so that it can be undone: destroying the library

@@ -34,6 +34,11 @@ inline c10::DispatchKeySet below(c10::DispatchKeySet ks) {
   return ks & c10::DispatchKeySet(c10::DispatchKeySet::FULL_AFTER, kObserveOpsKey);
 }
 
+// Each observer kernel is compiled flat (everything it calls inlined into it, as far as it can be): the
+// dispatcher's kernel look-up for the key below, a header function the compiler otherwise calls out of
+// line through the PLT, then costs no call of its own on each observed op (tools/bench/bench_callgrind.py).
+#define TRT_TRACE_OBSERVER __attribute__((flatten))
+
 // Reports one op to the thread's traced call: its start now, its end when this
 // goes out of scope (also when the op throws). Not reported: ops outside traced
 // calls and ops dispatched from inside an observed op.
@@ -52,11 +57,13 @@ class ObservedOp {
   CallScope* call_;
 };
 
+TRT_TRACE_OBSERVER
 at::Tensor observe_view(c10::DispatchKeySet ks, const at::Tensor& self, c10::SymIntArrayRef size) {
   ObservedOp observed(OpKind::kInputView);
   return handle<at::_ops::view>().redispatch(below(ks), self, size);
 }
 
+TRT_TRACE_OBSERVER
 at::Tensor observe_empty(c10::DispatchKeySet ks, c10::SymIntArrayRef size, std::optional<at::ScalarType> dtype,
                          std::optional<at::Layout> layout, std::optional<at::Device> device,
                          std::optional<bool> pin_memory, std::optional<at::MemoryFormat> memory_format) {
@@ -65,6 +72,7 @@ at::Tensor observe_empty(c10::DispatchKeySet ks, c10::SymIntArrayRef size, std::
                                                    memory_format);
 }
 
+TRT_TRACE_OBSERVER
 at::Tensor observe_empty_strided(c10::DispatchKeySet ks, c10::SymIntArrayRef size, c10::SymIntArrayRef stride,
                                  std::optional<at::ScalarType> dtype, std::optional<at::Layout> layout,
                                  std::optional<at::Device> device, std::optional<bool> pin_memory) {
@@ -72,12 +80,14 @@ at::Tensor observe_empty_strided(c10::DispatchKeySet ks, c10::SymIntArrayRef siz
   return handle<at::_ops::empty_strided>().redispatch(below(ks), size, stride, dtype, layout, device, pin_memory);
 }
 
+TRT_TRACE_OBSERVER
 at::Tensor observe_clone(c10::DispatchKeySet ks, const at::Tensor& self,
                          std::optional<at::MemoryFormat> memory_format) {
   ObservedOp observed(OpKind::kOther);
   return handle<at::_ops::clone>().redispatch(below(ks), self, memory_format);
 }
 
+TRT_TRACE_OBSERVER
 at::Tensor observe_to_copy(c10::DispatchKeySet ks, const at::Tensor& self, std::optional<at::ScalarType> dtype,
                            std::optional<at::Layout> layout, std::optional<at::Device> device,
                            std::optional<bool> pin_memory, bool non_blocking,
@@ -87,6 +97,7 @@ at::Tensor observe_to_copy(c10::DispatchKeySet ks, const at::Tensor& self, std::
                                         memory_format);
 }
 
+TRT_TRACE_OBSERVER
 at::Tensor& observe_copy_(c10::DispatchKeySet ks, at::Tensor& self, const at::Tensor& src, bool non_blocking) {
   ObservedOp observed(OpKind::kOther);
   return handle<at::_ops::copy_>().redispatch(below(ks), self, src, non_blocking);

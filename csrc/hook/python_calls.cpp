@@ -76,12 +76,15 @@ uint32_t trt_trace_py_engine(const char* name) {
 
 int32_t trt_trace_py_call_begin(uint32_t engine_id, int32_t device, int32_t layered) {
   const bool record = trt_trace::tracing_enabled();
-  if (!record && C10_LIKELY(!trt_trace::profiler_scopes_wanted())) return 0;
+  trt_trace::detail::HookThread& hook = trt_trace::detail::t_hook;
+  if (!record && C10_LIKELY(!trt_trace::profiler_scopes_wanted(trt_trace::detail::record_function_tls(hook)))) {
+    return 0;
+  }
   if (C10_UNLIKELY(record && layered == 0 && trt_trace::layers::armed())) return -1;
   trt_trace::PythonCalls& calls = trt_trace::t_python_calls;
   if (C10_UNLIKELY(calls.depth >= trt_trace::kMaxDepth || engine_id == 0)) return 0;
   const uint16_t dev = device >= 0 && device < 0xffff ? static_cast<uint16_t>(device) : trt_trace::kNoDevice;
-  new (calls.slots[calls.depth]) CallScope(trt_trace::detail::t_hook, engine_id, dev, record, /*observe=*/false);
+  new (calls.slots[calls.depth]) CallScope(hook, engine_id, dev, record, /*observe=*/false);
   return ++calls.depth;
 }
 

@@ -58,14 +58,21 @@ void after_profiled_op(const at::RecordFunction& fn, at::ObserverContext* ctx);
 // Whether this thread has the op callbacks now (only inside a profiled call; for the tests).
 bool profiler_op_callbacks_installed() noexcept;
 
-// Cheap when no profiler is on (a thread-local and a global pointer are null), inline: every
-// engine call asks. First the profiler's own state, the cheapest test that can say no:
-// torch.profiler (and the autograd profiler) keeps it in this thread's debug info, or in one
-// process-wide slot when global. Then, only while one is on, the dispatcher's per-op check.
-inline bool profiler_scopes_wanted() noexcept {
+// Cheap when no profiler is on, inline: every engine call asks (while tracing is off, nothing else).
+// `rf` is the calling thread's RecordFunction state (at::get_record_function_tls_(): one object per
+// thread, at one address for the thread's life, which the hook looks up once per thread). A profiler
+// that records this thread only (torch.profiler's default, the autograd and NVTX profilers) adds its
+// callback to this list when it starts, and one that records every thread keeps its state in one
+// process-wide slot: an empty list and no process-wide state say "no profiler" with two loads and one
+// call, where the profiler's thread-local state is a chain of calls into c10's thread-local debug info.
+// Otherwise the same checks as before, in full: the profiler's own state (this thread's or the
+// process-wide one), then, only while one is on, the dispatcher's per-op check.
+inline bool profiler_scopes_wanted(const at::RecordFunctionTLS& rf) noexcept {
   using torch::profiler::impl::ProfilerStateBase;
-  if (C10_LIKELY(ProfilerStateBase::get(/*global=*/false) == nullptr &&
-                 ProfilerStateBase::get(/*global=*/true) == nullptr)) {
+  if (C10_LIKELY(rf.sorted_tls_callbacks_.empty() && ProfilerStateBase::get(/*global=*/true) == nullptr)) {
+    return false;
+  }
+  if (ProfilerStateBase::get(/*global=*/false) == nullptr && ProfilerStateBase::get(/*global=*/true) == nullptr) {
     return false;
   }
   return detail::profiler_records_user_scopes();
@@ -73,9 +80,10 @@ inline bool profiler_scopes_wanted() noexcept {
 
 class ProfilerScopes {
  public:
-  // Opens the call scope if a profiler records USER_SCOPE (phases: switch_phase).
-  void begin(uint32_t engine_id) noexcept {
-    if (C10_LIKELY(!profiler_scopes_wanted())) return;
+  // Opens the call scope if a profiler records USER_SCOPE (phases: switch_phase); rf: the calling
+  // thread's RecordFunction state (profiler_scopes_wanted).
+  void begin(uint32_t engine_id, const at::RecordFunctionTLS& rf) noexcept {
+    if (C10_LIKELY(!profiler_scopes_wanted(rf))) return;
     open_call(engine_id);
   }
   bool active() const noexcept { return call_.has_value(); }
