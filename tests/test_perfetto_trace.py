@@ -361,3 +361,16 @@ def test_size_limit_splits_into_numbered_complete_pftrace_files(tmp_path):
     assert total == len(records)
     end = {k: annotation(a) for k, a in check_pftrace(parse(writer.paths[-1])).metadata[-1].items()}
     assert end["files"] == writer.paths
+
+
+def test_more_lanes_than_the_readers_first_track_table_are_all_read(tmp_path):
+    """The Perfetto reader's track table starts at 1,024 entries and grows: 1,100 engines make lane uuids past
+    it, one of them exactly its size (a mutant that grew the table only past its size lost every call there)."""
+    out = tmp_path / "many.pftrace"
+    engines = [standin.make_engine(f"lane_engine_{i}") for i in range(1100)]
+    with trt_trace.tracing(str(out)):
+        for e in engines:
+            torch.ops.tensorrt.execute_engine([torch.ones(4)], e)
+    calls = Counter(e["args"]["engine"] for e in load_events(str(out))
+                    if e.get("ph") == "X" and e.get("name") == "execute_engine")
+    assert calls == Counter({f"lane_engine_{i}": 1 for i in range(1100)})
