@@ -388,3 +388,38 @@ def test_a_forked_child_with_trt_trace_layers(tmp_path, parent_calls):
     parent = by_engine(layers_json(str(parent_trace)))
     assert set(parent) == {"parent_engine"} and parent["parent_engine"]["profiled_calls"] == parent_calls - 1
     assert list(tmp.iterdir()) == []
+
+
+def test_overlapping_profiled_calls_get_a_second_layers_lane_named_alike_in_both_formats(names, tmp_path):
+    """Two profiled calls of one engine that overlap (two threads past the engine's window) put their layers on
+    two lanes of its layers track: "gpu_engine layers" and "gpu_engine layers (2)". The Perfetto reader names each
+    lane and gives it the thread id the JSON writer does, and each layer slice lands on its call's lane."""
+    rows: list[tuple] = []
+    for call_id, begin in ((2, 10**9), (3, 10**9 + 5_000)):
+        rows += call_rows(call_id, 1, begin, PHASES, device=0, gpu_ns=500_000)
+        rows += layer_rows(call_id, 1, begin, {"conv": 300_000, "fc": 100_000}, 0)
+    rows.sort(key=lambda r: r[0])
+    end = {"layers": REPORT}
+    tracks, slices = {}, {}
+    for suffix in (".json", ".pftrace"):
+        events = load_events(str(write_trace(tmp_path / f"lanes{suffix}", rows, ENGINES, end=end)))
+        layer_tids = {e["tid"] for e in events if e.get("cat") == LAYER_CATEGORY}
+        tracks[suffix] = sorted((e["tid"], e["args"]["name"]) for e in events
+                                if e.get("ph") == "M" and e.get("name") == "thread_name" and e["tid"] in layer_tids)
+        slices[suffix] = sorted((e["args"]["call_id"], e["name"], e["tid"]) for e in events
+                                if e.get("cat") == LAYER_CATEGORY)
+    assert [name for _, name in tracks[".json"]] == ["gpu_engine layers", "gpu_engine layers (2)"]
+    assert tracks[".pftrace"] == tracks[".json"]
+    assert slices[".pftrace"] == slices[".json"]
+    assert len({tid for call_id, _, tid in slices[".json"] if call_id == 2} |
+               {tid for call_id, _, tid in slices[".json"] if call_id == 3}) == 2
+
+
+def test_a_layers_track_name_no_writer_makes_reads_as_the_first_lane():
+    """Lane numbers come from the track's name ("layers", "layers (2)", ...): a name no writer makes ("(0)",
+    "(1)", "(x)") reads as the first lane, never a negative one; another track's name is no layers lane."""
+    from trt_trace.io.readers.layer_slices import layers_lane
+
+    assert [layers_lane(n) for n in ("layers", "layers (2)", "layers (7)")] == [0, 1, 6]
+    assert [layers_lane(n) for n in ("layers (0)", "layers (1)", "layers (x)", "layers ()")] == [0, 0, 0, 0]
+    assert layers_lane("host") is None and layers_lane("GPU (2)") is None

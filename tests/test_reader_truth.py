@@ -184,3 +184,21 @@ def test_the_reading_verbs_never_import_torch(tmp_path):
     proc = subprocess.run([sys.executable, "-c", f"P, D = {str(path)!r}, {str(tmp_path)!r}\n" + code],
                           capture_output=True, text=True, timeout=120, cwd=tmp_path)
     assert proc.returncode == 0 and proc.stdout.strip().splitlines()[-1] == "False", proc.stdout + proc.stderr
+
+
+@pytest.mark.parametrize("suffix,limit,words", [(".json", 1 << 30, "1,024 MiB of JSON"),
+                                                (".pftrace", 320 << 20, "320 MiB of native trace")])
+def test_view_serves_a_file_of_exactly_the_ui_limit_and_refuses_one_byte_more(tmp_path, suffix, limit, words):
+    """The limit is inclusive, per format, and the line names it in MiB with the format's words."""
+    from trt_trace.io.readers.view_checks import too_large
+
+    path = write_trace(tmp_path / f"edge{suffix}", _calls(2), ["", "e"], end={})
+    with open(path, "r+b") as f:
+        f.truncate(limit)  # sparse
+    assert too_large(str(path)) is None
+    with open(path, "r+b") as f:
+        f.truncate(limit + 1)
+    line = too_large(str(path))
+    assert line == (f"{path} is {(limit + 1) / 2**20:,.0f} MiB, more than the Perfetto UI holds (about {words}); cut "
+                    f"a window first: trt-trace slice edge{suffix} -o window.json --from 0 --to 10 (seconds), then "
+                    f"view window.json")

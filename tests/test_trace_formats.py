@@ -34,3 +34,18 @@ def test_a_format_written_but_not_read_is_one_line_from_the_readers(tmp_path, mo
     assert formats.sniff(str(path)) is fmt and formats.by_suffix(str(path)) is fmt
     with pytest.raises(TraceFileError, match=r"t\.lines is a lines file, which trt_trace writes but does not read"):
         open_reader(str(path))
+
+
+
+def test_an_empty_file_is_called_empty_and_a_one_byte_file_is_not(tmp_path):
+    """Empty is size 0: a one-byte file is read by what it holds (a JSON start is opened as JSON, for the reader
+    to find it cut short; anything else is no trace)."""
+    path = tmp_path / "t.json"
+    path.write_bytes(b"")
+    with pytest.raises(TraceFileError, match=r"t\.json is empty \(not a trace file\)$"):
+        open_reader(str(path))
+    path.write_bytes(b"x")
+    with pytest.raises(TraceFileError, match=r"t\.json is not a trace JSON file$"):
+        open_reader(str(path))
+    path.write_bytes(b"{")
+    assert open_reader(str(path)) is not None
