@@ -198,7 +198,30 @@ def test_tables_equal_todays_readers(traces, kind):
         new_text = trace_summary.summary_text(str(path))
         notes = trace_summary.aggregate_file(str(path)).notes
         if label:  # the text table too, then the end notes (new)
-            assert new_text == old_text + "".join(n + "\n" for n in notes)
+            assert_same_table_text(new_text, old_text + "".join(n + "\n" for n in notes))
+
+
+def _last_place(token: str) -> float:
+    return 10.0 ** -len(token.partition(".")[2]) if "." in token else 1.0
+
+
+def assert_same_table_text(new: str, old: str) -> None:
+    """The same text, but for a printed number one unit off in its last place: the two readers sum a share in
+    another order, so a value at a rounding edge (47.05 %) may print either way (seen: 47.1 vs 47.0 of a real
+    run's split parts)."""
+    new_lines, old_lines = new.splitlines(), old.splitlines()
+    assert len(new_lines) == len(old_lines), (new, old)
+    for a, b in zip(new_lines, old_lines, strict=True):
+        ta, tb = a.split(), b.split()
+        assert len(ta) == len(tb) and (a == b or len(a) == len(b)), (a, b)  # the same columns, aligned alike
+        for x, y in zip(ta, tb, strict=True):
+            if x == y:
+                continue
+            try:
+                fx, fy = float(x.replace(",", "")), float(y.replace(",", ""))
+            except ValueError:
+                raise AssertionError((a, b)) from None
+            assert _last_place(x) == _last_place(y) and abs(fx - fy) <= _last_place(x) * 1.0001, (a, b)
 
 
 @pytest.mark.parametrize("kind", ["plain json", "errors pftrace", "gpu json", "sampled pftrace", "merged"])
