@@ -40,7 +40,11 @@ NAMES = [n for n, _ in LAYERS]
 
 def calls_and_layers(path: str) -> tuple[list[dict], dict[int, list[dict]]]:
     """The trace's execute_engine events in time order, and its layer events by call id (in order)."""
-    events = load_events(path)
+    return calls_and_layers_of(load_events(path))
+
+
+def calls_and_layers_of(events: list[dict]) -> tuple[list[dict], dict[int, list[dict]]]:
+    """calls_and_layers of events already read."""
     calls = sorted((e for e in events if e.get("ph") == "X" and e.get("cat") == CATEGORY
                     and e["name"] == "execute_engine"), key=lambda e: e["ts"])
     layers: dict[int, list[dict]] = {}

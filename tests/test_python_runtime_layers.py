@@ -17,11 +17,12 @@ from pathlib import Path
 import pytest
 import torch
 from conftest import run_python, trt_trace_cli
+from test_layers import calls_and_layers_of
 
 import trt_trace
 from trt_trace.analysis.trace_summary import load_events
 from trt_trace.runtime import python_runtime
-from trt_trace.schema.trace_format import CATEGORY, LAYER_CATEGORY, METADATA_EVENT
+from trt_trace.schema.trace_format import CATEGORY, METADATA_EVENT
 from trt_trace.standin.python_runtime import PythonTorchTensorRTModule, TRTEngine, fake_package
 
 # Names as TensorRT reports them, and some a careless writer would break.
@@ -45,11 +46,7 @@ def trace_of(path: str) -> tuple[list[dict], dict[int, list[dict]], dict[tuple[i
     """The trace's execute_engine events in time order, its layer events by call id (in order), its phases by
     (call id, name), and the end metadata's layers report."""
     events = load_events(path)
-    calls = sorted((e for e in events if e.get("ph") == "X" and e.get("cat") == CATEGORY
-                    and e["name"] == "execute_engine"), key=lambda e: e["ts"])
-    layers: dict[int, list[dict]] = {}
-    for e in sorted((e for e in events if e.get("cat") == LAYER_CATEGORY), key=lambda e: e["ts"]):
-        layers.setdefault(e["args"]["call_id"], []).append(e)
+    calls, layers = calls_and_layers_of(events)
     phases = {(e["args"]["call_id"], e["name"]): e for e in events if e.get("ph") == "X" and e.get("cat") == CATEGORY}
     metas = [e["args"] for e in events if e.get("name") == METADATA_EVENT]
     return calls, layers, phases, metas[-1].get("layers", {"engines": []})

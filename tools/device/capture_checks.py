@@ -431,6 +431,31 @@ def verify_nsys(folder: Path, check: Check) -> None:
     cli_checks("nsys", folder / "run.sqlite", folder / "trace.json", calls, check, folder)
 
 
+def profile_and_export(nsys: str, cmd: list[str], env: dict[str, str], keep: Path, label: str, check: Check,
+                       timeout: int) -> bool:
+    """Runs `nsys profile` (cmd, writing keep/run.nsys-rep; its output in keep/profile.log), then exports the
+    report to keep/run.sqlite; False after one FAIL line where either step failed. Without a report, the
+    capture's .qdstrm is kept as keep/run.qdstrm, to import where QdstrmImporter runs (verify-nsys)."""
+    p = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout)
+    (keep / "profile.log").write_text(p.stdout + p.stderr)
+    rep = keep / "run.nsys-rep"
+    if not rep.exists():
+        qd = sorted(keep.glob("*.qdstrm")) + sorted(Path("/tmp").glob("nsys-report-*.qdstrm"))
+        for q in qd[-1:]:
+            if q != keep / "run.qdstrm":
+                shutil.copy(q, keep / "run.qdstrm")
+        kept = f"kept {keep / 'run.qdstrm'} to import elsewhere" if qd else "no .qdstrm"
+        tail = " | ".join((p.stdout + p.stderr).strip().splitlines()[-4:])
+        check(f"{label}: nsys made a report here", False, f"rc {p.returncode}; {kept}; {tail[:400]}")
+        return False
+    e = subprocess.run([nsys, "export", "--type", "sqlite", "--force-overwrite=true", "-o", str(keep / "run.sqlite"),
+                        str(rep)], capture_output=True, text=True, timeout=300)
+    if e.returncode != 0 or not (keep / "run.sqlite").exists():
+        check(f"{label}: nsys export --type sqlite", False, (e.stdout + e.stderr)[-400:])
+        return False
+    return True
+
+
 def nsys_kernels(d: Path, check: Check, fake: str, runtime: str) -> None:
     """The same proof under Nsight Systems (`nsys profile --trace=cuda,nvtx`, trt_trace's NVTX ranges on), where
     an nsys runs on this machine; the files go to $OUT/nsys (an export, or the .qdstrm to import elsewhere)."""
@@ -446,21 +471,7 @@ def nsys_kernels(d: Path, check: Check, fake: str, runtime: str) -> None:
     cmd = [nsys, "profile", "--trace=cuda,nvtx", "--sample=none", "--cpuctxsw=none", "--force-overwrite=true", *extra,
            "-o", str(keep / "run"), sys.executable, __file__, "nsys-child", fake, runtime, str(keep)]
     print(f"      {' '.join(cmd[:8 + len(extra)])} ...")
-    p = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=540)
-    tail = " | ".join((p.stdout + p.stderr).strip().splitlines()[-4:])
-    rep = keep / "run.nsys-rep"
-    if not rep.exists():
-        qd = sorted(keep.glob("*.qdstrm")) + sorted(Path("/tmp").glob("nsys-report-*.qdstrm"))
-        for q in qd[-1:]:
-            if q != keep / "run.qdstrm":
-                shutil.copy(q, keep / "run.qdstrm")
-        kept = f"kept {keep / 'run.qdstrm'} to import elsewhere" if qd else "no .qdstrm"
-        check("nsys_kernels: nsys made a report here", False, f"rc {p.returncode}; {kept}; {tail[:400]}")
-        return
-    e = subprocess.run([nsys, "export", "--type", "sqlite", "--force-overwrite=true", "-o", str(keep / "run.sqlite"),
-                        str(rep)], capture_output=True, text=True, timeout=300)
-    if e.returncode != 0 or not (keep / "run.sqlite").exists():
-        check("nsys_kernels: nsys export --type sqlite", False, (e.stdout + e.stderr)[-400:])
+    if not profile_and_export(nsys, cmd, env, keep, "nsys_kernels", check, timeout=540):
         return
     verify_nsys(keep, check)
 
@@ -519,17 +530,7 @@ def nsys_range(d: Path, check: Check, fake: str, runtime: str) -> None:
            "--capture-range=cudaProfilerApi", "--capture-range-end=stop", "-o", str(keep / "run"),
            sys.executable, __file__, "nsys-range-child", fake, runtime, str(keep)]
     print(f"      {' '.join(cmd[:9])} ...")
-    p = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=400)
-    (keep / "profile.log").write_text(p.stdout + p.stderr)
-    rep = keep / "run.nsys-rep"
-    if not rep.exists():
-        check("nsys_range: nsys made a report of the range", False,
-              f"rc {p.returncode}; " + " | ".join((p.stdout + p.stderr).strip().splitlines()[-4:])[:400])
-        return
-    e = subprocess.run([nsys, "export", "--type", "sqlite", "--force-overwrite=true", "-o", str(keep / "run.sqlite"),
-                        str(rep)], capture_output=True, text=True, timeout=300)
-    if e.returncode != 0 or not (keep / "run.sqlite").exists():
-        check("nsys_range: nsys export --type sqlite", False, (e.stdout + e.stderr)[-400:])
+    if not profile_and_export(nsys, cmd, env, keep, "nsys_range", check, timeout=400):
         return
     con = sqlite3.connect(str(keep / "run.sqlite"))
     tables = {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type='table'")}

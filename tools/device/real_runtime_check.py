@@ -865,6 +865,17 @@ def torchtrt_site(d: Path, python_dir: Path, runtime: str) -> Path | str:
     return site
 
 
+def report_child(run, out: dict) -> int:  # noqa: ANN001
+    """Runs a child's checks and prints what it found as its last JSON line (an exception's last line as
+    `error`, which the parent reports as one FAIL line)."""
+    try:
+        run()
+    except Exception as e:  # noqa: BLE001 (reported by the parent as one FAIL line)
+        out["error"] = f"{type(e).__name__}: {str(e).strip().splitlines()[-1] if str(e).strip() else ''}"[:300]
+    print(json.dumps(out), flush=True)
+    return 0
+
+
 def torchtrt_child(args: argparse.Namespace) -> int:
     """In a fresh process with only TRT_TRACE_OUT set (tracing starts at interpreter start-up):
     `import torch_tensorrt`, then engines through its own TorchTensorRTModule. Prints one JSON line;
@@ -922,12 +933,7 @@ def torchtrt_child(args: argparse.Namespace) -> int:
         out["table"] = str(ns.dump_engine_timing())
         ns.set_profile_execution(False)
         out["stage"] = "done"
-    try:
-        run()
-    except Exception as e:  # noqa: BLE001 (reported by the parent as one FAIL line)
-        out["error"] = f"{type(e).__name__}: {str(e).strip().splitlines()[-1] if str(e).strip() else ''}"[:300]
-    print(json.dumps(out), flush=True)
-    return 0
+    return report_child(run, out)
 
 
 def torchtrt_process(d: Path, args: argparse.Namespace, label: str, child_mode: str, trace: Path,
@@ -1042,12 +1048,7 @@ def pyrt_child(args: argparse.Namespace) -> int:
         out["enqueues"] = faketrt.stats(PY_PLAN.name)["enqueues"]
         out["table"] = str(torch.ops.tensorrt.dump_engine_timing())
         out["stage"] = "done"
-    try:
-        run()
-    except Exception as e:  # noqa: BLE001 (reported by the parent as one FAIL line)
-        out["error"] = f"{type(e).__name__}: {str(e).strip().splitlines()[-1] if str(e).strip() else ''}"[:300]
-    print(json.dumps(out), flush=True)
-    return 0
+    return report_child(run, out)
 
 
 @guarded
@@ -1118,12 +1119,7 @@ def pyrt_layers_child(args: argparse.Namespace) -> int:
         out["profiler_after"] = repr(module.context.profiler)
         out["profiling_enabled"] = bool(module.profiling_enabled)
         out["stage"] = "done"
-    try:
-        run()
-    except Exception as e:  # noqa: BLE001 (reported by the parent as one FAIL line)
-        out["error"] = f"{type(e).__name__}: {str(e).strip().splitlines()[-1] if str(e).strip() else ''}"[:300]
-    print(json.dumps(out), flush=True)
-    return 0
+    return report_child(run, out)
 
 
 @guarded
