@@ -218,6 +218,13 @@ def with_signals_ignored(command: list[str], signals: tuple[str, ...] = ("SIGINT
     return [sys.executable, "-c", f"import os, signal, sys; {ignore}; os.execvp(sys.argv[1], sys.argv[1:])", *command]
 
 
+def python_path(*folders: Path) -> str:
+    """PYTHONPATH for a child that must also import from `folders`: put ahead of the PYTHONPATH this run has
+    (the GPU machine's missing wheels come through it), never in its place."""
+    inherited = os.environ.get("PYTHONPATH", "")
+    return os.pathsep.join([*map(str, folders), *([inherited] if inherited else [])])
+
+
 def run_python(code: str, env_extra: dict[str, str] | None = None, cwd: Path | None = None,
                timeout: float = 300) -> subprocess.CompletedProcess:
     """Runs `python -c code` in a fresh interpreter (the installed package, not the source tree)."""

@@ -3,6 +3,8 @@ tools/device/gpu_timing_check.py): GPU tracks per engine, flow arrows from enque
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 import torch
@@ -145,7 +147,10 @@ def test_an_engine_on_its_own_stream_gets_a_caller_stream_wait_around_its_span(t
     assert every > 1 and sorted(waits) == sorted(gpu)[::every]
     caller_id = stream.stream_id & 0xFFFFFFFF
     for call_id, span in gpu.items():
-        assert span["args"]["engine_stream"] is True and tracks[span["tid"]] == f"wait_{caller} GPU"
+        # A span may sit on a second GPU lane ("… GPU (2)"): two calls' GPU times, each placed through
+        # the clock anchor of its own drain, can overlap by a few µs, and a track's slices must nest.
+        assert span["args"]["engine_stream"] is True
+        assert re.fullmatch(rf"wait_{caller} GPU( \(\d+\))?", tracks[span["tid"]]), tracks[span["tid"]]
         if call_id not in waits:
             continue
         wait = waits[call_id]

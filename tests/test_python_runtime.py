@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from conftest import Frozen, drain_all, run_python
+from conftest import Frozen, drain_all, python_path, run_python
 from trace_checks import check_trace, load_strict
 
 import trt_trace
@@ -272,7 +272,7 @@ def phases_per_call(events: list[dict]) -> dict[int, list[str]]:
 def test_the_import_hook_traces_a_fresh_process_with_trt_trace_out_alone(tmp_path):
     site = fake_package(tmp_path / "site")
     out = tmp_path / "pyrt.json"
-    r = run_python(CHILD.format(name="py_hooked", n=7), {"TRT_TRACE_OUT": str(out), "PYTHONPATH": str(site)})
+    r = run_python(CHILD.format(name="py_hooked", n=7), {"TRT_TRACE_OUT": str(out), "PYTHONPATH": python_path(site)})
     assert r.returncode == 0, r.stderr
     assert json.loads(r.stdout.splitlines()[-1]) == {"ok": True, "instrumented": True}
     events = load_strict(out)
@@ -297,7 +297,8 @@ print(json.dumps({{"ok": ok, "schema": str(torch.ops.tensorrt.execute_engine.def
 def test_the_python_registered_op_is_traced_once_per_call_with_the_python_engines_name(tmp_path: Path):
     site = fake_package(tmp_path / "site")
     out = tmp_path / "pyop.json"
-    r = run_python(OP_CHILD.format(name="py_op_engine", n=5), {"TRT_TRACE_OUT": str(out), "PYTHONPATH": str(site)})
+    r = run_python(OP_CHILD.format(name="py_op_engine", n=5),
+                   {"TRT_TRACE_OUT": str(out), "PYTHONPATH": python_path(site)})
     assert r.returncode == 0, r.stderr
     child = json.loads(r.stdout.splitlines()[-1])
     assert child["ok"]

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from conftest import run_python, trt_trace_cli
+from conftest import python_path, run_python, trt_trace_cli
 from test_layers import calls_and_layers_of
 
 import trt_trace
@@ -250,7 +250,7 @@ def test_the_two_variables_alone_in_a_fresh_process_time_the_layers_of_both_pyth
     site = fake_package(tmp_path / "site")
     out = tmp_path / "pyrt.json"
     r = run_python(CHILD.format(layers=LAYERS), {"TRT_TRACE_OUT": str(out), "TRT_TRACE_LAYERS": "2",
-                                                 "PYTHONPATH": str(site)})
+                                                 "PYTHONPATH": python_path(site)})
     assert r.returncode == 0, r.stderr
     child = json.loads(r.stdout.splitlines()[-1])
     assert child["ok"]

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import statistics
 import subprocess
@@ -381,6 +382,11 @@ def nsys_child(fake: str, runtime: str, out: str) -> int:
     faketrt.load(fake)
     torch.ops.load_library(runtime)
     plans, engines, x = _engines(faketrt, "_run_on_acc_nsys")
+    # nsys records from here (--capture-range=cudaProfilerApi): the capture of a whole process held a CUDA 13
+    # runtime call made at start-up that nsys 2023.4 does not know ("Unknown runtime API function index:
+    # 486"), and its import then dropped every CUDA record; inside the range the same nsys keeps them.
+    torch.cuda.synchronize()
+    torch.cuda.profiler.start()
     trt_trace.start(str(Path(out, "trace.json")), nvtx=True)
     _rounds(engines, x, ROUNDS)
     ts = [threading.Thread(target=_rounds, args=(engines, x, ROUNDS, torch.cuda.Stream())) for _ in range(2)]
@@ -397,6 +403,8 @@ def nsys_child(fake: str, runtime: str, out: str) -> int:
     probe_thread.start()
     probe_thread.join()
     probes = got[0] if got else []
+    torch.cuda.synchronize()
+    torch.cuda.profiler.stop()
     Path(out, "truth.json").write_text(json.dumps({p.name: faketrt.work_ns(p.name) for p in plans}))
     Path(out, "stamps.json").write_text(json.dumps({p.name: faketrt.spin_stamps(p.name) for p in plans} |
                                                    {PROBE: probes}))
@@ -416,9 +424,12 @@ def verify_nsys(folder: Path, check: Check) -> None:
     with sqlite3.connect(str(folder / "run.sqlite")) as con:
         tables = {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type='table'")}
     if "CUPTI_ACTIVITY_KIND_KERNEL" not in tables:  # seen with nsys 2023.4 (CUPTI 12.4) under a CUDA 13 driver
+        log = (folder / "profile.log").read_text() if (folder / "profile.log").exists() else ""
+        unknown = re.search(r"Unknown runtime API function index: \d+", log)
         check("nsys: the capture holds the calls' kernels", False,
-              f"no kernel table in the export of nsys {calls.metadata.get('export_product_version')}: this nsys "
-              "records no kernels on this machine, so nothing here can be compared")
+              f"no kernel table in the export of nsys {calls.metadata.get('export_product_version')}"
+              + (f": its import failed on a call it does not know ({unknown.group(0)})" if unknown else "")
+              + ", so nothing here can be compared")
         return
     truth = json.loads((folder / "truth.json").read_text())
     stamps = json.loads((folder / "stamps.json").read_text())
@@ -457,7 +468,8 @@ def profile_and_export(nsys: str, cmd: list[str], env: dict[str, str], keep: Pat
 
 
 def nsys_kernels(d: Path, check: Check, fake: str, runtime: str) -> None:
-    """The same proof under Nsight Systems (`nsys profile --trace=cuda,nvtx`, trt_trace's NVTX ranges on), where
+    """The same proof under Nsight Systems (`nsys profile --trace=cuda,nvtx`, trt_trace's NVTX ranges on, the
+    calls and probes inside a cudaProfilerStart/Stop range), where
     an nsys runs on this machine; the files go to $OUT/nsys (an export, or the .qdstrm to import elsewhere)."""
     nsys = find_nsys()
     if nsys is None:
@@ -468,9 +480,10 @@ def nsys_kernels(d: Path, check: Check, fake: str, runtime: str) -> None:
     keep.mkdir(parents=True, exist_ok=True)
     env = {k: v for k, v in os.environ.items() if not k.startswith("TRT_TRACE_")}
     extra = os.environ.get("NSYS_EXTRA_FLAGS", "").split()  # e.g. --cuda-flush-interval=100, to probe the gap
-    cmd = [nsys, "profile", "--trace=cuda,nvtx", "--sample=none", "--cpuctxsw=none", "--force-overwrite=true", *extra,
+    cmd = [nsys, "profile", "--trace=cuda,nvtx", "--sample=none", "--cpuctxsw=none", "--force-overwrite=true",
+           "--capture-range=cudaProfilerApi", "--capture-range-end=stop", *extra,
            "-o", str(keep / "run"), sys.executable, __file__, "nsys-child", fake, runtime, str(keep)]
-    print(f"      {' '.join(cmd[:8 + len(extra)])} ...")
+    print(f"      {' '.join(cmd[:10 + len(extra)])} ...")
     if not profile_and_export(nsys, cmd, env, keep, "nsys_kernels", check, timeout=540):
         return
     verify_nsys(keep, check)
