@@ -197,15 +197,22 @@ def child(args: argparse.Namespace) -> int:
 # -- the parent: reading back, the table ---------------------------------------------------------------------
 
 def read_back(path: str) -> dict[str, Any]:
-    """Engine calls in the file (whole calls, the project's reader) and its end record's drop counts."""
+    """Engine calls in the file and in every later part of a split trace (whole calls, the project's reader;
+    no call is split across parts), and the last part's end record's drop counts."""
     from trt_trace.io.readers.calls import read_calls
 
-    read = read_calls(path, lambda part, info: None)
-    ends = [p.end_metadata for p in read.info.processes.values()]
-    end = next((e for e in ends if e), None) or {}
-    return {"in_file": int(read.calls), "partial": len(read.partial), "ended": end.get("ended", "cut short"),
-            "dropped_events": end.get("dropped_events"), "dropped_calls": end.get("dropped_calls"),
-            "mib": os.path.getsize(path) / 2**20}
+    calls = partial = 0
+    mib = 0.0
+    part: str | None = path
+    while part is not None:
+        read = read_calls(part, lambda chunk, info: None)
+        ends = [p.end_metadata for p in read.info.processes.values()]
+        end = next((e for e in ends if e), None) or {}
+        calls, partial, mib = calls + int(read.calls), partial + len(read.partial), mib + os.path.getsize(part) / 2**20
+        following = end.get("next_part") if end.get("ended") == "split" else None
+        part = os.path.join(os.path.dirname(part), following) if following else None
+    return {"in_file": calls, "partial": partial, "ended": end.get("ended", "cut short"),
+            "dropped_events": end.get("dropped_events"), "dropped_calls": end.get("dropped_calls"), "mib": mib}
 
 
 def _fmt_row(cells: list[str], widths: list[int]) -> str:
