@@ -18,6 +18,7 @@ import numpy as np
 import orjson
 import pytest
 import torch
+from conftest import run_python
 from trace_checks import check_trace, load_strict
 
 from trt_trace.analysis.trace_summary import load_events
@@ -442,3 +443,51 @@ def test_a_spawn_pool_without_pid_never_shares_a_file(tmp_path, suffix):
         assert _end(events)["ended"] == "closed"
         total += _engine_calls(events)
     assert total == 50 + 400  # every call in a whole file of its own process
+
+
+STATUS_DURING_A_BLOCKED_DRAIN = """
+import json, os, threading, time, torch, trt_trace
+from trt_trace import standin
+from trt_trace.native import ops
+fifo = {fifo!r}
+reader_end = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)  # a reader that reads nothing yet: the pipe fills
+engine = standin.make_engine("status_probe")
+trt_trace.start(fifo)
+for _ in range(5000):
+    torch.ops.tensorrt.execute_engine([torch.ones(8)], engine)
+deadline = time.monotonic() + 30
+while ops.writer_status()["wakes"] == 0 and time.monotonic() < deadline:
+    time.sleep(0.01)
+time.sleep(0.3)  # the thread woke and took its batch: it is now blocked in write() on the full pipe
+asked = {{}}
+asker = threading.Thread(target=lambda: asked.setdefault("status", ops.writer_status()), daemon=True)
+t0 = time.monotonic()
+asker.start()
+asker.join(3)
+answered_s = time.monotonic() - t0 if "status" in asked else None
+data = bytearray()
+def read_all():
+    os.set_blocking(reader_end, True)
+    while chunk := os.read(reader_end, 1 << 16):
+        data.extend(chunk)
+reading = threading.Thread(target=read_all)
+reading.start()
+trt_trace.stop()
+reading.join(30)
+events = json.loads(bytes(data))
+print(json.dumps({{"answered_s": answered_s,
+                  "calls": sum(e.get("name") == "execute_engine" and e.get("ph") == "X" for e in events)}}))
+"""
+
+
+def test_the_writers_status_never_waits_for_a_batch_under_way(tmp_path):
+    # A Python thread asking for the writer's status (session.records_drained, paths, ...) holds the GIL that
+    # the serving threads need: it must not wait for the writer's batch, however long that batch takes. Here
+    # the batch never ends by itself: the trace goes to a pipe nobody reads until the status has come back.
+    fifo = tmp_path / "trace.fifo"
+    os.mkfifo(fifo)
+    r = run_python(STATUS_DURING_A_BLOCKED_DRAIN.format(fifo=str(fifo)), timeout=60)  # before: it hung here
+    assert r.returncode == 0, r.stderr
+    out = orjson.loads(r.stdout.splitlines()[-1])
+    assert out["answered_s"] is not None and out["answered_s"] < 2.0, out
+    assert out["calls"] == 5000  # and the trace, read at last, is whole

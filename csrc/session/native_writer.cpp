@@ -52,6 +52,12 @@ struct Writer {
   bool failed = false;
   std::string error;
 
+  // The status as the last holder of mutex_ left it (WriterLock publishes it): writer_status() reads this and
+  // never waits for a batch, so a Python thread asking (which holds the GIL the serving threads need) is
+  // not held up for a drain's length.
+  std::mutex status_mutex_;
+  WriterStatus published;
+
   std::mutex wake_mutex_;  // stop / held flags
   std::condition_variable wake;
   bool stopping = false;
@@ -66,10 +72,57 @@ Writer* g_writer = nullptr;  // never destroyed: the thread may outlive static d
 std::atomic<bool> g_dump_asked{false};
 static_assert(std::atomic<bool>::is_always_lock_free, "set from a signal handler");
 
+// w's status (its lock held, or the only thread left after a fork) into w.published. Never throws: it runs
+// in WriterLock's destructor; where the copy cannot be made the status stays as it was.
+void publish(Writer& w) noexcept {
+  try {
+    WriterStatus s;
+    s.records_drained = w.records_drained;
+    s.failed = w.failed;
+    s.error = w.error;
+    if (w.window) {
+      s.events_written = w.dump_events_written;
+      s.events_not_written = w.dump_events_not_written;
+      s.max_bytes = w.settings.file.max_bytes;
+      s.created = w.dumps > 0;
+      s.paths = w.dump_paths;
+      s.records_held = w.window->records_held();
+      s.records_let_go = w.window->records_let_go();
+      s.dumps = w.dumps;
+    } else if (w.trace) {
+      const TraceFile& f = w.trace->file();
+      s.events_written = f.events_written();
+      s.events_not_written = f.events_not_written();
+      s.bytes_written = f.bytes_written();
+      s.max_bytes = f.max_bytes();
+      s.created = f.created();
+      s.in_use = f.in_use();
+      s.paths = f.paths();
+    }
+    std::lock_guard<std::mutex> lock(w.status_mutex_);
+    w.published = std::move(s);
+  } catch (...) {  // no memory for the copy: the last status stands
+  }
+}
+
+// The writer's lock, for every change to the trace and its counters: its release publishes the status.
+class WriterLock {
+ public:
+  explicit WriterLock(Writer& w) : w_(w), lock_(w.mutex_) {}
+  ~WriterLock() { publish(w_); }  // before lock_ is released (members end after the destructor's body)
+  WriterLock(const WriterLock&) = delete;
+  WriterLock& operator=(const WriterLock&) = delete;
+
+ private:
+  Writer& w_;
+  std::lock_guard<std::mutex> lock_;
+};
+
 void after_fork_in_child() {
   Writer& c = *g_writer;
   new (&c.mutex_) std::mutex();
   new (&c.wake_mutex_) std::mutex();
+  new (&c.status_mutex_) std::mutex();
   new (&c.wake) std::condition_variable();
   c.thread = nullptr;  // the parent's thread: not here, never joined
   c.stopping = false;
@@ -78,6 +131,7 @@ void after_fork_in_child() {
   (void)c.trace.release();  // the parent's state, possibly mid-batch: never touched again
   (void)c.window.release();  // the parent's window, likewise (its pages stay shared, never written)
   g_dump_asked.store(false);
+  publish(c);  // what writer_status() says here: no trace, no window
 }
 
 Writer& writer() {
@@ -93,7 +147,7 @@ Writer& writer() {
 template <class F>
 auto with_writer(F&& f) {
   Writer& w = writer();
-  std::lock_guard<std::mutex> lock(w.mutex_);
+  WriterLock lock(w);
   return f(w);
 }
 
@@ -348,7 +402,7 @@ void run(Writer* w) {
     }
     if (held) continue;
     {
-      std::lock_guard<std::mutex> lock(w->mutex_);
+      WriterLock lock(*w);
       drain_all(*w, false, false);
       if (w->window && g_dump_asked.exchange(false)) dump_on_signal(*w);
     }
@@ -360,7 +414,7 @@ void run(Writer* w) {
 
 void start_writer(const WriterSettings& settings) {
   Writer& w = writer();
-  std::lock_guard<std::mutex> lock(w.mutex_);
+  WriterLock lock(w);
   if (w.thread != nullptr) throw std::logic_error("a native trace writer is already running");
   NameSource names{[] { return EngineRegistry::instance().names(); },
                    [] { return layers::LayerNames::instance().names(); }};
@@ -421,7 +475,7 @@ void stop_writer() {
     if (thread->get_id() != std::this_thread::get_id()) thread->join();
     delete thread;
   }
-  std::lock_guard<std::mutex> lock(w.mutex_);
+  WriterLock lock(w);
   drain_all(w, true, false);
   // A SIGUSR1 the thread had no wake left to see (the program ended right after it): its dump, now.
   if (w.window && g_dump_asked.exchange(false)) dump_on_signal(w);
@@ -429,7 +483,7 @@ void stop_writer() {
 
 SessionEnd end_session(bool exit_dump) {
   Writer& w = writer();
-  std::lock_guard<std::mutex> lock(w.mutex_);
+  WriterLock lock(w);
   SessionEnd out;
   if (w.window) {  // flight mode: no file of its own; the exit dump where asked
     if (!exit_dump) return out;
@@ -485,33 +539,12 @@ WriterStatus writer_status() {
   Writer& w = writer();
   WriterStatus s;
   {
-    std::lock_guard<std::mutex> lock(w.wake_mutex_);
-    s.wakes = w.wakes;
-    s.running = w.thread != nullptr;
+    std::lock_guard<std::mutex> lock(w.status_mutex_);
+    s = w.published;
   }
-  std::lock_guard<std::mutex> lock(w.mutex_);
-  s.records_drained = w.records_drained;
-  s.failed = w.failed;
-  s.error = w.error;
-  if (w.window) {
-    s.events_written = w.dump_events_written;
-    s.events_not_written = w.dump_events_not_written;
-    s.max_bytes = w.settings.file.max_bytes;
-    s.created = w.dumps > 0;
-    s.paths = w.dump_paths;
-    s.records_held = w.window->records_held();
-    s.records_let_go = w.window->records_let_go();
-    s.dumps = w.dumps;
-  } else if (w.trace) {
-    const TraceFile& f = w.trace->file();
-    s.events_written = f.events_written();
-    s.events_not_written = f.events_not_written();
-    s.bytes_written = f.bytes_written();
-    s.max_bytes = f.max_bytes();
-    s.created = f.created();
-    s.in_use = f.in_use();
-    s.paths = f.paths();
-  }
+  std::lock_guard<std::mutex> lock(w.wake_mutex_);
+  s.wakes = w.wakes;
+  s.running = w.thread != nullptr;
   return s;
 }
 

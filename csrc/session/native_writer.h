@@ -109,6 +109,7 @@ SessionEnd end_session(bool exit_dump);
 int64_t drain_writer_now(bool wait_gpu, bool discard);
 // While held, the thread wakes but does not drain (benchmarks that tell the writer's work apart from the calls').
 void hold_writer(bool held);
+// The status as the last batch (or start, end, dump) left it; never waits for a batch under way.
 WriterStatus writer_status();
 // Flight mode: writes the window as it is at `now_ns` (after draining the rings) as dump number N+1;
 // `trigger` names what asked (dump(), SIGUSR1, exit, ...). Throws WriteFailed (the dump's file), or
