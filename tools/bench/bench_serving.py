@@ -47,7 +47,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-ARMS = ("untraced", "traced", "traced, no GPU", "traced, writer held", "switch only")
+ARMS = ("untraced", "traced", "traced, .pftrace", "traced, no GPU", "traced, writer held", "switch only")
 
 
 # -- the child: the busy loop ------------------------------------------------------------------------------
@@ -187,7 +187,8 @@ def child(args: argparse.Namespace) -> int:
             arms = list(args.arms) if rep % 2 == 0 else list(reversed(args.arms))
             for arm in arms:
                 n += 1
-                path = str(Path(args.dir) / f"{args.tag}arm{n}.json")
+                suffix = ".pftrace" if arm == "traced, .pftrace" else ".json"  # the format follows the name
+                path = str(Path(args.dir) / f"{args.tag}arm{n}{suffix}")
                 sys.stdin.readline()  # the parent's turn to this child (it has read the last file)
                 row = _run_arm(runner, x, arm, threads, args.seconds, rate, args.buffer, path)
                 print(json.dumps(dict(row, repeat=rep)), flush=True)
