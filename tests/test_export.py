@@ -67,6 +67,24 @@ def test_every_column_is_the_calls(tmp_path):
     assert third["engine"] == "fc" and not third["error"] and third["total_ns"] == 2_000
 
 
+def test_each_flag_column_is_its_own_flag(tmp_path):
+    """A plain call, a failed one, a nested one, a graph-captured one and a CUDA call: `error`, `nested`,
+    `captured` (export) and `on_cuda` (a dataset) are each true on its own call only."""
+    rows = []
+    for call, kw in enumerate(({}, {"flags": 1}, {"flags": 2}, {"flags": 4}, {"device": 0}), start=1):
+        rows += call_rows(call, 1, 10**9 + call * 10**6, [1_000, 2_000, 3_000, 40_000], **kw)
+    path = write_trace(tmp_path / "t.json", rows, ["", "conv"], end={})
+    assert cli("export", str(path), str(tmp_path / "c.parquet")).returncode == 0
+    table = pq.read_table(tmp_path / "c.parquet").drop(["time"]).to_pylist()
+    assert [r["call_id"] for r in table] == [1, 2, 3, 4, 5]
+    assert [[r[k] for r in table] for k in ("error", "nested", "captured")] == [
+        [False, True, False, False, False], [False, False, True, False, False], [False, False, False, True, False]]
+    assert cli("export", str(path), "--dataset", str(tmp_path / "ds")).returncode == 0
+    dataset = pq.read_table(next((tmp_path / "ds").rglob("*.parquet")), columns=["call_id", "on_cuda"]).to_pylist()
+    assert [(r["call_id"], r["on_cuda"]) for r in dataset] == [(1, False), (2, False), (3, False), (4, False),
+                                                                (5, True)]
+
+
 @pytest.mark.parametrize("case", ["missing", "directory", "no dir", "not a trace"])
 def test_bad_export_is_one_line(tmp_path, case):
     good = write_trace(tmp_path / "t.json", call_rows(1, 1, 10**9, [1, 1, 1, 1]), ["", "e"], end={})

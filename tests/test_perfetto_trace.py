@@ -4,6 +4,7 @@ format selection, size limit, and agreement with the Chrome JSON of the same rec
 from __future__ import annotations
 
 import functools
+import json
 import os
 import subprocess
 import sys
@@ -262,6 +263,28 @@ def test_caller_stream_waits_agree_with_json_and_stay_out_of_the_table(tmp_path)
     # The table's gpu column is the engines' own work, not the waits around it.
     s = aggregate(load_events(str(tmp_path / "same.pftrace")))
     assert s.stats.tolist()[s.names.index("engine_a")][7:9] == [260_000 + 50_000, 2]
+
+
+def test_both_formats_load_as_the_json_writers_events(tmp_path):
+    """load_events gives a file's slices and launch flows as the JSON writer writes them, whatever the
+    format: each flag its own argument (error, nested, captured, engine_stream), a stream on GPU spans
+    only, and a Perfetto slice's flows 1 ns inside it, or at its edge where it lasts 0 ns."""
+    rows = call_records(1, 1, 1_000_000, 1_030_000, 1_500_000, stream=7, flags=1)  # an error
+    rows += call_records(2, 1, 2_000_000, 2_040_000, 2_040_000, stream=9, flags=2)  # nested; a GPU span of 0 ns
+    rows += call_records(3, 2, 3_000_000, 3_040_000, 3_090_000, flags=4)  # graph-captured
+    rows += call_records(4, 2, 4_000_000, 4_040_000, 4_090_000, wait=(4_030_000, 4_100_000))  # engine stream
+    events, _ = write_both(tmp_path, [np.array(rows, dtype=RECORD_DTYPE)], ["", "engine_a", "engine_b"])
+
+    def slices_and_flows(evs) -> list[str]:
+        return sorted(json.dumps(e, sort_keys=True) for e in evs if e["ph"] in ("X", "s", "f"))
+
+    want = slices_and_flows(events)
+    flags = Counter(k for e in events if e["ph"] == "X" for k in ("error", "nested", "captured", "engine_stream")
+                    if e["args"].get(k))
+    assert set(flags) == {"error", "nested", "captured", "engine_stream"}
+    assert sum(e["ph"] in ("s", "f") for e in events) > 0
+    assert slices_and_flows(load_events(str(tmp_path / "same.json"))) == want
+    assert slices_and_flows(load_events(str(tmp_path / "same.pftrace"))) == want
 
 
 def test_equal_timestamps_and_calls_split_across_batches_still_nest(tmp_path):

@@ -5,6 +5,8 @@ its middle, a half dropped or read twice, a packet decoded across a cut) fails."
 
 from __future__ import annotations
 
+import threading
+
 import numpy as np
 import pytest
 from test_gpu_tracks import call_records
@@ -203,3 +205,25 @@ def test_both_formats_hand_out_the_same_slices_threads_included(tmp_path):
         reader(str(_write(tmp_path / f"t{suffix}"))).read(rows)
         got[suffix] = sorted(rows.rows)
     assert got[".json"] == got[".pftrace"] and len({r[3] for r in got[".json"]}) > 2
+
+
+def test_a_perfetto_file_is_decoded_on_a_thread_of_its_own_whose_failure_comes_out_of_read(tmp_path):
+    """The Perfetto reader reads and decodes on a producer thread (pipeline.py), which also reports
+    progress, while the visitor runs on the caller's: an exception raised there (here by the progress
+    callback) comes out of read() as it was raised, and the producer thread ends."""
+    path = _write(tmp_path / "t.pftrace")
+    seen: list[threading.Thread] = []
+    rec = _Recorder()
+    pf.PerfettoReader(str(path)).read(rec, progress=lambda n: seen.append(threading.current_thread()))
+    assert seen and threading.current_thread() not in seen and len(rec.items) > len(_records()[0])
+    assert not any(t.is_alive() for t in seen)
+
+    class Stopped(Exception):
+        pass
+
+    def stop(n: int) -> None:
+        raise Stopped(n)
+
+    with pytest.raises(Stopped):
+        pf.PerfettoReader(str(path)).read(Visitor(), progress=stop)
+    assert "trt_trace reader" not in [t.name for t in threading.enumerate()]

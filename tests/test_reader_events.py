@@ -2,7 +2,8 @@
 the fast paths hand back) becomes a slice, and what makes it malformed. The readers' tests reach
 these rules through whole files and compare the general path with the native one; mutants of the
 module (docs/mutation-testing.md) showed edges no file there has: ids at their range's ends,
-integral floats, times past 2**53 ns, flows, flags and devices one by one."""
+integral floats, times past 2**53 ns, flows, flags and devices one by one; and EventsReader
+(in_memory.py) on a list longer than one of its chunks."""
 
 from __future__ import annotations
 
@@ -10,8 +11,9 @@ import math
 
 import numpy as np
 import pytest
+from synthetic_traces import engine_calls, write_trace
 
-from trt_trace.io.readers import EventsReader, Visitor
+from trt_trace.io.readers import EventsReader, Visitor, load_events, read_calls
 from trt_trace.io.readers.columns import CONVERTED, FLOW_END, FLOW_START, SLICE_X
 from trt_trace.io.readers.events import (
     MAX_NS,
@@ -149,3 +151,22 @@ def test_an_engines_name_is_its_first_call_slices_not_a_phases_or_a_flows():
     events[1]["args"]["engine"] = "resnet"
     info = EventsReader(events).read(Visitor())
     assert info.process(7).engines == {2: "resnet"}
+
+
+def test_a_list_longer_than_a_chunk_reads_as_the_file_it_came_from(tmp_path):
+    """EventsReader hands its list to the JSON reader 2**16 events at a time: the calls of a list well
+    past one chunk (14,000 calls of 5 slices) are the file's calls, each one once."""
+    totals = 40_000 + 10 * np.arange(14_000)
+    path = write_trace(tmp_path / "t.json", engine_calls(1, totals, 1), ["", "e"], end={})
+    events = load_events(str(path))
+    assert len(events) > 1 << 16
+
+    def calls_of(source) -> list[tuple]:
+        out: list[tuple] = []
+        read_calls(source, lambda calls, info: out.extend(zip(calls["call_id"].tolist(), calls["ns"][:, 0].tolist(),
+                                                               strict=True)))
+        return sorted(out)
+
+    from_file = calls_of(str(path))
+    assert from_file == list(zip(range(1, 14_001), totals.tolist(), strict=True))
+    assert calls_of(EventsReader(events)) == from_file

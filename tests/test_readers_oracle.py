@@ -3,7 +3,9 @@ they replaced): the same tables, per-process tables, diffs and merges, to the ns
 trace the suite makes: JSON and Perfetto, merged, cut short (inside an event, inside a call, at a
 packet boundary), split parts, GPU spans and caller-stream waits, errors, sampled GPU timing,
 overlapping calls on lanes, pre-allocated outputs. And the native fast paths against the general
-ones (orjson, protobuf) on the same traces.
+ones (orjson, protobuf) on the same traces; the Perfetto general path also against the JSON writer's
+events of the same records, and on trt_trace files edited into another tool's shape (packets out of
+order, slices off the engines' lanes, no process track, deep track trees).
 
 One deliberate difference: a Perfetto trace's process is named after its process track (today's
 reader called it "pid 0"), so labels are compared for JSON only."""
@@ -12,27 +14,45 @@ from __future__ import annotations
 
 import json
 import threading
+from collections import Counter
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import orjson
 import pytest
+import test_layers_reading as layers_reading
 import torch
 from legacy_readers import diff as legacy_diff
 from legacy_readers import merge as legacy_merge
 from legacy_readers import trace_summary as legacy
+from synthetic_traces import call_rows, write_trace
 from test_gpu_tracks import call_records
+from test_inference import _records as inference_records
+from trace_checks import load_strict
 
 import trt_trace
 from trt_trace import standin
 from trt_trace.analysis import diff, merge, trace_summary
-from trt_trace.io.readers import Visitor, read_calls
+from trt_trace.io.perfetto_protos import protos
+from trt_trace.io.readers import Visitor, in_memory, read_calls
 from trt_trace.io.readers.chrome_json import ChromeJsonReader
 from trt_trace.io.readers.perfetto import PerfettoReader
+from trt_trace.io.readers.perfetto_general import lane_of
+from trt_trace.io.readers.trace_info import TraceInfo
+from trt_trace.io.tracks import track_id
 from trt_trace.io.writers import ChromeJsonWriter, PerfettoTraceWriter
+from trt_trace.native import ops
 from trt_trace.schema.phases import STATS_COLUMNS
 from trt_trace.schema.records import RECORD_DTYPE
-from trt_trace.schema.trace_format import DURATIONS, Phase
+from trt_trace.schema.trace_format import (
+    CATEGORY,
+    DURATIONS,
+    ENGINE_UUID_BASE,
+    INFERENCE_CATEGORY,
+    LAYER_CATEGORY,
+    Phase,
+)
 
 # Keys the readers of the oracle's day did not write; the inference ones are checked by tests/test_inference.py (these
 # traces hold no inference: both are null here).
@@ -344,6 +364,177 @@ def test_the_perfetto_fast_path_and_the_general_path_agree(traces, kind):
     assert len(flows) == getattr(fast, "flow_bits", 0)
     a = read_calls(src, lambda calls, info: None)
     assert a.calls > 0
+
+
+def _events_of(path: str, general: bool) -> Counter:
+    """Every event as load_events gives it (slices, launch flows, metadata), by the fast path or the general one."""
+    reader = PerfettoReader(path)
+    reader.force_general = general
+    collect = in_memory._Collect()
+    collect.info = TraceInfo(path, reader.format)
+    reader.read(collect, collect.info)
+    return Counter(json.dumps(e, sort_keys=True) for e in collect.events)
+
+
+@pytest.mark.parametrize("kind", ["plain pftrace", "errors pftrace", "threads pftrace", "lanes pftrace", "gpu pftrace",
+                                  "cut pftrace at a packet"])
+def test_the_perfetto_general_path_gives_the_fast_paths_events(traces, kind):
+    """The general path (another tool's packets: a replay of begins and ends) rebuilds every event as
+    the fast path hands it out: each slice on its lane's tid (host and GPU lanes past the first), with its
+    engine and arguments, each launch flow, the metadata; a cut file's open begins left out alike."""
+    fast = _events_of(str(traces[kind]), False)
+    assert fast == _events_of(str(traces[kind]), True)
+    names = Counter(json.loads(e)["name"] for e in fast.elements())
+    assert names["execute_engine"] > 0 and names["trt_trace_metadata"] > 0
+
+
+def _twins(tmp_path: Path, name: str, rows: list[tuple] | np.ndarray, names: list[str], **end) -> tuple[str, str]:
+    return tuple(str(write_trace(tmp_path / f"{name}{suffix}", rows, names, end=end))  # type: ignore[return-value]
+                 for suffix in (".json", ".pftrace"))
+
+
+def test_the_perfetto_general_path_gives_the_json_writers_events_of_the_same_records(tmp_path, monkeypatch):
+    """The general path shares the reader's track table (lane names, engines) with the fast path, so it
+    is checked against the JSON writer too: the same records in both formats, the Perfetto file read by
+    its general path, give the JSON file's slices, launch flows, inferences and layer slices: second host
+    and GPU lanes, one inference track per calling thread, a GPU span of 0 ns with its flow, two layers lanes."""
+    monkeypatch.setattr(ops, "layer_names", lambda: list(layers_reading.LAYER_NAMES))
+    gpu = _gpu_records(False)
+    zero = call_records(99, 1, 60_000_000, 60_040_000, 60_040_000)  # a GPU span of 0 ns: its flow ends at it
+    layer_rows: list[tuple] = []
+    for call_id, begin in ((2, 10**9), (3, 10**9 + 5_000)):  # two overlapping profiled calls: two layers lanes
+        layer_rows += call_rows(call_id, 1, begin, layers_reading.PHASES, device=0, gpu_ns=500_000)
+        layer_rows += layers_reading.layer_rows(call_id, 1, begin, {"conv": 300_000, "fc": 100_000}, 0)
+    layer_rows.sort(key=lambda r: r[0])
+    pairs = [_twins(tmp_path, "lanes", _overlapping(), ["", "l_a"]),
+             _twins(tmp_path, "gpu", np.concatenate([*gpu, np.array(zero, dtype=RECORD_DTYPE)]), ["", "g_a", "g_b"]),
+             _twins(tmp_path, "inferences", inference_records(3), ["", "eng"]),
+             _twins(tmp_path, "layers", layer_rows, layers_reading.ENGINES, layers=layers_reading.REPORT)]
+    kinds: Counter = Counter()
+    kept = ("X", "s", "f")  # slices and launch flows
+    for json_path, pf_path in pairs:
+        want = Counter(json.dumps(e, sort_keys=True) for e in load_strict(Path(json_path)) if e["ph"] in kept)
+        got = Counter(e for e in _events_of(pf_path, True).elements() if json.loads(e)["ph"] in kept)
+        assert got == want, json_path
+        kinds.update((json.loads(e)["cat"], json.loads(e)["ph"]) for e in want)
+    assert {(CATEGORY, "s"), (CATEGORY, "f"), (INFERENCE_CATEGORY, "X"), (LAYER_CATEGORY, "X")} <= set(kinds)
+
+
+def _names_written_out(path: Path) -> Any:
+    """A trt_trace Perfetto file as another tool might write it: every event and argument name in its
+    event (no interned ids), so that packets can be moved or added."""
+    pb = protos()
+    trace = pb.Trace.FromString(path.read_bytes())
+    names: dict[int, str] = {}
+    annotation_names: dict[int, str] = {}
+    for packet in trace.packet:
+        names.update((e.iid, e.name) for e in packet.interned_data.event_names)
+        annotation_names.update((a.iid, a.name) for a in packet.interned_data.debug_annotation_names)
+        packet.ClearField("interned_data")
+        if packet.HasField("track_event"):
+            ev = packet.track_event
+            if ev.HasField("name_iid"):
+                ev.name = names[ev.name_iid]
+            for a in ev.debug_annotations:
+                if a.HasField("name_iid"):
+                    a.name = annotation_names[a.name_iid]
+    return trace
+
+
+def test_the_perfetto_general_path_replays_packets_out_of_order_and_skips_other_instants(traces, tmp_path):
+    """Another tool's file: the gpu trace's packets with every name written out (no interned ids), its
+    slice packets latest first (those of one timestamp in their order), and an instant that is no
+    metadata on a lane. The replay goes by timestamp, not by file order, and takes only the metadata
+    instants: the same events as the file."""
+    pb = protos()
+    trace = _names_written_out(traces["gpu pftrace"])
+    slices = [k for k, p in enumerate(trace.packet) if p.track_event.type in (pb.TrackEvent.TYPE_SLICE_BEGIN,
+                                                                               pb.TrackEvent.TYPE_SLICE_END)]
+    reordered = pb.Trace()
+    order = list(range(len(trace.packet)))
+    backwards = sorted(slices, key=lambda k: (-trace.packet[k].timestamp, k))  # equal times keep their order
+    for k, j in zip(slices, backwards, strict=True):
+        order[k] = j
+    reordered.packet.extend(trace.packet[j] for j in order)
+    other = reordered.packet.add()
+    other.CopyFrom(trace.packet[slices[0]])
+    other.track_event.type = pb.TrackEvent.TYPE_INSTANT
+    other.track_event.name = "another tool's instant"
+    path = tmp_path / "reordered.pftrace"
+    path.write_bytes(reordered.SerializeToString())
+    want = _events_of(str(traces["gpu pftrace"]), True)
+    assert sum(json.loads(e)["ph"] == "X" for e in want.elements()) > 100
+    assert _events_of(str(path), True) == want
+
+
+def test_the_perfetto_general_path_reads_slices_off_the_engines_lanes_and_a_file_without_a_process(traces,
+                                                                                                      tmp_path):
+    """Another tool's tracks: a slice on a track of no engine (even one named like a layers lane) gets
+    that track's uuid as its thread and engine id 0, as a JSON slice without them does; one on an
+    engine's own track (engine id 0 too, named like a GPU lane), the engine and the track's uuid. A file
+    without a process track reads as process 0, as JSON events without a pid do."""
+    pb = protos()
+    trace = _names_written_out(traces["gpu pftrace"])
+    process = next(p for p in trace.packet if p.track_descriptor.HasField("process"))
+    engine = next(p.track_descriptor.uuid for p in trace.packet if p.track_descriptor.uuid >= ENGINE_UUID_BASE)
+    begin = next(p for p in trace.packet if p.track_event.type == pb.TrackEvent.TYPE_SLICE_BEGIN)
+    end = next(p for p in trace.packet if p.track_event.type == pb.TrackEvent.TYPE_SLICE_END
+               and p.track_event.track_uuid == begin.track_event.track_uuid)
+    for uuid, name in ((99, "layers (2)"), (ENGINE_UUID_BASE, "GPU (2)")):
+        other = trace.packet.add()
+        other.CopyFrom(process)
+        other.track_descriptor.ClearField("process")
+        other.track_descriptor.uuid, other.track_descriptor.parent_uuid = uuid, process.track_descriptor.uuid
+        other.track_descriptor.name = name
+    for track, ts in ((99, 900_000_000), (engine, 901_000_000), (ENGINE_UUID_BASE, 902_000_000)):
+        for packet, at in ((begin, ts), (end, ts + 5_000)):
+            added = trace.packet.add()
+            added.CopyFrom(packet)
+            added.timestamp, added.track_event.track_uuid = at, track
+    path = tmp_path / "tracks.pftrace"
+    path.write_bytes(trace.SerializeToString())
+    events = [json.loads(e) for e in (_events_of(str(path), True) - _events_of(str(traces["gpu pftrace"]), True))]
+    got = sorted((e["ts"], e["tid"], e["args"]["engine_id"], e["args"]["engine"]) for e in events)
+    assert got == [(900_000.0, 99, 0, ""), (901_000.0, engine & 0xFFFFFFFF, engine - ENGINE_UUID_BASE, "g_a"),
+                   (902_000.0, 0, 0, "GPU (2)")]
+
+    trace.packet.remove(process)
+    path.write_bytes(trace.SerializeToString())
+    pids = Counter(json.loads(e)["pid"] for e in _events_of(str(path), True).elements() if json.loads(e)["ph"] == "X")
+    assert list(pids) == [0] and pids[0] > 100
+
+
+def test_a_lane_is_its_engines_through_62_tracks_between_them_and_no_more(traces, tmp_path):
+    """The reader walks up from a lane to its engine through at most 62 tracks between them (the guard
+    against a loop of parents stops after 64 steps): a lane 62 tracks below its engine keeps its engine
+    and thread; one 63 below is no engine's (its uuid as its thread, engine id 0)."""
+    pb = protos()
+    trace = _names_written_out(traces["gpu pftrace"])
+    lanes = [p.track_descriptor for p in trace.packet if p.track_descriptor.parent_uuid >= ENGINE_UUID_BASE]
+    near, far = lanes[0], lanes[1]
+    tids = [track_id(lane.parent_uuid - ENGINE_UUID_BASE, *lane_of(lane.name)) for lane in (near, far)]
+    chains = pb.Trace()
+    for lane, between, first in ((near, 62, 1000), (far, 63, 2000)):
+        parent = lane.parent_uuid
+        for k in range(between):
+            level = chains.packet.add().track_descriptor
+            level.uuid, level.parent_uuid, level.name = first + k, parent, f"level {k}"
+            parent = first + k
+        lane.parent_uuid = parent
+    chains.packet.extend(trace.packet)
+    path = tmp_path / "deep.pftrace"
+    path.write_bytes(chains.SerializeToString())
+
+    def slices(p: Path) -> Counter:
+        return Counter(e for e in _events_of(str(p), True).elements() if json.loads(e)["ph"] == "X")
+
+    before, after = slices(traces["gpu pftrace"]), slices(path)
+    moved = [json.loads(e) for e in (before - after).elements()]
+    assert moved and {e["tid"] for e in moved} == {tids[1]}
+    for e in moved:
+        e["tid"], e["args"]["engine"], e["args"]["engine_id"] = far.uuid & 0xFFFFFFFF, "", 0
+    assert Counter(json.dumps(e, sort_keys=True) for e in moved) == after - before
+    assert any(json.loads(e)["tid"] == tids[0] for e in after)
 
 
 def test_every_trace_kind_was_made(traces):

@@ -243,6 +243,23 @@ def test_names_are_shown_whole_escaped_and_aligned(tmp_path, name_width):
         assert name_w == len(NAMES_LONGEST) and len(lines) == len(NAMES) + 2
 
 
+def test_more_engines_than_the_first_guess_are_each_a_row(tmp_path):
+    """17 engines: the native grouping of calls and the reader's (pid, engine) pairs start with room for
+    16 and must grow to 17, each engine a row with its own calls."""
+    engines = {f"e{k:02d}": np.full(k + 1, 100_000 + k) for k in range(17)}
+    table = json.loads(summary_text(str(engines_trace(tmp_path / "many.json", engines)), json=True))
+    assert sorted((e["engine"], e["calls"]) for e in table["engines"]) == [(f"e{k:02d}", k + 1) for k in range(17)]
+
+
+def test_a_name_whose_escapes_outgrow_the_first_buffer_is_printed_whole(tmp_path):
+    """The native formatter gets a buffer of twice the names' bytes and more; a name of 3,000 control
+    characters is 18,000 bytes of JSON escapes: the table is formatted again into the size it asks for."""
+    name = "\x01" * 3_000
+    table = json.loads(summary_text(str(engines_trace(tmp_path / "esc.json", {name: np.array([100_000])})),
+                                    json=True))
+    assert [e["engine"] for e in table["engines"]] == [name]
+
+
 def test_a_wide_name_takes_two_columns_a_character(tmp_path):
     path = engines_trace(tmp_path / "wide.json", {"日本語": np.array([300_000]), "abcdef": np.array([200_000])})
     lines = summary_text(str(path)).splitlines()
