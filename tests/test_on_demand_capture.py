@@ -203,13 +203,15 @@ call_for(30)
         assert _line_counts(r.stdout, proc.pid)[0] > 0
     finally:
         proc.kill()
-        _finish(proc)
+        # The forked child and `sleep 60` hold the target's stdout and stderr too: they end first, or reading
+        # the target's pipes to their end waits a minute for the sleeper.
         for pid in (child, sleeper):
             try:
                 if pid > 0:
                     os.kill(pid, 9)
             except ProcessLookupError:
                 pass
+        _finish(proc)
 
 
 def test_all_captures_every_worker_of_a_group_into_a_file_each(tmp_path: Path) -> None:
