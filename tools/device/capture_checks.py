@@ -382,9 +382,9 @@ def nsys_child(fake: str, runtime: str, out: str) -> int:
     faketrt.load(fake)
     torch.ops.load_library(runtime)
     plans, engines, x = _engines(faketrt, "_run_on_acc_nsys")
-    # nsys records from here (--capture-range=cudaProfilerApi): the capture of a whole process held a CUDA 13
-    # runtime call made at start-up that nsys 2023.4 does not know ("Unknown runtime API function index:
-    # 486"), and its import then dropped every CUDA record; inside the range the same nsys keeps them.
+    # nsys records from here (--capture-range=cudaProfilerApi), leaving the process's start-up out. nsys 2023.4
+    # on the H100 still fails to import this capture ("Unknown runtime API function index: 486", a CUDA 13
+    # runtime call made inside the range too, 2026-12-06), while nsys_range's capture of the same engines imports.
     torch.cuda.synchronize()
     torch.cuda.profiler.start()
     trt_trace.start(str(Path(out, "trace.json")), nvtx=True)
