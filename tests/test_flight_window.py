@@ -157,7 +157,8 @@ def test_one_call_is_one_call_and_dumps_add_up_past_the_size_limit(recorder, tmp
     add(calls(2, [99 * S + 1]))
     assert s.flight.dump("dump()", 100 * S).line().endswith("(2 calls)")
     trt_trace.stop()
-    # A dump is written in drain-sized batches (16384 records), so a file's size limit stops a large one
+    # A dump is written in pieces of 512 records (csrc/session/native_writer.cpp, kWriteRecords: here 256 calls
+    # of two records each, cut at a call's start), so a file's size limit stops a large one
     # between them, as it stops a session's file: each dump counts what it left out, and the recorder adds up.
     n = 9000
     s = recorder(seconds=3600, max_records=2 * n, max_bytes=1, split=False)
@@ -166,11 +167,12 @@ def test_one_call_is_one_call_and_dumps_add_up_past_the_size_limit(recorder, tmp
     second = s.flight.dump("exit", 100 * S)
     assert first.calls == second.calls == n and second.trigger == "exit"
     assert s.writer.paths == [str(tmp_path / "f.dump1.json"), str(tmp_path / "f.dump2.json")] and s.flight.dumps == 2
-    left_out = 2 * n - (1 << 14)
+    piece = 512
+    left_out = 2 * n - piece
     assert s.writer.events_not_written == 2 * left_out
     end = metadata(second.path)[-1]
     assert (end["ended"], end["events_not_written"], end["limit_bytes"]) == ("size limit", left_out, 1)
-    assert len(dumped_calls(second.path)) == 1 << 14
+    assert len(dumped_calls(second.path)) == piece
 
 
 def test_stop_dumps_only_when_asked(recorder, tmp_path):

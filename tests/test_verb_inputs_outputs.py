@@ -137,13 +137,34 @@ def test_a_merge_of_every_part_of_a_split_trace_is_whole(split, tmp_path):
 
 def test_a_part_passes_its_size_limit_by_at_most_its_last_batch(split):
     """docs/failure-modes.md: a part is cut at the first batch boundary at or past TRT_TRACE_MAX_MB, so it
-    may pass it by its last drained batch (at most 16,384 events, each one line) and its end record."""
+    may pass it by its last piece (512 records, csrc/session/native_writer.cpp's kWriteRecords, and the phases of
+    the call the 512th record belongs to: at most 4 more, each one line) and its end record."""
     limit = 1 << 20
     for part in split[:-1]:
         lines = part.read_bytes().splitlines()
         longest = max(len(ln) for ln in lines) + 1
-        assert part.stat().st_size - limit <= 16384 * longest + 1024, (part, part.stat().st_size)
+        assert part.stat().st_size - limit <= (512 + 4) * longest + 1024, (part, part.stat().st_size)
         assert calls_in(part) > 0
+
+
+def test_no_call_is_split_across_parts(split):
+    """The writer formats a drain in pieces of 512 records, cut only where a call begins: a part holds each of
+    its calls with every one of its phases (5 records a call here, so a piece that ended at 512 would cut one)."""
+    seen: dict[tuple[str, int], set[str]] = {}
+    where: dict[tuple[str, int], set[Path]] = {}
+    for part in split:
+        for line in part.read_bytes().splitlines():
+            if not line.startswith(b'{"ph":"X"'):  # one event a line; the metadata line holds several
+                continue
+            ev = orjson.loads(line.rstrip(b","))
+            if ev.get("cat") != "trt_trace":
+                continue
+            key = (ev["args"]["engine"], ev["args"]["call_id"])
+            seen.setdefault(key, set()).add(ev["name"])
+            where.setdefault(key, set()).add(part)
+    assert len(seen) == 12000
+    assert all(len(parts) == 1 for parts in where.values()), [k for k, v in where.items() if len(v) > 1][:5]
+    assert all(names == {"execute_engine", "workspace", "inputs", "outputs", "enqueue"} for names in seen.values())
 
 
 # -- outputs --------------------------------------------------------------------------------------------------------

@@ -32,7 +32,30 @@ namespace session {
 namespace {
 
 constexpr size_t kBatchRecords = 1 << 14;  // 640 KiB per drain: the writer's memory stays a few MiB
-constexpr int64_t kSweepEvery = 20;        // drains between sweeps of dead engines
+// Records formatted and written at a time. A drain's whole batch came to ~3 MiB of JSON, more than a core's
+// cache, and write() then copied it into the page cache from memory: the writer's CPU, most of it in that
+// copy, was the cost of tracing a server flat out. A piece of ~100 KiB is copied while still in cache
+// (BENCHMARKS.md, "The writer's pieces"). Also what a part may pass its size limit by (docs/failure-modes.md).
+constexpr size_t kWriteRecords = 512;
+
+// Where the piece of records that starts at `from` ends: kWriteRecords on, then past the host phases of the
+// call it cut, so that a call and its phases stay in one piece (one part of a split trace, one placement).
+size_t piece_end(const Record* recs, size_t n, size_t from) {
+  size_t end = std::min(n, from + kWriteRecords);
+  while (end < n && recs[end].phase >= 1 && recs[end].phase <= kNumHostPhases) ++end;
+  return end;
+}
+
+// Formats and writes `n` records in pieces (piece_end).
+void write_pieces(TraceFormat& trace, const Record* recs, size_t n) {
+  for (size_t i = 0; i < n;) {
+    const size_t end = piece_end(recs, n, i);
+    trace.write(recs + i, end - i);
+    i = end;
+  }
+}
+
+constexpr int64_t kSweepEvery = 20;  // drains between sweeps of dead engines
 
 using perfetto_packets::Value;
 
@@ -179,7 +202,7 @@ int64_t drain_all(Writer& w, bool wait_gpu, bool discard) {
       if (w.window) {
         w.window->add(w.buffer.data(), n, now_ns());
       } else {
-        w.trace->write(w.buffer.data(), n);
+        write_pieces(*w.trace, w.buffer.data(), n);
       }
     } catch (const WriteFailed& e) {
       w.failed = true;
@@ -355,10 +378,8 @@ FlightDump dump_locked(Writer& w, const std::string& trigger, int64_t now_ns) {
                    [] { return layers::LayerNames::instance().names(); }};
   std::unique_ptr<TraceFormat> trace = make_format(s.format, format_start(s, options, std::move(names), &flight));
   if (!trace) throw std::logic_error("no trace format " + s.format);  // start_writer took it
-  // In batches of a drain's size, so that a large window needs no formatting buffer of its own size.
-  for (size_t i = 0; i < records.size(); i += kBatchRecords) {
-    trace->write(records.data() + i, std::min(kBatchRecords, records.size() - i));
-  }
+  // In pieces (write_pieces), so that a large window needs no formatting buffer of its own size.
+  write_pieces(*trace, records.data(), records.size());
   TraceFile& file = trace->file();
   Value end = session_end(w, now_ns);
   end.add("flight", std::move(flight));
