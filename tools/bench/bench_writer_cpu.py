@@ -102,12 +102,13 @@ def write_sizes(sizes_kib: list[int]) -> None:
     for kib in sizes_kib:
         size = kib * 1024
         buf = bytearray(size)
+        fills = [bytes([97 + k]) * size for k in range(2)]  # made before: refilling allocates nothing
         fd, path = tempfile.mkstemp()
         try:
             before = resource.getrusage(resource.RUSAGE_SELF)
             done = 0
             while done < total:
-                buf[0:size] = bytes([97 + (done // size) % 20]) * size  # refilled, as a formatted piece is
+                buf[:] = fills[(done // size) % 2]  # refilled in place, as a formatted piece is
                 done += os.write(fd, buf)
             after = resource.getrusage(resource.RUSAGE_SELF)
         finally:
@@ -121,7 +122,7 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--child", default="", help=argparse.SUPPRESS)
     ap.add_argument("--seconds", type=float, default=4.0)
-    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--repeats", type=int, default=3, help="0: part 2 alone")
     ap.add_argument("--engines", type=int, default=14)
     ap.add_argument("--cpus", default="0,1", help="taskset CPU list for the children ('' for none)")
     ap.add_argument("--baseline", default="", help="a folder holding another build's installed trt_trace")
@@ -141,17 +142,22 @@ def main() -> int:
         order = list(builds) if rep % 2 == 0 else list(reversed(builds))
         for b in order:
             rows[b].append(writer_arm(b, builds[b], args))
+    if args.repeats > 0:
+        summarize(rows)
+    if args.sizes:
+        write_sizes(args.sizes)
+    return 0
+
+
+def summarize(rows: dict[str, list[dict[str, float]]]) -> None:
     print("\nmedians: writer CPU per engine call (user + system)")
     for b, rs in rows.items():
         u = statistics.median(r["user_us"] for r in rs)
         s = statistics.median(r["sys_us"] for r in rs)
         print(f"  {b:10s} user {u:.3f} µs + system {s:.3f} µs = {u + s:.3f} µs")
-    if args.baseline:
+    if "baseline" in rows:
         tot = {b: statistics.median(r["user_us"] + r["sys_us"] for r in rs) for b, rs in rows.items()}
         print(f"  this build ÷ baseline: {tot['this build'] / tot['baseline']:.2f}")
-    if args.sizes:
-        write_sizes(args.sizes)
-    return 0
 
 
 if __name__ == "__main__":
