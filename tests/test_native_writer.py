@@ -480,6 +480,56 @@ print(json.dumps({{"answered_s": answered_s,
 """
 
 
+STATUS_DURING_A_LONG_DRAIN = """
+import json, os, threading, time, torch, trt_trace
+from trt_trace import standin
+from trt_trace.native import ops
+fifo = {fifo!r}
+reader_end = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)
+engine = standin.make_engine("status_probe")
+session = trt_trace.start(fifo, buffer_events=1 << 18)
+with session.drainer.held():  # a backlog of several drains' batches, drained in one hold of the writer's lock
+    for _ in range({calls}):
+        torch.ops.tensorrt.execute_engine([torch.ones(8)], engine)
+total = ops.writer_status()["records_drained"] + 5 * {calls}
+os.set_blocking(reader_end, True)
+seen = []  # records_drained as the status gives it while the pipe is read, 64 KiB at a time
+data = bytearray()
+deadline = time.monotonic() + 60
+while time.monotonic() < deadline:
+    data.extend(os.read(reader_end, 1 << 16))
+    drained = ops.writer_status()["records_drained"]
+    if not seen or seen[-1] != drained:
+        seen.append(drained)
+    if drained >= total:
+        break
+reading = threading.Thread(target=lambda: [data.extend(c) for c in iter(lambda: os.read(reader_end, 1 << 16), b"")])
+reading.start()
+trt_trace.stop()
+reading.join(30)
+events = json.loads(bytes(data))
+print(json.dumps({{"seen": seen, "total": total,
+                  "calls": sum(e.get("name") == "execute_engine" and e.get("ph") == "X" for e in events)}}))
+"""
+
+
+def test_the_writers_status_moves_batch_by_batch_during_a_long_drain(tmp_path):
+    # A busy loop keeps the rings from ever being empty, so the writer's drain loop can run for seconds in one
+    # hold of its lock. The status read meanwhile (records drained: bench_serving's drain lag, the metrics)
+    # must move with each batch, not jump once at the end. Here a backlog of 20,000 calls (100,000 records,
+    # 7 batches of 16,384) drains into a pipe that the child reads at its own pace.
+    fifo = tmp_path / "trace.fifo"
+    os.mkfifo(fifo)
+    r = run_python(STATUS_DURING_A_LONG_DRAIN.format(fifo=str(fifo), calls=20000), timeout=120)
+    assert r.returncode == 0, r.stderr
+    out = orjson.loads(r.stdout.splitlines()[-1])
+    seen, total = out["seen"], out["total"]
+    assert seen[-1] == total, out
+    between = [v for v in seen if seen[0] < v < total]
+    assert len(between) >= 3, out  # before: the first value, then the total (published only as the lock was left)
+    assert out["calls"] == 20000
+
+
 def test_the_writers_status_never_waits_for_a_batch_under_way(tmp_path):
     # A Python thread asking for the writer's status (session.records_drained, paths, ...) holds the GIL that
     # the serving threads need: it must not wait for the writer's batch, however long that batch takes. Here

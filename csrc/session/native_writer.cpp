@@ -204,6 +204,9 @@ int64_t drain_all(Writer& w, bool wait_gpu, bool discard) {
       } else {
         write_pieces(*w.trace, w.buffer.data(), n);
       }
+      // Under a busy loop the rings are rarely empty, and this loop may run for seconds in one hold of the
+      // lock: the status (records drained, bytes, parts) is published batch by batch, not only at the end.
+      publish(w);
     } catch (const WriteFailed& e) {
       w.failed = true;
       w.error = e.reason;

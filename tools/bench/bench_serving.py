@@ -20,7 +20,9 @@ goes first alternates too), so the traced and the untraced loop see the same mac
 Per arm: runner calls/s over the whole arm, and for traced arms the drops (events and calls, from the
 file's end record), the engine calls in the file (read back with the project's reader) against those
 executed, the drain lag (records produced but not yet drained, sampled every 20 ms, as ms of the
-loop at the arm's rate: median and max), and the process's peak RSS during the arm (VmRSS every 20 ms).
+loop at the arm's rate: median and max; a sample whose two reads were more than 5 ms apart is left out
+and counted: a busy runner loop can keep the sampling thread from the GIL for seconds, traced or not),
+and the process's peak RSS during the arm (VmRSS every 20 ms).
 The summary gives each arm's median calls/s over the repeats and each traced arm's ratio to the
 untraced median of the same thread count.
 
@@ -129,6 +131,7 @@ def _run_arm(runner: Any, x: Any, arm: str, threads: int, seconds: float, rate: 
     rss_before = _rss_kib()
     peak = rss_before
     lags: list[int] = []  # events produced and not yet drained
+    stalled = 0  # lag samples left out: this thread lost the GIL between the two reads
     go.wait()
     t0, process_cpu0 = time.perf_counter(), _process_cpu()
     end = t0 + seconds
@@ -137,10 +140,17 @@ def _run_arm(runner: Any, x: Any, arm: str, threads: int, seconds: float, rate: 
         peak = max(peak, _rss_kib())
         if traced and held is None:
             # Drained first, produced after: the serving threads may take the GIL between the two reads, so
-            # the lag is an upper bound (read the other way round it could come out below zero).
+            # the lag is an upper bound (read the other way round it could come out below zero). A busy
+            # runner loop can keep this thread from the GIL for seconds, traced or not (CPython's GIL
+            # hand-off: the loop releases and retakes it on every call), so a pair read more than 5 ms apart
+            # is not a lag and is left out (counted in lag_samples_stalled).
+            t_read = time.perf_counter()
             drained = session.drainer.records_drained
             produced, dropped = _produced_dropped()
-            lags.append(produced - dropped - drained)
+            if time.perf_counter() - t_read < 0.005:
+                lags.append(produced - dropped - drained)
+            else:
+                stalled += 1
     stop.set()
     elapsed = time.perf_counter() - t0
     for w in workers:
@@ -165,6 +175,8 @@ def _run_arm(runner: Any, x: Any, arm: str, threads: int, seconds: float, rate: 
         out["lag_ms_median"] = statistics.median(lags) / events_per_s * 1000 if lags and events_per_s else 0.0
         out["lag_ms_max"] = max(lags) / events_per_s * 1000 if lags and events_per_s else 0.0
         out["lag_events_max"] = max(lags) if lags else 0
+        out["lag_samples"] = len(lags)
+        out["lag_samples_stalled"] = stalled
     elif arm == "switch only":
         ops.set_profile_execution(False)
     return out
@@ -299,7 +311,8 @@ def _arm_line(r: dict[str, Any]) -> str:
         lost = r["engine_calls"] - r["in_file"] - (r["dropped_calls"] or 0)
         text += (f"; dropped {r['dropped_calls']} calls ({r['dropped_events']} events), {r['in_file']} of "
                  f"{r['engine_calls']} engine calls in the file ({r['mib']:.0f} MiB, {r['ended']}), "
-                 f"unaccounted {lost}; drain lag median {r['lag_ms_median']:.0f} ms, max {r['lag_ms_max']:.0f} ms")
+                 f"unaccounted {lost}; drain lag median {r['lag_ms_median']:.0f} ms, max {r['lag_ms_max']:.0f} ms"
+                 f" ({r['lag_samples']} samples, {r['lag_samples_stalled']} left out: read > 5 ms apart)")
     return text
 
 
