@@ -22,7 +22,9 @@ file's end record), the engine calls in the file (read back with the project's r
 executed, the drain lag (records produced but not yet drained, sampled every 20 ms, as ms of the
 loop at the arm's rate: median and max; a sample whose two reads were more than 5 ms apart is left out
 and counted: a busy runner loop can keep the sampling thread from the GIL for seconds, traced or not),
-and the process's peak RSS during the arm (VmRSS every 20 ms).
+and the process's peak RSS during the arm (VmRSS every 20 ms). Every arm's sampling thread makes the same
+reads (the writer's status and the threads' counts) every 20 ms, so that each arm's loop shares the GIL with
+the same work.
 The summary gives each arm's median calls/s over the repeats and each traced arm's ratio to the
 untraced median of the same thread count.
 
@@ -151,6 +153,11 @@ def _run_arm(runner: Any, x: Any, arm: str, threads: int, seconds: float, rate: 
                 lags.append(produced - dropped - drained)
             else:
                 stalled += 1
+        elif held is None:
+            # The same two reads in the arms without a session, so that every arm's loop shares its GIL with
+            # the same sampling work and the ratio is tracing's cost alone.
+            ops.writer_status()
+            _produced_dropped()
     stop.set()
     elapsed = time.perf_counter() - t0
     for w in workers:
