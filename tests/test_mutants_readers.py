@@ -150,3 +150,13 @@ def test_a_json_file_that_goes_away_before_its_document_is_read_is_one_line(tmp_
     with pytest.raises(TraceFileError) as err:
         ChromeJsonReader(str(path)).read(Visitor())
     assert str(err.value) == f"cannot read {path}: {os.strerror(errno.EACCES)}"
+
+
+@pytest.mark.parametrize("data", [b"", b"\x0a"])
+def test_a_perfetto_file_of_no_whole_packet_reads_as_nothing_cut_short(tmp_path, data):
+    """The Perfetto reader itself (the verbs refuse an empty file before it): an empty file, and one cut
+    right after its first packet's tag, read every byte and nothing else; cut short."""
+    path = tmp_path / "t.pftrace"
+    path.write_bytes(data)
+    info = PerfettoReader(str(path)).read(Visitor())
+    assert (info.bytes_read, info.slices, info.ended) == (len(data), 0, "cut short")
