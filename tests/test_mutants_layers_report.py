@@ -19,6 +19,7 @@ from trt_trace.analysis.layers_report import (
     layers_report,
     layers_text,
     notes_of,
+    tables_csv,
     tables_json,
 )
 from trt_trace.io.readers import TraceFileError, Window
@@ -304,3 +305,27 @@ def test_the_text_tables_figures_are_in_ms_and_us():
     rows = [ln.split() for ln in format_tables([t]).splitlines()[2:4]]
     assert rows == [["a", "2", "1.100", "99.8", "500.0", "550.0", "600.0"],
                     ["b", "2", "0.002", "0.2", "1.0", "1.0", "1.0"]]
+
+
+def test_a_layers_mean_is_given_to_three_decimals_in_csv_and_json():
+    """A layer's mean over three calls of 30,000, 30,001 and 30,001 ns is not a whole number of ns: CSV
+    and --json give it to three decimals (to the ns, 1/1000 of one)."""
+    events = call(1, None, {"a": 30.0}) + call(2, None, {"a": 30.001}) + call(3, None, {"a": 30.001})
+    (t,) = tables(events)
+    ns = [30_000, 30_001, 30_001]
+    want = round(sum(ns) / len(ns), 3)
+    assert want != round(sum(ns) / len(ns), 4) and t.rows[0].mean_ns == sum(ns) / len(ns)
+    assert tables_json([t])["engines"][0]["layers"][0]["mean_ns"] == want
+    text, _ = tables_csv([t], LayerOptions(format="csv"))
+    assert text.splitlines()[1].split(",")[8] == str(want)
+
+
+def test_an_engine_the_report_names_without_an_engine_id_is_engine_0():
+    """The end metadata's layers report: an engine without `engine_id` is engine 0, as a layer slice
+    without one is; one whose `engine_id` is no id is left out."""
+    report = {"engines": [{"engine": "unnumbered", "note": "not profiled"},
+                          {"engine_id": "x", "engine": "bad id", "note": ""}]}
+    events = call(1, 45.0) + call(2, 50.0, {"a": 30.0}) + [_metadata(7, {"ended": "closed", "layers": report})]
+    e, unnumbered = layer_tables(LayerCalls.from_events(events))
+    assert (e.engine_id, unnumbered.engine, unnumbered.engine_id, unnumbered.note) == (1, "unnumbered", 0,
+                                                                                       "not profiled")

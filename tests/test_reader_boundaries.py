@@ -227,3 +227,86 @@ def test_a_perfetto_file_is_decoded_on_a_thread_of_its_own_whose_failure_comes_o
     with pytest.raises(Stopped):
         pf.PerfettoReader(str(path)).read(Visitor(), progress=stop)
     assert "trt_trace reader" not in [t.name for t in threading.enumerate()]
+
+
+def test_slice_and_odd_line_arrays_filled_to_the_brim_read_as_the_whole_file(tmp_path, monkeypatch):
+    """The native parse stops where its slice array or its odd-line array is full, and the reader
+    parses on from there: with arrays of a few rows (the reader's are 65,536 and 4,096), every
+    block, half and the file's last block is parsed to its end, and reads as the whole file."""
+    path = _write(tmp_path / "t.json")
+    whole, whole_info = _read(path, monkeypatch)
+    for slices in (1, 2, 5):
+        for odd in (1, 2, 3):
+            for split_min in (0, 10**9):  # every block in two halves (the first must end at the split), or none
+                got, info = _read(path, monkeypatch, SLICES=slices, ODD=odd, SPLIT_MIN=split_min)
+                assert (got, info) == (whole, whole_info), (slices, odd, split_min)
+    got, info = _read(path, monkeypatch, SLICES=2, ODD=2, BLOCK=512, SLACK=64)
+    assert (got, info) == (whole, whole_info)
+
+
+_OTHER = b'{"ph": "X", "cat": "other", "name": "x", "ts": 1.0, "dur": 1.0, "pid": 1, "tid": 1}'
+
+
+def _events_read(path) -> list[dict]:
+    events: list[dict] = []
+
+    class Events(Visitor):
+        def event(self, ev) -> None:
+            events.append(ev)
+
+    cj.ChromeJsonReader(str(path)).read(Events())
+    return events
+
+
+def test_a_streamed_arrays_brackets_may_share_a_line_with_its_first_and_last_events(tmp_path):
+    """`[{...},` as the first line and `{...}]` as the last, in a file longer than the 64 KiB that tell
+    its layout (so read line by line): every event is read, the first line's and the last's included;
+    and a copy cut by a kill inside its last event (after a nested object's `},`) keeps every whole one."""
+    n = (1 << 16) // len(_OTHER) + 10
+    body = b"".join(_OTHER + b",\n" for _ in range(n))
+    closed = tmp_path / "closed.json"
+    closed.write_bytes(b"[" + body + _OTHER + b"]\n")
+    assert len(_events_read(closed)) == n + 1
+    cut = tmp_path / "cut.json"
+    cut.write_bytes(b"[" + body + b'{"ph": "X", "cat": "other", "args": {"k": 1}, "name": "x')
+    assert len(_events_read(cut)) == n
+
+
+@pytest.mark.parametrize("last", [_OTHER + b", " + _OTHER[:20], _OTHER + b"\0" * 8])
+def test_a_line_cut_by_a_kill_keeps_its_whole_events(tmp_path, last):
+    """The last line of a streamed array (past the first 64 KiB: read line by line), cut inside its
+    second event, or followed by the zeros a file system may leave after a crash: its first event is
+    read; the same bytes before the file's end are refused, the line quoted (its first 60 bytes)."""
+    n = (1 << 16) // len(_OTHER) + 10
+    path = tmp_path / "cut.json"
+    body = b"[\n" + b"".join(_OTHER + b",\n" for _ in range(n))
+    path.write_bytes(body + last)
+    assert len(_events_read(path)) == n + 1
+    path.write_bytes(body + last + b"\n" + _OTHER + b"]\n")
+    with pytest.raises(TraceFileError) as err:
+        _events_read(path)
+    assert str(err.value) == f"{path}: an event is not JSON ({last[:60]!r}...): not a trace JSON file?"
+    assert len(last) > 60
+
+
+def test_the_layout_rule_at_its_edges():
+    """Which reader takes a file (`_line_layout`): line by line where the file starts with `[` and each
+    whole line of its first 64 KiB, at most 2,000 lines of it, holds whole events; the whole document
+    in memory otherwise, and where a whole file is one line (an array written all at once)."""
+    layout = cj.ChromeJsonReader._line_layout
+    ev = b'{"ph": "i", "ts": 1},'
+    lines = [b"[", *[ev] * 1999, b"not json", ev]
+    text = b"\n".join(lines) + b"\n"
+    assert len(text) < 1 << 16
+    assert layout(text, len(text))  # the 2,001st line is not looked at
+    bad_2000th = [b"[", *[ev] * 1998, b"not json", ev, ev]
+    assert not layout(b"\n".join(bad_2000th) + b"\n", len(text))
+    # A sample of a longer file: its last piece may be cut, so it is not looked at; the whole lines are.
+    sample = b"[\n" + ev + b"\n" + b'{"ph": "i", "t'
+    assert layout(sample, len(sample) + 100)
+    assert not layout(b"[\n" + ev + b"\nnot json\n" + b'{"ph": "i", "t', len(sample) + 100)
+    # One line: the document; two lines: line by line.
+    one = b'[{"ph": "i", "ts": 1}, {"ph": "i", "ts": 2}]'
+    assert not layout(one, len(one))
+    two = b'[{"ph": "i", "ts": 1},\n{"ph": "i", "ts": 2}]'
+    assert layout(two, len(two))

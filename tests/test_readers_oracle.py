@@ -35,9 +35,10 @@ import trt_trace
 from trt_trace import standin
 from trt_trace.analysis import diff, merge, trace_summary
 from trt_trace.io.perfetto_protos import protos
-from trt_trace.io.readers import Visitor, in_memory, read_calls
+from trt_trace.io.readers import Visitor, in_memory, load_events, read_calls
 from trt_trace.io.readers.chrome_json import ChromeJsonReader
 from trt_trace.io.readers.perfetto import PerfettoReader
+from trt_trace.io.readers.perfetto import _varint as pf_varint
 from trt_trace.io.readers.perfetto_general import lane_of
 from trt_trace.io.readers.trace_info import TraceInfo
 from trt_trace.io.tracks import track_id
@@ -366,6 +367,25 @@ def test_the_perfetto_fast_path_and_the_general_path_agree(traces, kind):
     assert a.calls > 0
 
 
+def test_every_perfetto_trace_trt_trace_writes_is_read_by_the_fast_path_alone(traces, tmp_path, monkeypatch):
+    """trt_trace's own Perfetto files, whole or cut (mid-packet, at a packet), with inference tracks,
+    never fall back to the general path, which holds the rest of the file in memory: every slice comes
+    from the native decoder, every inference from the fast path's pairing."""
+    def general(*args, **kw):
+        raise AssertionError("the general (in-memory) path read a trt_trace file")
+
+    monkeypatch.setattr(PerfettoReader, "_general", general)
+    kinds = [k for k in traces if k.endswith("pftrace") or "pftrace " in k]
+    assert len(kinds) >= 6
+    for kind in kinds:
+        rows = _Slices()
+        PerfettoReader(str(traces[kind])).read(rows)
+        assert len(rows.rows) > 0, kind
+    inferences = write_trace(tmp_path / "inferences.pftrace", inference_records(3), ["", "eng"], end={})
+    events = load_events(str(inferences))
+    assert sum(e.get("cat") == INFERENCE_CATEGORY for e in events) >= 3
+
+
 def _events_of(path: str, general: bool) -> Counter:
     """Every event as load_events gives it (slices, launch flows, metadata), by the fast path or the general one."""
     reader = PerfettoReader(path)
@@ -551,3 +571,237 @@ def test_every_trace_kind_was_made(traces):
     lanes = {e["args"]["name"] for e in trace_summary.load_events(str(traces["lanes json"]))
              if e.get("name") == "thread_name"}
     assert lanes == {"l_a", "l_a (2)"}  # overlapping calls of one engine went to a second lane
+
+
+def _x_rows(path: Path, general_calls: list | None = None, monkeypatch: Any = None) -> list[tuple]:
+    """The X slices the Perfetto reader hands out, sorted; where general_calls is given, each call of the
+    general path is recorded in it (which still reads)."""
+    if general_calls is not None:
+        original = PerfettoReader._general
+
+        def general(self, *args, **kw):
+            general_calls.append(args[-1])
+            return original(self, *args, **kw)
+
+        monkeypatch.setattr(PerfettoReader, "_general", general)
+    rows = _Slices()
+    PerfettoReader(str(path)).read(rows)
+    return sorted(r for r in rows.rows if r[0] == 0)
+
+
+def _with_packet(trace: Any, packet: Any, at: int) -> Any:
+    out = protos().Trace()
+    out.packet.extend(trace.packet[:at])
+    out.packet.add().CopyFrom(packet)
+    out.packet.extend(trace.packet[at:])
+    return out
+
+
+def test_the_perfetto_fast_path_keeps_to_the_files_first_sequence_whatever_its_id(traces, tmp_path, monkeypatch):
+    """The fast path trusts the sequence of the first packet that names one: a trt_trace file whose
+    packets were renumbered (sequence 7, as a tool that concatenates traces may do), and one with a clock
+    snapshot of another sequence (the tracing service's own) among its packets, are read by the fast
+    path alone, slice for slice as written."""
+    pb = protos()
+    src = traces["gpu pftrace"]
+    want = _x_rows(src)
+    renumbered = pb.Trace.FromString(src.read_bytes())
+    for packet in renumbered.packet:
+        if packet.HasField("trusted_packet_sequence_id"):
+            packet.trusted_packet_sequence_id = 7
+    other = pb.TracePacket(trusted_packet_sequence_id=9)
+    other.clock_snapshot.clocks.add(clock_id=6, timestamp=1)
+    at = next(k for k in range(len(renumbered.packet) // 2, len(renumbered.packet))  # not inside a begin-end pair
+              if renumbered.packet[k - 1].track_event.type != pb.TrackEvent.TYPE_SLICE_BEGIN)
+    mixed = _with_packet(pb.Trace.FromString(src.read_bytes()), other, at)
+    for name, trace in (("renumbered", renumbered), ("mixed", mixed)):
+        path = tmp_path / f"{name}.pftrace"
+        path.write_bytes(trace.SerializeToString())
+        calls: list = []
+        assert _x_rows(path, calls, monkeypatch) == want and len(want) > 100, name
+        assert calls == [], name
+
+
+def test_interned_ids_past_the_fast_paths_tables_are_no_phase_and_no_argument(traces, tmp_path, monkeypatch):
+    """The fast path's tables hold interned ids 1-255; another tool's file may intern more (here an event
+    name and an argument name at id 256, and 300): they are left out of the tables, and the file reads
+    slice for slice as before."""
+    pb = protos()
+    src = traces["gpu pftrace"]
+    names = pb.TracePacket(trusted_packet_sequence_id=1)
+    for iid in (256, 300):
+        names.interned_data.event_names.add(iid=iid, name=f"another tool's event {iid}")
+        names.interned_data.debug_annotation_names.add(iid=iid, name=f"another tool's argument {iid}")
+    path = tmp_path / "interned.pftrace"
+    path.write_bytes(_with_packet(pb.Trace.FromString(src.read_bytes()), names, 3).SerializeToString())
+    calls: list = []
+    assert _x_rows(path, calls, monkeypatch) == _x_rows(src) and calls == []
+
+
+def test_a_file_the_general_path_takes_over_counts_each_byte_once(traces, tmp_path, monkeypatch):
+    """Another tool's names (written out, not interned): the fast path hands the file over at its first
+    slice packet with what it had read, and the general path reads the rest; the bytes read are the file's."""
+    path = tmp_path / "names.pftrace"
+    path.write_bytes(_names_written_out(traces["gpu pftrace"]).SerializeToString())
+    calls: list = []
+    rows = _x_rows(path, calls, monkeypatch)
+    assert len(calls) == 1 and rows == _x_rows(traces["gpu pftrace"])
+    info = PerfettoReader(str(path)).read(Visitor())
+    assert info.bytes_read == path.stat().st_size
+
+
+def test_a_lane_of_a_track_uuid_past_the_fast_paths_table_is_read_by_the_general_path(traces, tmp_path,
+                                                                                     monkeypatch):
+    """The fast path's track table ends below MAX_TRACKS (a uuid of another tool's may be any 64-bit
+    number); a lane whose uuid is MAX_TRACKS itself goes to the general path, which reads it as written."""
+    import trt_trace.io.readers.perfetto as perfetto_reader
+
+    pb = protos()
+    src = traces["gpu pftrace"]
+    trace = pb.Trace.FromString(src.read_bytes())
+    lanes = [p.track_descriptor.uuid for p in trace.packet if p.HasField("track_descriptor")
+             and p.track_descriptor.parent_uuid >= ENGINE_UUID_BASE]  # an engine's host or GPU lane
+    first_table = len(PerfettoReader(str(src)).track_engine)
+    # A uuid four times the first table's size: the table grows to it at once (fast path); MAX_TRACKS: general.
+    for new, general_calls in ((4 * first_table, 0), (perfetto_reader.MAX_TRACKS, 1)):
+        old = lanes[0]
+        assert old < new
+        for packet in trace.packet:
+            if packet.HasField("track_descriptor") and packet.track_descriptor.uuid == old:
+                packet.track_descriptor.uuid = new
+            if packet.HasField("track_event") and packet.track_event.track_uuid == old:
+                packet.track_event.track_uuid = new
+        lanes[0] = new
+        path = tmp_path / f"far_lane_{new}.pftrace"
+        path.write_bytes(trace.SerializeToString())
+        calls: list = []
+        assert _x_rows(path, calls, monkeypatch) == _x_rows(src) and len(calls) == general_calls, new
+        monkeypatch.undo()
+
+
+def test_an_instant_that_is_no_metadata_is_left_out_by_the_fast_path(traces, tmp_path, monkeypatch):
+    """Another tool's instant (a name of its own, with an argument) after the end metadata of a trt_trace
+    file: the fast path reads no metadata of it, so the trace still ended as its end metadata says."""
+    pb = protos()
+    src = traces["gpu pftrace"]
+    trace = pb.Trace.FromString(src.read_bytes())
+    meta = [p for p in trace.packet if p.track_event.type == pb.TrackEvent.TYPE_INSTANT]
+    other = pb.TracePacket()
+    other.CopyFrom(meta[-1])
+    other.track_event.ClearField("name_iid")
+    other.track_event.name = "another tool's instant"
+    del other.track_event.debug_annotations[:]
+    other.track_event.debug_annotations.add(name="ended", string_value="not an end")
+    trace.packet.add().CopyFrom(other)
+    path = tmp_path / "instant.pftrace"
+    path.write_bytes(trace.SerializeToString())
+    seen: list[dict] = []
+
+    class Events(Visitor):
+        def event(self, ev) -> None:
+            seen.append(ev)
+
+    want = PerfettoReader(str(src)).read(Visitor())
+    info = PerfettoReader(str(path)).read(Events())
+    assert (info.ended, info.last_metadata) == (want.ended, want.last_metadata) and want.ended == "closed"
+    assert not any(ev.get("args", {}).get("ended") == "not an end" for ev in seen)
+
+
+def test_slices_of_a_second_sequence_are_left_to_the_general_path(traces, tmp_path, monkeypatch):
+    """Interned ids are per sequence, so the fast path trusts the first sequence alone: a slice of another
+    sequence (a copy of the file's first call, 1 s later) hands the file to the general path."""
+    pb = protos()
+    src = traces["gpu pftrace"]
+    trace = pb.Trace.FromString(src.read_bytes())
+    begin = next(k for k, p in enumerate(trace.packet) if p.track_event.type == pb.TrackEvent.TYPE_SLICE_BEGIN)
+    for k in (begin, begin + 1):
+        packet = trace.packet.add()
+        packet.CopyFrom(trace.packet[k])
+        packet.trusted_packet_sequence_id = 9
+        packet.timestamp += 10**9
+    path = tmp_path / "two_sequences.pftrace"
+    path.write_bytes(trace.SerializeToString())
+    calls: list = []
+    rows = _x_rows(path, calls, monkeypatch)
+    assert len(calls) == 1 and len(rows) == len(_x_rows(src)) + 1
+
+
+def test_the_engine_track_of_engine_id_0_names_its_engine(traces, tmp_path):
+    """Engine tracks have uuids from ENGINE_UUID_BASE (engine id 0, which another tool's file may use,
+    at the base itself): each names its engine, the one at the base included."""
+    pb = protos()
+    trace = pb.Trace.FromString(traces["gpu pftrace"].read_bytes())
+    engine = next(p for p in trace.packet if p.track_descriptor.uuid > ENGINE_UUID_BASE)
+    zero = trace.packet.add()
+    zero.CopyFrom(engine)
+    zero.track_descriptor.uuid = ENGINE_UUID_BASE
+    zero.track_descriptor.name = "engine zero"
+    path = tmp_path / "engine0.pftrace"
+    path.write_bytes(trace.SerializeToString())
+    info = PerfettoReader(str(path)).read(Visitor())
+    engines = next(p.engines for p in info.processes.values() if p.engines)
+    assert engines[0] == "engine zero" and engines[engine.track_descriptor.uuid - ENGINE_UUID_BASE] == "g_a"
+
+
+def test_a_packet_cut_at_any_byte_is_left_out_as_if_the_file_ended_before_it(traces, tmp_path):
+    """A file cut inside one of its packets reads, by either path, as the file cut where that packet
+    begins: a packet that goes on past the end is left out, also where its first fields decode (here
+    the last slice's end, given a field after its track event, as another tool's packets may have: cut
+    in that field, the end is whole but its packet is not)."""
+    pb = protos()
+    trace = pb.Trace.FromString(traces["lanes pftrace"].read_bytes())
+    end = max(k for k, p in enumerate(trace.packet) if p.track_event.type == pb.TrackEvent.TYPE_SLICE_END)
+    trace.packet[end].sequence_flags = pb.TracePacket.SEQ_NEEDS_INCREMENTAL_STATE  # field 13, after track_event (11)
+    data = trace.SerializeToString()
+    starts, pos = [], 0
+    while pos < len(data):  # each packet: its tag (0x0A), its length, its bytes
+        length, at = pf_varint(bytearray(data), pos + 1, len(data))
+        starts.append(pos)
+        pos = at + length
+    path = tmp_path / "cut.pftrace"
+
+    def rows(cut: int, general: bool) -> list[tuple]:
+        path.write_bytes(data[:cut])
+        got = _Slices()
+        reader = PerfettoReader(str(path))
+        reader.force_general = general
+        reader.read(got)
+        return sorted(got.rows)
+
+    for k in (end - 1, end):  # the last slice's begin and end packets
+        for general in (False, True):
+            whole = rows(starts[k], general)
+            assert whole, (k, general)
+            for cut in range(starts[k] + 1, starts[k + 1]):
+                assert rows(cut, general) == whole, (cut, general)
+
+
+def test_a_slice_named_by_another_tools_interned_name_is_no_call_or_phase(traces, tmp_path):
+    """Another tool's name interned beside trt_trace's (here on a copy of a call's slice, 1 s later, on
+    the call's own lane): no phase of trt_trace's, so no call or phase slice is read of it."""
+    pb = protos()
+    src = traces["gpu pftrace"]
+    trace = pb.Trace.FromString(src.read_bytes())
+    names = trace.packet.add()
+    names.trusted_packet_sequence_id = 1
+    names.interned_data.event_names.add(iid=200, name="another tool's slice")
+    begin = next(k for k, p in enumerate(trace.packet) if p.track_event.type == pb.TrackEvent.TYPE_SLICE_BEGIN)
+    for k in (begin, begin + 1):
+        packet = trace.packet.add()
+        packet.CopyFrom(trace.packet[k])
+        packet.timestamp += 10**9
+        if k == begin:
+            packet.track_event.name_iid = 200
+    path = tmp_path / "named.pftrace"
+    path.write_bytes(trace.SerializeToString())
+    assert _x_rows(path) == _x_rows(src)
+
+
+def test_the_perfetto_reader_names_each_lane_as_the_json_writer_does(traces):
+    """Overlapping calls of one engine: the second lane's thread is named "<engine> (2)" in both formats
+    (the Perfetto reader makes the name from the lane number)."""
+    names = {}
+    for fmt in ("json", "pftrace"):
+        names[fmt] = sorted(e["args"]["name"] for e in in_memory.load_events(str(traces[f"lanes {fmt}"]))
+                            if e.get("name") == "thread_name")
+    assert names["pftrace"] == names["json"] and "l_a (2)" in names["json"]
