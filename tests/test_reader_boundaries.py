@@ -289,6 +289,20 @@ def test_a_line_cut_by_a_kill_keeps_its_whole_events(tmp_path, last):
     assert len(last) > 60
 
 
+@pytest.mark.parametrize("n", [3, (1 << 16) // len(_OTHER) + 10])
+def test_a_broken_last_line_costs_the_same_events_in_a_small_file_as_in_a_large_one(tmp_path, n):
+    """A streamed array's last line cut by a kill inside a nested object (after its `},`), or stray bytes after
+    the closing `]`: every whole event before it is read, whether the file is under the 64 KiB that tell its
+    layout (the whole file seen at once) or past them (a sample of it)."""
+    body = b"[\n" + b"".join(_OTHER + b",\n" for _ in range(n))
+    cut = tmp_path / "cut.json"
+    cut.write_bytes(body + b'{"ph": "X", "cat": "other", "args": {"k": 1}, "name": "x')
+    assert len(_events_read(cut)) == n
+    stray = tmp_path / "stray.json"
+    stray.write_bytes(body + _OTHER + b"\n]x")
+    assert len(_events_read(stray)) == n + 1
+
+
 def test_the_layout_rule_at_its_edges():
     """Which reader takes a file (`_line_layout`): line by line where the file starts with `[` and each
     whole line of its first 64 KiB, at most 2,000 lines of it, holds whole events; the whole document

@@ -66,6 +66,14 @@ def loads_repairing(data: bytes, info: TraceInfo | None = None) -> Any:
         return doc
 
 
+def _line_is_json(line: bytes) -> bool:
+    try:
+        _events_of_line(line)
+    except orjson.JSONDecodeError:
+        return False
+    return True
+
+
 def _events_of_line(line: bytes, info: TraceInfo | None = None) -> list[Any]:
     """The events of one line of a streamed array: `{...}`, `{...},{...},`, `[{...}`, `{...}]`."""
     text = line.strip()
@@ -193,6 +201,10 @@ class ChromeJsonReader:
         lines = text.split(b"\n")
         if len(head) < size:
             lines = lines[:-1]  # the last one may be cut by the sample
+        elif len(lines) > 2 and lines[-1].strip() and not _line_is_json(lines[-1]):
+            # A whole small file's last line cut by a kill, or stray bytes after its `]`: the line reader keeps
+            # every whole line before it, as it does in a file past 64 KiB; the document's salvage would not.
+            lines = lines[:-1]
         if len(lines) < 2 and len(head) >= size and len(text) > 2:
             return False  # one line: an array written all at once
         for line in lines[:2000]:
