@@ -67,6 +67,7 @@ def loads_repairing(data: bytes, info: TraceInfo | None = None) -> Any:
 
 
 def _line_is_json(line: bytes) -> bool:
+    """Whether a line of a streamed array holds whole events (an empty line does: none)."""
     try:
         _events_of_line(line)
     except orjson.JSONDecodeError:
@@ -201,18 +202,13 @@ class ChromeJsonReader:
         lines = text.split(b"\n")
         if len(head) < size:
             lines = lines[:-1]  # the last one may be cut by the sample
-        elif len(lines) > 2 and lines[-1].strip() and not _line_is_json(lines[-1]):
+        elif len(lines) > 2 and not _line_is_json(lines[-1]):
             # A whole small file's last line cut by a kill, or stray bytes after its `]`: the line reader keeps
             # every whole line before it, as it does in a file past 64 KiB; the document's salvage would not.
             lines = lines[:-1]
         if len(lines) < 2 and len(head) >= size and len(text) > 2:
             return False  # one line: an array written all at once
-        for line in lines[:2000]:
-            try:
-                _events_of_line(line)
-            except orjson.JSONDecodeError:
-                return False
-        return True
+        return all(_line_is_json(line) for line in lines[:2000])
 
     def _read_lines(self, info: TraceInfo, visitor: Visitor, progress: Callable[[int], None] | None) -> None:
         """Producer (a thread): blocks read and parsed natively; consumer (here): the slices to the
