@@ -225,6 +225,36 @@ def python_path(*folders: Path) -> str:
     return os.pathsep.join([*map(str, folders), *([inherited] if inherited else [])])
 
 
+class Child(subprocess.Popen):
+    """A child process whose stderr a thread of this process reads from its start (stderr=subprocess.PIPE is
+    implied). A test that waits on a child's stdout (a "ready" line, a poll loop) while the child's stderr goes
+    to a pipe nobody reads deadlocks once the child has written a pipe's worth (64 KiB) to stderr: torch's
+    warnings at a package's load alone come near that. communicate() returns (stdout, all of stderr);
+    err_text() gives the stderr read so far (all of it once the child has exited)."""
+
+    def __init__(self, args, **kwargs) -> None:
+        kwargs["stderr"] = subprocess.PIPE
+        super().__init__(args, **kwargs)
+        self._err_pipe, self.stderr = self.stderr, None  # Popen's own communicate() leaves it alone
+        self._err: list = []
+        self._err_reader = threading.Thread(target=self._read_err, daemon=True)
+        self._err_reader.start()
+
+    def _read_err(self) -> None:
+        for line in self._err_pipe:
+            self._err.append(line)
+
+    def err_text(self, timeout: float = 30):
+        if self.poll() is not None:
+            self._err_reader.join(timeout)
+        return ("" if self.text_mode else b"").join(self._err)
+
+    def communicate(self, input=None, timeout=None):  # noqa: A002 (Popen's own name)
+        out, _ = super().communicate(input, timeout)
+        self._err_reader.join(timeout)
+        return out, self.err_text()
+
+
 def run_python(code: str, env_extra: dict[str, str] | None = None, cwd: Path | None = None,
                timeout: float = 300) -> subprocess.CompletedProcess:
     """Runs `python -c code` in a fresh interpreter (the installed package, not the source tree)."""

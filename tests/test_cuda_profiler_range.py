@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import trt_trace_cli
+from conftest import Child, trt_trace_cli
 from trace_checks import load_strict
 
 HERE = Path(__file__).resolve().parent
@@ -99,10 +99,10 @@ while time.monotonic() < end:
 """
     env = _env(TRT_TRACE_CUDA_PROFILER="session", TRT_TRACE_CONTROL_DIR=str(control), LD_PRELOAD=str(stub),
                CUDA_PROFILER_STUB_LOG=str(log))
-    proc = subprocess.Popen([sys.executable, "-c", target], cwd=tmp_path, env=env, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
+    proc = Child([sys.executable, "-c", target], cwd=tmp_path, env=env, stdout=subprocess.PIPE,
+                 stderr=subprocess.PIPE, text=True)
     try:
-        assert proc.stdout.readline().startswith("ready"), proc.stderr.read()
+        assert proc.stdout.readline().startswith("ready"), proc.err_text()
         assert _log(log) == []  # armed, not capturing: no range yet
         r = subprocess.run([*trt_trace_cli(), "capture", str(proc.pid), "--seconds", "1", "-o",
                             str(tmp_path / "window.json")], env=_env(TRT_TRACE_CONTROL_DIR=str(control)),

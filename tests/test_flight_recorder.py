@@ -8,7 +8,7 @@ import sys
 
 import pytest
 import torch
-from conftest import TERMINAL_SIGNALS, run_python, trt_trace_cli
+from conftest import TERMINAL_SIGNALS, Child, run_python, trt_trace_cli
 from pftrace_checks import check_pftrace, parse
 from trace_checks import check_trace, load_strict
 
@@ -216,9 +216,9 @@ def test_sigusr1_dumps_every_call_while_the_main_thread_holds_the_gil(tmp_path, 
     base = {k: v for k, v in os.environ.items() if not k.startswith("TRT_TRACE_")}
     out = tmp_path / f"t{suffix}"
     dump = tmp_path / f"t.dump1{suffix}"
-    proc = subprocess.Popen([sys.executable, str(script), str(calls)], cwd=tmp_path, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True,
-                            env={**base, "TRT_TRACE_FLIGHT": "60", "TRT_TRACE_OUT": str(out)})
+    proc = Child([sys.executable, str(script), str(calls)], cwd=tmp_path, stdout=subprocess.PIPE,
+                 stderr=subprocess.PIPE, text=True,
+                 env={**base, "TRT_TRACE_FLIGHT": "60", "TRT_TRACE_OUT": str(out)})
     try:
         assert proc.stdout.readline().strip() == "holding"
         proc.send_signal(signal.SIGUSR1)

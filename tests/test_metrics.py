@@ -13,7 +13,7 @@ import urllib.request
 import numpy as np
 import pytest
 import torch
-from conftest import ClaimsCuda, playing_runtime, run_python
+from conftest import Child, ClaimsCuda, playing_runtime, run_python
 from prometheus_client.parser import text_string_to_metric_families
 from trace_checks import load_strict, to_ns
 
@@ -110,10 +110,10 @@ def _serve_in_child(env: dict[str, str]) -> tuple[subprocess.Popen, str]:
 
     full = {k: v for k, v in os.environ.items() if not k.startswith("TRT_TRACE_") or k == "TRT_TRACE_CACHE_DIR"}
     full.update(env)
-    proc = subprocess.Popen([sys.executable, "-c", SERVE], env=full, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, cwd=tempfile.gettempdir())
+    proc = Child([sys.executable, "-c", SERVE], env=full, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                 stderr=subprocess.PIPE, text=True, cwd=tempfile.gettempdir())
     line = proc.stdout.readline()
-    assert line == "ready\n", proc.stderr.read()
+    assert line == "ready\n", proc.err_text()
     return proc, line
 
 

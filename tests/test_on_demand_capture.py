@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import TERMINAL_SIGNALS, terminal_signals, trt_trace_cli
+from conftest import TERMINAL_SIGNALS, Child, terminal_signals, trt_trace_cli
 from trace_checks import load_strict
 
 from trt_trace.analysis.trace_summary import aggregate_file
@@ -57,10 +57,10 @@ def _env(control: Path, **extra: str) -> dict[str, str]:
 
 def _start(body: str, control: Path, tmp_path: Path, **env: str) -> subprocess.Popen:
     """A target process, once it is ready (armed: its socket is there)."""
-    proc = subprocess.Popen([sys.executable, "-c", TARGET + body], env=_env(control, **env), cwd=tmp_path,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = Child([sys.executable, "-c", TARGET + body], env=_env(control, **env), cwd=tmp_path,
+                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     line = proc.stdout.readline()
-    assert line.startswith("ready"), (line, proc.stderr.read() if proc.poll() is not None else "")
+    assert line.startswith("ready"), (line, proc.err_text() if proc.poll() is not None else "")
     assert (control / f"{proc.pid}.sock").exists()
     return proc
 
@@ -234,11 +234,11 @@ while time.monotonic() < end:
     try:
         for rank in range(3):
             env = _env(control, TRT_TRACE_ARM="1", RANK=str(rank), LOCAL_RANK=str(rank), WORLD_SIZE="3")
-            p = subprocess.Popen([sys.executable, "-c", worker], env=env, cwd=tmp_path, stdout=subprocess.PIPE,
-                                 stderr=subprocess.PIPE, text=True)
+            p = Child([sys.executable, "-c", worker], env=env, cwd=tmp_path, stdout=subprocess.PIPE,
+                      stderr=subprocess.PIPE, text=True)
             procs.append(p)
         for p in procs:
-            assert p.stdout.readline().startswith("ready"), p.stderr.read()
+            assert p.stdout.readline().startswith("ready"), p.err_text()
         # A process of this user that is not armed is no part of --all (only armed processes have sockets).
         r = _capture(control, "--all", "--seconds", "1.5", "-o", str(tmp_path / "rank{rank}.json"))
         assert r.returncode == 0, r.stderr
@@ -295,9 +295,9 @@ def test_each_failure_is_one_line(tmp_path: Path) -> None:
         target = _start("call_for(60)\n", control, tmp_path)
         # A window far longer than the second command's start-up on a loaded machine (seconds each), ended
         # by Ctrl-C once the second has been refused.
-        first = subprocess.Popen([*trt_trace_cli(), "capture", str(target.pid), "--seconds", "120", "-o",
-                                  str(tmp_path / "first.json")], env=_env(control), stdout=subprocess.PIPE,
-                                 stderr=subprocess.PIPE, text=True, preexec_fn=terminal_signals)
+        first = Child([*trt_trace_cli(), "capture", str(target.pid), "--seconds", "120", "-o",
+                       str(tmp_path / "first.json")], env=_env(control), stdout=subprocess.PIPE,
+                      stderr=subprocess.PIPE, text=True, preexec_fn=terminal_signals)
         deadline = time.monotonic() + 30
         while not (tmp_path / "first.json").exists() and time.monotonic() < deadline:
             time.sleep(0.05)
@@ -339,9 +339,9 @@ def test_ctrl_c_on_the_command_ends_the_window_and_the_file_is_finished(tmp_path
     proc = _start("call_for(120)\n", control, tmp_path)
     try:
         out = tmp_path / "short.json"
-        command = subprocess.Popen([*trt_trace_cli(), "capture", str(proc.pid), "--seconds", "60", "-o", str(out)],
-                                   env=_env(control), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                                   preexec_fn=terminal_signals)
+        command = Child([*trt_trace_cli(), "capture", str(proc.pid), "--seconds", "60", "-o", str(out)],
+                        env=_env(control), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                        preexec_fn=terminal_signals)
         deadline = time.monotonic() + 60
         while not out.exists() and time.monotonic() < deadline:  # the process creates it as the window opens
             time.sleep(0.05)

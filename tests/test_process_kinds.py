@@ -27,7 +27,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import terminal_signals
+from conftest import Child, terminal_signals
 
 from trt_trace.io.readers.in_memory import load_events
 
@@ -150,8 +150,8 @@ def run_cell(tmp_path: Path, kind: str, suffix: str = ".json") -> subprocess.Com
     if kind not in SIGNALLED:
         return subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=240,
                               preexec_fn=terminal_signals)
-    proc = subprocess.Popen(cmd, cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, preexec_fn=terminal_signals)
+    proc = Child(cmd, cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                 text=True, preexec_fn=terminal_signals)
     try:
         assert proc.stdout.readline().strip() == "ready"
         time.sleep(1.0)  # a second of busy calls: the drain must keep up while they run

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from conftest import Child
 
 from trt_trace.io.readers.calls import read_calls
 from trt_trace.standin import model
@@ -118,11 +119,11 @@ def test_after_sigkill_the_file_holds_every_call_but_the_last_moments(tmp_path, 
     script = tmp_path / "serve.py"
     script.write_text(SERVE)
     out, report = tmp_path / f"killed{suffix}", tmp_path / "report"
-    proc = subprocess.Popen([sys.executable, str(script), serving_package, "1", "120", str(report)], cwd=tmp_path,
-                            env=_env(TRT_TRACE_OUT=str(out)), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True)
+    proc = Child([sys.executable, str(script), serving_package, "1", "120", str(report)], cwd=tmp_path,
+                 env=_env(TRT_TRACE_OUT=str(out)), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                 text=True)
     try:
-        assert proc.stdout.readline().strip() == "start", proc.stderr.read()
+        assert proc.stdout.readline().strip() == "start", proc.err_text()
         deadline = time.monotonic() + 90  # from the loop's first report: a loaded machine starts slowly
         while time.monotonic() < deadline and (not report.exists() or not report.read_text().count("\n")):
             time.sleep(0.05)

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import orjson
 import pytest
-from conftest import run_python, terminal_signals, trt_trace_cli
+from conftest import Child, run_python, terminal_signals, trt_trace_cli
 
 from trt_trace.io.readers import read_calls
 
@@ -257,9 +257,9 @@ def group_state(pgid: int) -> str:
 
 
 def test_ctrl_c_on_the_demo_is_one_line_and_no_traceback(tmp_path):
-    proc = subprocess.Popen(CLI + ["demo", "--out", str(tmp_path / "demo.json"), "--calls", "100000000"],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
-                            cwd=tmp_path, preexec_fn=terminal_signals)  # Ctrl-C as a terminal gives it
+    proc = Child(CLI + ["demo", "--out", str(tmp_path / "demo.json"), "--calls", "100000000"],
+                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
+                 cwd=tmp_path, preexec_fn=terminal_signals)  # Ctrl-C as a terminal gives it
     try:
         assert proc.stdout is not None
         deadline = time.monotonic() + 400
