@@ -15,7 +15,9 @@ goes first alternates too), so the traced and the untraced loop see the same mac
   traced, <ablation>   the same session with one part switched off, to find where the cost goes:
              "no GPU" (gpu=False), "writer held" (the writer thread wakes but does not drain, so its
              CPU time is not taken from the loop; the rings fill and calls drop: cost figures only),
-             "switch only" (no session: ops.set_profile_execution, the per-engine counters alone)
+             "switch only" (no session: ops.set_profile_execution, the per-engine counters alone),
+             "writer normal" (the writer thread moved from SCHED_IDLE to normal priority, as the one writer
+             thread of the builds before it ran: needs CAP_SYS_NICE)
 
 Per arm: runner calls/s over the whole arm, and for traced arms the drops (events and calls, from the
 file's end record), the engine calls in the file (read back with the project's reader) against those
@@ -40,6 +42,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import math
 import os
 import shutil
 import statistics
@@ -51,10 +54,30 @@ import time
 from pathlib import Path
 from typing import Any
 
-ARMS = ("untraced", "traced", "traced, .pftrace", "traced, no GPU", "traced, writer held", "switch only")
+ARMS = ("untraced", "traced", "traced, .pftrace", "traced, no GPU", "traced, writer held", "traced, writer normal",
+        "switch only")
+
+
+def _writer_at_normal_priority() -> None:
+    """The writer thread (trt_trace-write, SCHED_IDLE) moved to SCHED_OTHER, for the `traced, writer normal` arm: how
+    the one writer thread of normal priority before it ran. Leaving SCHED_IDLE takes CAP_SYS_NICE (or RLIMIT_NICE):
+    where it is refused, the arm says so and stops the bench."""
+    for tid in os.listdir("/proc/self/task"):
+        with open(f"/proc/self/task/{tid}/comm") as f:
+            if f.read().strip() == "trt_trace-write":
+                os.sched_setscheduler(int(tid), os.SCHED_OTHER, os.sched_param(0))
 
 
 # -- the child: the busy loop ------------------------------------------------------------------------------
+
+def _run_queue_ns() -> int:
+    """This thread's time spent runnable on a run queue, not running (ns; /proc's schedstat, field 2)."""
+    try:
+        with open("/proc/thread-self/schedstat") as f:
+            return int(f.read().split()[1])
+    except (OSError, IndexError, ValueError):
+        return 0
+
 
 def _rss_kib() -> int:
     with open("/proc/self/statm") as f:
@@ -93,12 +116,13 @@ def _run_arm(runner: Any, x: Any, arm: str, threads: int, seconds: float, rate: 
     ops = _ops()
     counts = [0] * threads
     cpu = [0.0] * threads  # each serving thread's CPU seconds in the loop
+    waited = [0] * threads  # each serving thread's ns runnable but not running (on a run queue) in the loop
     stop = threading.Event()
     go = threading.Barrier(threads + 1)
 
     def loop(i: int) -> None:
         go.wait()
-        c0 = time.thread_time()
+        c0, w0 = time.thread_time(), _run_queue_ns()
         if rate > 0:  # paced: call i at start + i / rate
             period, due = 1.0 / rate, time.perf_counter()
             while not stop.is_set():
@@ -113,6 +137,7 @@ def _run_arm(runner: Any, x: Any, arm: str, threads: int, seconds: float, rate: 
                 runner(x)
                 counts[i] += 1
         cpu[i] = time.thread_time() - c0
+        waited[i] = _run_queue_ns() - w0
 
     session = None
     traced = arm.startswith("traced")
@@ -122,6 +147,8 @@ def _run_arm(runner: Any, x: Any, arm: str, threads: int, seconds: float, rate: 
         if arm == "traced, no GPU":
             keywords["gpu"] = False
         session = trt_trace.start(path, **keywords)
+        if arm == "traced, writer normal":
+            _writer_at_normal_priority()
         if arm == "traced, writer held":
             held = session.drainer.held()
             held.__enter__()
@@ -171,7 +198,11 @@ def _run_arm(runner: Any, x: Any, arm: str, threads: int, seconds: float, rate: 
                            # writer thread, this sampling thread): robust to the neighbours' load, which
                            # calls/s is not.
                            "serving_cpu_us": sum(cpu) / max(calls, 1) * 1e6,
-                           "other_cpu_us": max(process_cpu - sum(cpu), 0.0) / max(calls, 1) * 1e6}
+                           "other_cpu_us": max(process_cpu - sum(cpu), 0.0) / max(calls, 1) * 1e6,
+                           # Time the serving threads were ready to run and waited for a core, per runner call:
+                           # where a writer of normal priority keeps a core, the thread that takes the GIL next
+                           # waits here, and the others wait for that one.
+                           "run_queue_us": sum(waited) / max(calls, 1) / 1e3}
     if traced:
         produced, _ = _produced_dropped()
         if held is not None:
@@ -313,7 +344,8 @@ def _arm_line(r: dict[str, Any]) -> str:
     rate = f" at {r['rate']:g}/s/thread" if r["rate"] else ""
     text = (f"rep {r['repeat']} {r['threads']} thread(s){rate} {r['arm']:<20} {r['calls_per_s']:9.0f} runner calls/s "
             f"({r['engine_calls'] / r['seconds']:9.0f} engine calls/s), CPU µs/call {r['serving_cpu_us']:.1f} serving "
-            f"+ {r['other_cpu_us']:.1f} rest, peak RSS {r['peak_rss_mib']:.0f} MiB")
+            f"+ {r['other_cpu_us']:.1f} rest, run queue {r['run_queue_us']:.1f} µs/call, "
+            f"peak RSS {r['peak_rss_mib']:.0f} MiB")
     if "path" in r:
         lost = r["engine_calls"] - r["in_file"] - (r["dropped_calls"] or 0)
         text += (f"; dropped {r['dropped_calls']} calls ({r['dropped_events']} events), {r['in_file']} of "
@@ -323,11 +355,32 @@ def _arm_line(r: dict[str, Any]) -> str:
     return text
 
 
+def _median_ci(values: list[float], level: float = 0.95) -> tuple[float, float] | None:
+    """A distribution-free confidence interval for the median: the k-th smallest and k-th largest of n values,
+    k the largest rank with P(Binomial(n, 1/2) < k) <= (1 - level) / 2 (no normality assumed: single arms
+    on a shared VM have long tails). None below 6 values, where no such k exists at 95%."""
+    n = len(values)
+    tail = (1.0 - level) / 2.0
+    k, below = 0, 0.0
+    while k < n // 2:
+        nxt = below + math.comb(n, k) / 2.0**n  # P(X < k + 1)
+        if nxt > tail:
+            break
+        below, k = nxt, k + 1
+    if k == 0:
+        return None
+    s = sorted(values)
+    return s[k - 1], s[n - k]
+
+
 def _summary(rows: list[dict[str, Any]], args: argparse.Namespace) -> None:
     print("\nmedians over the repeats; ratio: the median of each repeat's calls/s over the untraced arm's in the same "
-          "repeat (same threads and rate); CPU: µs per runner call, serving threads / the rest of the process "
-          "(the writer thread); +CPU/engine call: the traced arm's extra CPU, all threads, per engine call")
-    head = ["threads", "rate/thread", "arm", "runner calls/s", "ratio", "CPU µs serving/rest", "+CPU/engine call",
+          "repeat (same threads and rate), [its 95% confidence interval, distribution-free, from 6 repeats]; "
+          "CPU: µs per runner call, serving threads / the rest of the process "
+          "(the writer threads); run queue: µs per runner call the serving threads were ready to run and waited for a "
+          "core; +CPU/engine call: the traced arm's extra CPU, all threads, per engine call")
+    head = ["threads", "rate/thread", "arm", "runner calls/s", "ratio", "CPU µs serving/rest", "run queue µs",
+            "+CPU/engine call",
             "dropped calls", "calls missing", "lag ms med/max", "peak RSS MiB"]
     table = []
     for threads in args.threads:
@@ -344,8 +397,12 @@ def _summary(rows: list[dict[str, Any]], args: argparse.Namespace) -> None:
                 med = statistics.median(r["calls_per_s"] for r in rs)
                 ratios = [r["calls_per_s"] / base[r["repeat"]]["calls_per_s"] for r in rs if r["repeat"] in base]
                 ratio = f"{statistics.median(ratios):.3f}" if ratios else "-"
+                ci = _median_ci(ratios)
+                if ci and arm != untraced:
+                    ratio += f" [{ci[0]:.3f}, {ci[1]:.3f}]"
                 serving = statistics.median(r["serving_cpu_us"] for r in rs)
                 rest = statistics.median(r["other_cpu_us"] for r in rs)
+                queue = statistics.median(r.get("run_queue_us", 0.0) for r in rs)
                 total = statistics.median(r["serving_cpu_us"] + r["other_cpu_us"] for r in rs)
                 extra = (f"{(total - base_cpu) / args.engines:+.2f} µs"
                          if base_cpu is not None and arm != untraced else "-")
@@ -356,7 +413,7 @@ def _summary(rows: list[dict[str, Any]], args: argparse.Namespace) -> None:
                        f"{max(r['lag_ms_max'] for r in traced):.0f}") if traced else "-"
                 rss = f"{max(r['peak_rss_mib'] for r in rs):.0f}"
                 table.append([str(threads), f"{rate:g}" if rate else "flat out", arm, f"{med:.0f}", ratio,
-                              f"{serving:.1f}/{rest:.1f}", extra, dropped, missing, lag, rss])
+                              f"{serving:.1f}/{rest:.1f}", f"{queue:.1f}", extra, dropped, missing, lag, rss])
     widths = [max(len(h), *(len(t[i]) for t in table)) for i, h in enumerate(head)]
     print(_fmt_row(head, widths))
     for t in table:
