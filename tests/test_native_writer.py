@@ -18,7 +18,7 @@ import numpy as np
 import orjson
 import pytest
 import torch
-from conftest import run_python
+from conftest import Child, run_python
 from trace_checks import check_trace, load_strict
 
 from trt_trace.analysis.trace_summary import load_events
@@ -253,32 +253,81 @@ def _end(events: list[dict]) -> dict | None:
     return ends[-1] if ends else None
 
 
-@SUFFIXES
-def test_a_busy_package_loop_is_drained_while_it_runs_and_drops_nothing(tmp_path, suffix):
-    # Both formats are written by the native thread: a loop that holds the GIL between calls starves no drain.
+def _busy_loop_drained(tmp_path: Path, out: Path, seconds: int, on_cpu: int | None = None,
+                       burners: int = 0) -> dict[str, int]:
+    """BUSY_LOOP for `seconds` with TRT_TRACE_OUT=out (pinned to CPU `on_cpu` where given, with `burners` busy
+    processes on that CPU once the loop begins), checked: at every half-second sample the file holds (in bytes)
+    the calls made by the sample before, drops nothing, holds every call at the end, and the end line is true.
+    Returns the scheduling policy of each of the child's trt_trace threads, read while it ran."""
     script = tmp_path / "serve.py"
     script.write_text(BUSY_LOOP)
-    out = tmp_path / f"busy{suffix}"
-    proc = subprocess.Popen([sys.executable, str(script), "6", str(tmp_path / "n")], cwd=tmp_path,
-                            env=_env(TRT_TRACE_OUT=str(out)), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True)
-    assert proc.stdout.readline().strip() == "start"
-    samples = []  # (runner calls so far, file size) every 0.5 s
-    while proc.poll() is None:
-        time.sleep(0.5)
-        samples.append((int((tmp_path / "n").read_bytes() or b"0"), out.stat().st_size if out.exists() else 0))
-    stdout, stderr = proc.communicate()
+    pin = (lambda: os.sched_setaffinity(0, {on_cpu})) if on_cpu is not None else None
+    proc = Child([sys.executable, str(script), str(seconds), str(tmp_path / "n")], cwd=tmp_path,
+                 env=_env(TRT_TRACE_OUT=str(out)), stdout=subprocess.PIPE, text=True, preexec_fn=pin)
+    busy = []
+    try:
+        assert proc.stdout.readline().strip() == "start", proc.err_text()
+        busy = [subprocess.Popen([sys.executable, "-c", "while True: pass"], preexec_fn=pin) for _ in range(burners)]
+        samples = []  # (runner calls so far, file size) every 0.5 s
+        policies: dict[str, int] = {}
+        while proc.poll() is None:
+            time.sleep(0.5)
+            samples.append((int((tmp_path / "n").read_bytes() or b"0"), out.stat().st_size if out.exists() else 0))
+            if not policies:
+                policies = _thread_policies(proc.pid)
+        stdout, stderr = proc.communicate()
+    finally:
+        for b in busy:
+            b.kill()
+            b.wait()
+        if proc.poll() is None:
+            proc.kill()
     assert proc.returncode == 0, stderr
     calls = int(stdout.split()[-1])
-    # The file grows in every half second in which the loop ran (made calls) from its first sample on.
+    # Half a second behind at most: by each sample the file holds the calls made by the one before (in bytes, at
+    # the file's bytes per call, with 10% to spare). The writer thread drains every 10 ms, the clock thread where
+    # it has not for 50 ms.
+    per_call = out.stat().st_size / calls
     running = [(a, b) for a, b in zip(samples[:-1], samples[1:], strict=True) if b[0] > a[0] and a[0] > 0]
-    assert len(running) >= 6 and all(b[1] > a[1] for a, b in running), samples
+    assert len(running) >= seconds and all(b[1] >= 0.9 * a[0] * per_call for a, b in running), (per_call, samples)
     events = _load(out)
     end = _end(events)
     assert end["dropped_events"] == 0 and "dropped" not in stderr, stderr
     assert _engine_calls(events) == 6 * calls  # every call in the file
     assert f"trace written to {out.name} ({end['records_written']} events)" in stderr or \
         f"trace written to {out} ({end['records_written']} events)" in stderr, stderr
+    return policies
+
+
+def _thread_policies(pid: int) -> dict[str, int]:
+    """{thread name: its scheduling policy} of a process's trt_trace-* threads (none where it has gone)."""
+    policies = {}
+    for task in Path(f"/proc/{pid}/task").glob("*"):
+        try:
+            name = (task / "comm").read_text().strip()
+            if name.startswith("trt_trace-"):
+                policies[name] = os.sched_getscheduler(int(task.name))
+        except (OSError, ValueError):  # the thread (or the process) ended meanwhile
+            continue
+    return policies
+
+
+@SUFFIXES
+def test_a_busy_package_loop_is_drained_while_it_runs_and_drops_nothing(tmp_path, suffix):
+    # Both formats are written by the native threads: a loop that holds the GIL between calls starves no drain.
+    policies = _busy_loop_drained(tmp_path, tmp_path / f"busy{suffix}", 6)
+    # The writer drains in the CPU time no thread of normal priority wants; the clock thread at normal priority.
+    assert policies.get("trt_trace-write") == os.SCHED_IDLE, policies
+    assert policies.get("trt_trace-clock") == os.SCHED_OTHER, policies
+
+
+@SUFFIXES
+def test_with_no_spare_cpu_the_clock_thread_drains_every_interval(tmp_path, suffix):
+    # The loop shares one CPU with four busy processes of normal priority: the writer, at SCHED_IDLE, gets next to
+    # no time there. The clock thread drains instead (as it finds the rings not emptied for 50 ms): the file
+    # stays within half a second of the loop, and holds every call. (With the clock's drains taken out, the file
+    # stood still for half a second and more.)
+    _busy_loop_drained(tmp_path, tmp_path / f"starved{suffix}", 4, on_cpu=min(os.sched_getaffinity(0)), burners=4)
 
 
 # The main thread makes its calls and then keeps the GIL for HOLD_S: with a switch interval of 1000 s no other Python
@@ -314,12 +363,13 @@ def test_every_call_reaches_the_file_while_the_gil_is_held(tmp_path, suffix):
     script.write_text(GIL_HOLDER % (HOLD_S * 10**9))
     flag = tmp_path / "seen"
     flag.write_bytes(b"\0")
-    proc = subprocess.Popen([sys.executable, str(script), str(calls), str(flag)], cwd=tmp_path,
-                            env=_env(TRT_TRACE_OUT=str(out)), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = Child([sys.executable, str(script), str(calls), str(flag)], cwd=tmp_path,
+                 env=_env(TRT_TRACE_OUT=str(out)), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     seen_ns = 0  # when the file first held every call
     while proc.poll() is None and not seen_ns:
         time.sleep(0.02)
-        if out.exists() and read_calls(str(out), lambda part, info: None).calls == calls:
+        # (The file is made empty at the start; its first bytes come with the first drain.)
+        if out.exists() and out.stat().st_size > 0 and read_calls(str(out), lambda part, info: None).calls == calls:
             seen_ns = time.monotonic_ns()
             # After seen_ns: the hold ends later than it, as a hold of HOLD_S would. Written in place: truncating
             # the file (write_bytes) would leave the child's mapping past its end for a moment (SIGBUS).
@@ -342,9 +392,9 @@ def test_after_sigkill_the_file_holds_all_but_the_last_moments(tmp_path, suffix)
     script.write_text(BUSY_LOOP)
     out = tmp_path / f"killed{suffix}"
     counter = tmp_path / "n"
-    proc = subprocess.Popen([sys.executable, str(script), "60", str(counter)], cwd=tmp_path,
-                            env=_env(TRT_TRACE_OUT=str(out)), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True)
+    proc = Child([sys.executable, str(script), "60", str(counter)], cwd=tmp_path,
+                 env=_env(TRT_TRACE_OUT=str(out)), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                 text=True)
     try:
         assert proc.stdout.readline().strip() == "start"
         time.sleep(4)
@@ -381,8 +431,8 @@ time.sleep(0.3)  # both still running, both files open
 def test_two_processes_on_one_path_write_one_file_each(tmp_path, suffix):
     script = tmp_path / "two.py"
     script.write_text(TWO_WRITERS)
-    procs = [subprocess.Popen([sys.executable, str(script), name, "400"], cwd=tmp_path,
-                              env=_env(TRT_TRACE_OUT=f"same{suffix}"), stderr=subprocess.PIPE, text=True)
+    procs = [Child([sys.executable, str(script), name, "400"], cwd=tmp_path,
+                   env=_env(TRT_TRACE_OUT=f"same{suffix}"), stderr=subprocess.PIPE, text=True)
              for name in ("a", "b")]
     errs = [p.communicate(timeout=300)[1] for p in procs]
     assert [p.returncode for p in procs] == [0, 0], errs
