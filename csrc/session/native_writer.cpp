@@ -1,11 +1,9 @@
 #include "session/native_writer.h"
 
 #include <pthread.h>
-#include <sched.h>
 #include <signal.h>
 #include <unistd.h>
 
-#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cmath>
@@ -39,20 +37,6 @@ constexpr size_t kBatchRecords = 1 << 14;  // 640 KiB per drain: the writer's me
 // copy, was the cost of tracing a server flat out. A piece of ~100 KiB is copied while still in cache
 // (BENCHMARKS.md, "The writer's pieces"). Also what a part may pass its size limit by (docs/failure-modes.md).
 constexpr size_t kWriteRecords = 512;
-
-// Two threads drain (docs/architecture.md, "The writer's two threads"). The spare-time writer runs at
-// SCHED_IDLE: it gets a core only when no thread of normal priority wants it, and a serving thread that
-// wakes (for the GIL, for its next request) takes the core from it at once. A writer of normal priority held
-// a core for its whole time slice instead, while the thread it kept off the core held the GIL and the other
-// serving threads waited for it: 8 threads of a busy package loop on 2 cores ran at 0.92-0.93 of their
-// untraced rate, and at 0.98 with the writer at SCHED_IDLE (BENCHMARKS.md, "The writer in spare time").
-// It drains every kSpareWakeMs, a batch of at most kSpareBatchRecords per hold of the writer's lock: where it
-// is preempted while holding it, the other thread waits at most for that batch.
-// The clock thread (normal priority) drains where the spare-time writer has not emptied the rings for an
-// interval (interval_ms, 50 ms by default): on a machine with no spare time (every core busy), it drains
-// every interval as the one writer did, so what a file holds after a kill is the same.
-constexpr int64_t kSpareWakeMs = 10;
-constexpr size_t kSpareBatchRecords = kWriteRecords;
 
 // Where the piece of records that starts at `from` ends: kWriteRecords on, then past the host phases of the
 // call it cut, so that a call and its phases stay in one piece (one part of a split trace, one placement).
@@ -101,11 +85,8 @@ struct Writer {
   std::condition_variable wake;
   bool stopping = false;
   bool held = false;
-  std::thread* thread = nullptr;  // the clock thread; leaked in a forked child (the thread is not there)
-  std::thread* spare = nullptr;   // the spare-time writer, likewise
-  int64_t wakes = 0;              // the clock thread's
-  // When a drain last found the rings empty (monotonic ns): the clock thread skips its pass while it is recent.
-  std::atomic<int64_t> emptied_ns{0};
+  std::thread* thread = nullptr;  // leaked in a forked child (the thread is not there)
+  int64_t wakes = 0;
 };
 
 Writer* g_writer = nullptr;  // never destroyed: the thread may outlive static destruction
@@ -166,8 +147,7 @@ void after_fork_in_child() {
   new (&c.wake_mutex_) std::mutex();
   new (&c.status_mutex_) std::mutex();
   new (&c.wake) std::condition_variable();
-  c.thread = nullptr;  // the parent's threads: not here, never joined
-  c.spare = nullptr;
+  c.thread = nullptr;  // the parent's thread: not here, never joined
   c.stopping = false;
   c.held = false;
   if (c.trace) c.trace->file().abandon();
@@ -207,49 +187,38 @@ void warn_line(const std::string& message) {
   }
 }
 
-// One batch of at most `most` records drained and written (the writer's lock held): the records drained, 0
-// once the rings are empty (or, unless discarding, when there is nothing to write them to: after a failure
-// the records stay in the rings). Sets `*done` when no further batch should follow.
-size_t drain_batch_locked(Writer& w, size_t most, bool wait_gpu, bool discard, bool* done) {
-  *done = true;
-  if (!discard && (w.failed || (!w.trace && !w.window))) return 0;
-  if (w.buffer.empty()) w.buffer.resize(kBatchRecords);
-  const size_t n = drainer::drain_batch(w.buffer.data(), std::min(most, w.buffer.size()), wait_gpu);
-  if (n == 0) {
-    w.emptied_ns.store(now_ns(), std::memory_order_relaxed);
-    return 0;
-  }
-  *done = false;
-  if (discard) return n;
-  w.records_drained += static_cast<int64_t>(n);  // handed over, whether or not the write then succeeds
-  try {
-    if (w.window) {
-      w.window->add(w.buffer.data(), n, now_ns());
-    } else {
-      write_pieces(*w.trace, w.buffer.data(), n);
-    }
-    // Under a busy loop the rings are rarely empty, and a drain may run for seconds in one hold of the
-    // lock: the status (records drained, bytes, parts) is published batch by batch, not only at the end.
-    publish(w);
-  } catch (const WriteFailed& e) {
-    w.failed = true;
-    w.error = e.reason;
-    warn_line("could not write the trace (" + e.shown + "); tracing continues in the table only");
-    *done = true;
-  } catch (const std::exception& e) {  // out of memory
-    w.failed = true;
-    w.error = e.what();
-    warn_line("could not write the trace (" + w.error + "); tracing continues in the table only");
-    *done = true;
-  }
-  return n;
-}
-
 // Drains until the rings are empty, writing each batch (under the writer's lock).
 int64_t drain_all(Writer& w, bool wait_gpu, bool discard) {
+  if (w.buffer.empty()) w.buffer.resize(kBatchRecords);
   int64_t total = 0;
-  bool done = false;
-  while (!done) total += static_cast<int64_t>(drain_batch_locked(w, kBatchRecords, wait_gpu, discard, &done));
+  if (!discard && (w.failed || (!w.trace && !w.window))) return 0;  // after a failure the records stay in the rings
+  while (true) {
+    const size_t n = drainer::drain_batch(w.buffer.data(), w.buffer.size(), wait_gpu);
+    if (n == 0) break;
+    total += static_cast<int64_t>(n);
+    if (discard) continue;
+    w.records_drained += static_cast<int64_t>(n);  // handed over, whether or not the write then succeeds
+    try {
+      if (w.window) {
+        w.window->add(w.buffer.data(), n, now_ns());
+      } else {
+        write_pieces(*w.trace, w.buffer.data(), n);
+      }
+      // Under a busy loop the rings are rarely empty, and this loop may run for seconds in one hold of the
+      // lock: the status (records drained, bytes, parts) is published batch by batch, not only at the end.
+      publish(w);
+    } catch (const WriteFailed& e) {
+      w.failed = true;
+      w.error = e.reason;
+      warn_line("could not write the trace (" + e.shown + "); tracing continues in the table only");
+      break;
+    } catch (const std::exception& e) {  // out of memory
+      w.failed = true;
+      w.error = e.what();
+      warn_line("could not write the trace (" + w.error + "); tracing continues in the table only");
+      break;
+    }
+  }
   return total;
 }
 
@@ -444,88 +413,34 @@ void dump_on_signal(Writer& w) {
 
 void on_sigusr1(int) { g_dump_asked.store(true); }
 
-// Whether a drain may go on: not stopping, not held by hold_writer(). Read with the writer's lock held, so that a
-// hold_writer() that returned has been seen (it sets the flag, then waits for the batch under way).
-bool may_drain(Writer& w) {
+// Whether hold_writer() holds the drains, read with the writer's lock held: a hold that began after this thread
+// woke is seen here (hold_writer() sets the flag, then waits for the batch under way), never drained through.
+bool held_now(Writer& w) {
   std::lock_guard<std::mutex> lock(w.wake_mutex_);
-  return !w.held && !w.stopping;
+  return w.held;
 }
 
-// The clock thread: an interval after the rings were last emptied (by either thread), a drain, unless the writer
-// has emptied them since; SIGUSR1's dumps; the engine registry's sweeps. Data then waits at most an interval
-// (and a drain) for the file, as with one writer thread, whether the writer or this thread drains it.
 void run(Writer* w) {
   int64_t ticks = 0;
-  const int64_t interval_ns = w->interval_ms * 1000000;
-  int64_t due_ns = now_ns() + interval_ns;
   while (true) {
+    bool held;
     {
-      const int64_t wait_ms = std::max<int64_t>(1, (due_ns - now_ns() + 999999) / 1000000);
       std::unique_lock<std::mutex> lock(w->wake_mutex_);
-      w->wake.wait_for(lock, std::chrono::milliseconds(wait_ms), [w] { return w->stopping; });
+      w->wake.wait_for(lock, std::chrono::milliseconds(w->interval_ms), [w] { return w->stopping; });
       if (w->stopping) return;
       ++w->wakes;
-      if (w->held) {
-        due_ns = now_ns() + interval_ns;
-        continue;
-      }
+      held = w->held;
     }
-    const int64_t emptied = w->emptied_ns.load(std::memory_order_relaxed);
-    const bool behind = now_ns() - emptied >= interval_ns;
-    if (behind || (w->window && g_dump_asked.load())) {
+    if (held) continue;
+    {
       WriterLock lock(*w);
-      if (may_drain(*w)) {
-        if (behind) drain_all(*w, false, false);
+      if (!held_now(*w)) {
+        drain_all(*w, false, false);
         if (w->window && g_dump_asked.exchange(false)) dump_on_signal(*w);
       }
     }
-    // Next: an interval after this drain, or after the writer last emptied the rings.
-    due_ns = (behind ? now_ns() : emptied) + interval_ns;
     if (++ticks % kSweepEvery == 0) EngineRegistry::instance().sweep();  // memory of engines that died reused
   }
-}
-
-// The spare-time writer: SCHED_IDLE (where the system refuses it, it drains at normal priority, as the clock
-// thread does), every kSpareWakeMs while there are records (every interval while there are none), the rings
-// emptied in batches of kSpareBatchRecords, one hold of the writer's lock each.
-void run_spare(Writer* w) {
-  sched_param idle{};
-  (void)pthread_setschedparam(pthread_self(), SCHED_IDLE, &idle);
-  bool found = true;  // the last wake found records: the next comes after kSpareWakeMs, else after an interval
-  while (true) {
-    {
-      const int64_t wait_ms = found ? kSpareWakeMs : w->interval_ms;  // an idle process: not 100 wakes a second
-      std::unique_lock<std::mutex> lock(w->wake_mutex_);
-      w->wake.wait_for(lock, std::chrono::milliseconds(wait_ms), [w] { return w->stopping; });
-      if (w->stopping) return;
-      if (w->held) continue;
-    }
-    bool done = false;
-    found = false;
-    while (!done) {
-      WriterLock lock(*w);
-      if (!may_drain(*w)) break;
-      found |= drain_batch_locked(*w, kSpareBatchRecords, false, false, &done) > 0;
-    }
-  }
-}
-
-// A thread running f(w), made with every signal blocked (it inherits the mask): a SIGINT or SIGTERM sent to the
-// process then goes to one of the program's threads, whose handlers expect it, never to this one.
-std::thread* start_thread(void (*f)(Writer*), Writer* w, const char* name) {
-  sigset_t all, before;
-  sigfillset(&all);
-  pthread_sigmask(SIG_SETMASK, &all, &before);
-  std::thread* t = nullptr;
-  try {
-    t = new std::thread(f, w);
-  } catch (...) {
-    pthread_sigmask(SIG_SETMASK, &before, nullptr);
-    throw;
-  }
-  pthread_sigmask(SIG_SETMASK, &before, nullptr);
-  pthread_setname_np(t->native_handle(), name);
-  return t;
 }
 
 }  // namespace
@@ -564,28 +479,32 @@ void start_writer(const WriterSettings& settings) {
     w.held = false;
     w.wakes = 0;
   }
-  w.emptied_ns.store(0);
-  w.thread = start_thread(run, &w, "trt_trace-clock");
+  // The thread is made with every signal blocked (it inherits the mask): a SIGINT or SIGTERM sent to the
+  // process then goes to one of the program's threads, whose handlers expect it, never to this one.
+  sigset_t all, before;
+  sigfillset(&all);
+  pthread_sigmask(SIG_SETMASK, &all, &before);
   try {
-    w.spare = start_thread(run_spare, &w, "trt_trace-write");
-  } catch (...) {  // no second thread: the clock thread drains every interval, as it finds the rings never emptied
-    w.spare = nullptr;
+    w.thread = new std::thread(run, &w);
+  } catch (...) {
+    pthread_sigmask(SIG_SETMASK, &before, nullptr);
+    throw;
   }
+  pthread_sigmask(SIG_SETMASK, &before, nullptr);
+  pthread_setname_np(w.thread->native_handle(), "trt_trace-write");
 }
 
 void stop_writer() {
   Writer& w = writer();
-  std::thread* threads[2];
+  std::thread* thread;
   {
     std::lock_guard<std::mutex> lock(w.wake_mutex_);
     w.stopping = true;
-    threads[0] = w.thread;
-    threads[1] = w.spare;
-    w.thread = w.spare = nullptr;
+    thread = w.thread;
+    w.thread = nullptr;
   }
   w.wake.notify_all();
-  for (std::thread* thread : threads) {
-    if (thread == nullptr) continue;
+  if (thread != nullptr) {
     if (thread->get_id() != std::this_thread::get_id()) thread->join();
     delete thread;
   }

@@ -1,8 +1,6 @@
-// The session's writer threads: they drain the rings, resolve GPU spans, place tracks, format and write the
-// file, with no Python and no GIL, so a busy serving thread, a long C++ call or an extension that holds the
-// GIL cannot starve them. The writer (SCHED_IDLE) does so every 10 ms in the CPU time no other thread wants;
-// the clock thread (normal priority) every 50 ms where the writer has not emptied the rings lately, and the
-// stop once more (docs/architecture.md, "The writer's two threads"). It writes any registered format
+// The session's writer thread: every 50 ms (and at stop) it drains the rings, resolves GPU spans,
+// places tracks, formats and writes the file, with no Python and no GIL, so a busy serving thread,
+// a long C++ call or an extension that holds the GIL cannot starve it. It writes any registered format
 // (session/trace_format.h: Chrome JSON, native Perfetto, as the settings say). Python keeps control
 // only, through the session's start and stop (session/session_control.h): the writer starts with its
 // settings and the start metadata, already encoded; at the stop its end record is built here
@@ -10,8 +8,8 @@
 //
 // Locks: `mutex_` guards the trace (the file, the track book, the counters) and is held for a whole
 // batch; the drain lock (drainer/drain.h) guards the rings' and the GPU resolver's consumer side;
-// `wake_mutex_` guards the threads' stop and hold flags. Order: mutex_, then the drain lock; mutex_, then
-// wake_mutex_ (a drain sees a hold before each batch).
+// `wake_mutex_` guards the thread's stop and hold flags. Order: mutex_, then the drain lock; mutex_, then
+// wake_mutex_ (a drain sees a hold that began after the thread woke).
 //
 // Flight mode (TRT_TRACE_FLIGHT, trt_trace.flight()): the thread drains into an in-memory window
 // (session/flight_window.h) instead of a file, and a dump writes the window's whole calls as a complete
@@ -19,14 +17,14 @@
 // metadata built here: the start metadata Python encoded at start plus the `flight` entry, and an end
 // record of counts this side keeps (the same fields the session's end record has). A dump runs under
 // the writer's lock: on the thread of the Python caller that asks for it (dump(), an unhandled exception,
-// the exit), or on the clock thread for SIGUSR1. SIGUSR1 is taken here, not by Python: a Python handler
+// the exit), or on the writer thread for SIGUSR1. SIGUSR1 is taken here, not by Python: a Python handler
 // runs only between two bytecodes of the main thread, never while that thread is busy in C++ or holds the
 // GIL in a long call, which is when a dump is wanted most. The native handler only sets an atomic flag
-// (async-signal-safe); the clock thread sees it at its next wake (within 50 ms), dumps and prints the
+// (async-signal-safe); the writer thread sees it at its next wake (within 50 ms), dumps and prints the
 // line itself.
 //
-// fork: the writer threads do not exist in a child. The child's handler (pthread_atfork) makes its
-// locks usable again, forgets the threads (never joined there) and closes the inherited descriptors
+// fork: the writer thread does not exist in a child. The child's handler (pthread_atfork) makes its
+// locks usable again, forgets the thread (never joined there) and closes the inherited descriptors
 // without a write (TraceFile::abandon: the parent's file lock stays the parent's).
 #pragma once
 

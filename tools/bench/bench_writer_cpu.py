@@ -1,4 +1,4 @@
-"""The native writer threads' CPU per engine call under a busy loop, and what write() costs by piece size.
+"""The native writer thread's CPU per engine call under a busy loop, and what write() costs by piece size.
 
     python tools/bench/bench_writer_cpu.py [--seconds 4] [--repeats 3] [--engines 14] [--cpus 0,1]
                                            [--baseline DIR] [--sizes 32 128 512 1024 3072]
@@ -6,8 +6,7 @@
 Part 1, the writer: bench_serving's package (`--engines` stand-in engines with no host work) called flat
 out on one thread with a session (trt_trace.start, the defaults: Chrome JSON under TMPDIR). The writer
 thread is named `trt_trace-write`; its user and system CPU time (/proc/<pid>/task/<tid>/stat) over the
-loop (and the clock thread's, `trt_trace-clock`, which drains where the writer falls behind), divided by
-the engine calls made, is what the writer costs a server per engine call: on a machine
+loop, divided by the engine calls made, is what the writer costs a server per engine call: on a machine
 with no idle core, CPU the serving threads lose. With --baseline DIR (a folder holding another build's
 installed trt_trace package), the two builds alternate, one process each per repeat.
 
@@ -33,22 +32,17 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 
 
-WRITER_THREADS = ("trt_trace-write", "trt_trace-clock")  # the writer and, where it falls behind, the clock thread
-
-
 def _writer_ticks(pid: int) -> tuple[int, int]:
-    """The writer threads' (utime, stime) in clock ticks, summed; (0, 0) while they have not started. A build from
-    before the clock thread has the one thread `trt_trace-write`."""
-    user = system = 0
+    """The writer thread's (utime, stime) in clock ticks, (0, 0) while it has not started."""
     for task in glob.glob(f"/proc/{pid}/task/*"):
         try:
-            if Path(task, "comm").read_text().strip() not in WRITER_THREADS:
+            if Path(task, "comm").read_text().strip() != "trt_trace-write":
                 continue
             fields = Path(task, "stat").read_text().rsplit(")", 1)[1].split()
-            user, system = user + int(fields[11]), system + int(fields[12])
+            return int(fields[11]), int(fields[12])
         except OSError:
             continue
-    return user, system
+    return 0, 0
 
 
 def child(seconds: float, engines: int, out: str) -> None:
