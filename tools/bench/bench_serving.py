@@ -376,7 +376,7 @@ def _summary(rows: list[dict[str, Any]], args: argparse.Namespace) -> None:
     print("\nmedians over the repeats; ratio: the median of each repeat's calls/s over the untraced arm's in the same "
           "repeat (same threads and rate), [its 95% confidence interval, distribution-free, from 6 repeats]; "
           "CPU: µs per runner call, serving threads / the rest of the process "
-          "(the writer threads); run queue: µs per runner call the serving threads were ready to run and waited for a "
+          "(the writer thread); run queue: µs per runner call the serving threads were ready to run and waited for a "
           "core; +CPU/engine call: the traced arm's extra CPU, all threads, per engine call")
     head = ["threads", "rate/thread", "arm", "runner calls/s", "ratio", "CPU µs serving/rest", "run queue µs",
             "+CPU/engine call",
