@@ -7,6 +7,7 @@ when processes share a TRT_TRACE_OUT."""
 from __future__ import annotations
 
 import os
+import platform
 import random
 import signal
 import subprocess
@@ -306,6 +307,62 @@ def test_with_no_spare_cpu_the_writer_keeps_up(tmp_path, suffix):
     # (A writer of lower priority, SCHED_IDLE, stood still for half a second and more here: BENCHMARKS.md, "A writer
     # in spare time, tried".)
     _busy_loop_drained(tmp_path, tmp_path / f"starved{suffix}", 4, on_cpu=min(os.sched_getaffinity(0)), burners=4)
+
+
+# Starts a session from a thread of the given scheduling (argv: mode, path) and prints the writer thread's: its
+# policy, nice value and time slice (/proc's se.slice, where the kernel shows it), once the thread has begun.
+WRITER_SCHED = """
+import json, os, sys, time
+import trt_trace
+from trt_trace.native import ops
+mode, path = sys.argv[1], sys.argv[2]
+if mode == "nice":
+    os.nice(7)  # Linux: this thread's nice value, which the threads it starts inherit
+elif mode in ("batch", "idle"):
+    os.sched_setscheduler(0, os.SCHED_BATCH if mode == "batch" else os.SCHED_IDLE, os.sched_param(0))
+trt_trace.start(path)
+deadline = time.monotonic() + 10
+while ops.writer_status()["wakes"] == 0 and time.monotonic() < deadline:  # the slice is asked for before a wake
+    time.sleep(0.01)
+tid = next(int(t) for t in os.listdir("/proc/self/task")
+           if open(f"/proc/self/task/{t}/comm").read().strip() == "trt_trace-write")
+slice_ns = None
+for line in open(f"/proc/self/task/{tid}/sched"):
+    if line.startswith("se.slice"):
+        slice_ns = int(line.split(":")[1])
+print(json.dumps({"policy": os.sched_getscheduler(tid), "nice": os.getpriority(os.PRIO_PROCESS, tid),
+                  "starter_nice": os.getpriority(os.PRIO_PROCESS, 0), "slice_ns": slice_ns}))
+trt_trace.stop()
+"""
+WRITER_SLICE_NS = 20_000_000  # csrc/session/writer_slice.h
+
+
+def _kernel_takes_custom_slices() -> bool:
+    """Linux 6.12 and later: a SCHED_OTHER thread's sched_runtime sets its EEVDF slice."""
+    try:
+        major, minor = (int(p) for p in platform.release().split(".")[:2])
+    except ValueError:
+        return False
+    return (major, minor) >= (6, 12)
+
+
+@pytest.mark.parametrize("mode", ["normal", "nice", "batch", "idle"])
+def test_the_writer_asks_for_a_long_slice_and_keeps_its_priority(tmp_path, mode):
+    # The writer asks for a long time slice, so that serving threads woken beside it run first (BENCHMARKS.md, "The
+    # writer's time slice"), and changes nothing else: the policy and nice value it inherits stay (a niced or batch
+    # server's writer is not raised back), and an idle-policy writer is left as it is.
+    out = run_python(WRITER_SCHED.replace("sys.argv[1], sys.argv[2]", f"{mode!r}, {str(tmp_path / 't.json')!r}"),
+                     cwd=tmp_path)
+    assert out.returncode == 0, out.stderr[-3000:]
+    got = orjson.loads(out.stdout.strip().splitlines()[-1])
+    policy = {"normal": os.SCHED_OTHER, "nice": os.SCHED_OTHER, "batch": os.SCHED_BATCH, "idle": os.SCHED_IDLE}[mode]
+    assert got["policy"] == policy
+    assert got["nice"] == got["starter_nice"]  # "nice": raised by 7 (to at most 19), and kept
+    if got["slice_ns"] is not None and _kernel_takes_custom_slices():
+        if mode == "idle":
+            assert got["slice_ns"] != WRITER_SLICE_NS
+        else:
+            assert got["slice_ns"] == WRITER_SLICE_NS
 
 
 # The main thread makes its calls and then keeps the GIL for HOLD_S: with a switch interval of 1000 s no other Python

@@ -26,6 +26,7 @@
 #include "layers/layer_names.h"
 #include "layers/layer_window.h"
 #include "session/flight_window.h"
+#include "session/writer_slice.h"
 
 namespace trt_trace {
 namespace session {
@@ -421,6 +422,10 @@ bool held_now(Writer& w) {
 }
 
 void run(Writer* w) {
+  // The serving threads first: when one wakes (a GIL hand-off, say) while this thread formats, the kernel gives it
+  // the core rather than queue it behind this batch. At normal priority, with the same share: the thread never
+  // starves where a lowered priority would (docs/architecture.md, the drain).
+  ask_for_writer_slice();
   int64_t ticks = 0;
   while (true) {
     bool held;

@@ -16,7 +16,9 @@ goes first alternates too), so the traced and the untraced loop see the same mac
              "no GPU" (gpu=False), "writer held" (the writer thread wakes but does not drain, so its
              CPU time is not taken from the loop; the rings fill and calls drop: cost figures only),
              "switch only" (no session: ops.set_profile_execution, the per-engine counters alone),
-             "writer idle" (the writer thread at SCHED_IDLE: it runs in spare CPU time only)
+             "writer idle" (the writer thread at SCHED_IDLE: it runs in spare CPU time only),
+             "writer default slice" (the writer thread's time slice back to the kernel's default: the
+             writer asks for a long one, so that serving threads woken beside it run first)
 
 Per arm: runner calls/s over the whole arm, and for traced arms the drops (events and calls, from the
 file's end record), the engine calls in the file (read back with the project's reader) against those
@@ -54,17 +56,54 @@ from pathlib import Path
 from typing import Any
 
 ARMS = ("untraced", "traced", "traced, .pftrace", "traced, no GPU", "traced, writer held", "traced, writer idle",
-        "switch only")
+        "traced, writer default slice", "switch only")
 
 
-def _writer_at_idle_priority() -> None:
-    """The writer thread (trt_trace-write) moved to SCHED_IDLE, for the `traced, writer idle` arm: a writer that runs
-    only in the CPU time no thread of normal priority wants. Tried and not kept (BENCHMARKS.md, "A writer in spare
-    time, tried"): with no spare CPU it stops, and the file with it."""
+def _writer_tid() -> int:
+    """The native writer thread's id (named trt_trace-write)."""
     for tid in os.listdir("/proc/self/task"):
         with open(f"/proc/self/task/{tid}/comm") as f:
             if f.read().strip() == "trt_trace-write":
-                os.sched_setscheduler(int(tid), os.SCHED_IDLE, os.sched_param(0))
+                return int(tid)
+    raise RuntimeError("no trt_trace-write thread in this process")
+
+
+def _writer_at_idle_priority() -> None:
+    """The writer thread moved to SCHED_IDLE, for the `traced, writer idle` arm: a writer that runs only in the CPU
+    time no thread of normal priority wants. Tried and not kept (BENCHMARKS.md, "A writer in spare time, tried"):
+    with no spare CPU it stops, and the file with it."""
+    os.sched_setscheduler(_writer_tid(), os.SCHED_IDLE, os.sched_param(0))
+
+
+def _writer_slice_ms() -> float | None:
+    """The writer thread's time slice as the kernel holds it (/proc's sched, se.slice; EEVDF kernels), in ms."""
+    try:
+        with open(f"/proc/self/task/{_writer_tid()}/sched") as f:
+            for line in f:
+                if line.startswith("se.slice"):
+                    return int(line.split(":")[1]) / 1e6
+    except (OSError, ValueError, RuntimeError):
+        pass
+    return None
+
+
+def _writer_at_default_slice() -> None:
+    """For the `traced, writer default slice` arm: the writer thread's slice back to the kernel's default
+    (sched_setattr with a runtime of 0), as before the writer asked for a long one. The ablation of that hint."""
+    import ctypes
+    import struct
+
+    deadline = time.monotonic() + 1.0  # the thread asks for its slice when it begins: after that, not before
+    while (_writer_slice_ms() or 0.0) < 20.0 and time.monotonic() < deadline:
+        time.sleep(0.001)
+    libc = ctypes.CDLL(None, use_errno=True)
+    attr = ctypes.create_string_buffer(48)
+    if libc.syscall(315, _writer_tid(), attr, 48, 0) != 0:  # sched_getattr (x86-64): keep policy and nice
+        raise OSError(ctypes.get_errno(), "sched_getattr")
+    size, policy, _flags, nice, prio = struct.unpack_from("=IIQiI", attr.raw)
+    new = ctypes.create_string_buffer(struct.pack("=IIQiIQQQ", 48, policy, 0, nice, prio, 0, 0, 0), 48)
+    if libc.syscall(314, _writer_tid(), new, 0) != 0:  # sched_setattr
+        raise OSError(ctypes.get_errno(), "sched_setattr")
 
 
 # -- the child: the busy loop ------------------------------------------------------------------------------
@@ -148,6 +187,8 @@ def _run_arm(runner: Any, x: Any, arm: str, threads: int, seconds: float, rate: 
         session = trt_trace.start(path, **keywords)
         if arm == "traced, writer idle":
             _writer_at_idle_priority()
+        if arm == "traced, writer default slice":
+            _writer_at_default_slice()
         if arm == "traced, writer held":
             held = session.drainer.held()
             held.__enter__()
@@ -186,6 +227,7 @@ def _run_arm(runner: Any, x: Any, arm: str, threads: int, seconds: float, rate: 
             _produced_dropped()
     stop.set()
     elapsed = time.perf_counter() - t0
+    writer_slice = _writer_slice_ms() if traced else None
     for w in workers:
         w.join()
     process_cpu = _process_cpu() - process_cpu0
@@ -209,6 +251,7 @@ def _run_arm(runner: Any, x: Any, arm: str, threads: int, seconds: float, rate: 
         trt_trace.stop()
         events_per_s = produced / elapsed
         out["path"] = path
+        out["writer_slice_ms"] = writer_slice
         out["lag_ms_median"] = statistics.median(lags) / events_per_s * 1000 if lags and events_per_s else 0.0
         out["lag_ms_max"] = max(lags) / events_per_s * 1000 if lags and events_per_s else 0.0
         out["lag_events_max"] = max(lags) if lags else 0
@@ -380,7 +423,7 @@ def _summary(rows: list[dict[str, Any]], args: argparse.Namespace) -> None:
           "core; +CPU/engine call: the traced arm's extra CPU, all threads, per engine call")
     head = ["threads", "rate/thread", "arm", "runner calls/s", "ratio", "CPU µs serving/rest", "run queue µs",
             "+CPU/engine call",
-            "dropped calls", "calls missing", "lag ms med/max", "peak RSS MiB"]
+            "dropped calls", "calls missing", "lag ms med/max", "writer slice ms", "peak RSS MiB"]
     table = []
     for threads in args.threads:
         for rate in args.rate or [0.0]:
@@ -411,13 +454,17 @@ def _summary(rows: list[dict[str, Any]], args: argparse.Namespace) -> None:
                 lag = (f"{statistics.median(r['lag_ms_median'] for r in traced):.0f}/"
                        f"{max(r['lag_ms_max'] for r in traced):.0f}") if traced else "-"
                 rss = f"{max(r['peak_rss_mib'] for r in rs):.0f}"
+                slices = sorted({r["writer_slice_ms"] for r in traced if r.get("writer_slice_ms") is not None})
+                writer_slice = "/".join(f"{v:g}" for v in slices) or "-"  # the kernel's figure; "-": not shown
                 table.append([str(threads), f"{rate:g}" if rate else "flat out", arm, f"{med:.0f}", ratio,
-                              f"{serving:.1f}/{rest:.1f}", f"{queue:.1f}", extra, dropped, missing, lag, rss])
+                              f"{serving:.1f}/{rest:.1f}", f"{queue:.1f}", extra, dropped, missing, lag, writer_slice,
+                              rss])
     widths = [max(len(h), *(len(t[i]) for t in table)) for i, h in enumerate(head)]
     print(_fmt_row(head, widths))
     for t in table:
         print(_fmt_row(t, widths))
-    print("dropped calls, calls missing: totals over the repeats (missing: engine calls executed and not in the file)")
+    print("dropped calls, calls missing: totals over the repeats (missing: engine calls executed and not in the file); "
+          "writer slice: the writer thread's time slice at the arm's end, from /proc (EEVDF kernels)")
 
 
 def main() -> int:
