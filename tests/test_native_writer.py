@@ -309,13 +309,14 @@ def test_with_no_spare_cpu_the_writer_keeps_up(tmp_path, suffix):
     _busy_loop_drained(tmp_path, tmp_path / f"starved{suffix}", 4, on_cpu=min(os.sched_getaffinity(0)), burners=4)
 
 
-# Starts a session from a thread of the given scheduling (argv: mode, path) and prints the writer thread's: its
-# policy, nice value and time slice (/proc's se.slice, where the kernel shows it), once the thread has begun.
+# Starts a session (t.json in the working directory) from a thread of the scheduling WRITER_MODE names and prints the
+# writer thread's: its policy, nice value and time slice (/proc's se.slice, where the kernel shows it), once the
+# thread has begun.
 WRITER_SCHED = """
-import json, os, sys, time
+import json, os, time
 import trt_trace
 from trt_trace.native import ops
-mode, path = sys.argv[1], sys.argv[2]
+mode, path = os.environ["WRITER_MODE"], "t.json"
 if mode == "nice":
     os.nice(7)  # Linux: this thread's nice value, which the threads it starts inherit
 elif mode in ("batch", "idle"):
@@ -351,8 +352,7 @@ def test_the_writer_asks_for_a_long_slice_and_keeps_its_priority(tmp_path, mode)
     # The writer asks for a long time slice, so that serving threads woken beside it run first (BENCHMARKS.md, "The
     # writer's time slice"), and changes nothing else: the policy and nice value it inherits stay (a niced or batch
     # server's writer is not raised back), and an idle-policy writer is left as it is.
-    out = run_python(WRITER_SCHED.replace("sys.argv[1], sys.argv[2]", f"{mode!r}, {str(tmp_path / 't.json')!r}"),
-                     cwd=tmp_path)
+    out = run_python(WRITER_SCHED, env_extra={"WRITER_MODE": mode}, cwd=tmp_path)
     assert out.returncode == 0, out.stderr[-3000:]
     got = orjson.loads(out.stdout.strip().splitlines()[-1])
     policy = {"normal": os.SCHED_OTHER, "nice": os.SCHED_OTHER, "batch": os.SCHED_BATCH, "idle": os.SCHED_IDLE}[mode]

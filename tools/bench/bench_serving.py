@@ -93,16 +93,17 @@ def _writer_at_default_slice() -> None:
     import ctypes
     import struct
 
-    deadline = time.monotonic() + 1.0  # the thread asks for its slice when it begins: after that, not before
-    while (_writer_slice_ms() or 0.0) < 20.0 and time.monotonic() < deadline:
+    deadline = time.monotonic() + 1.0  # the thread asks for its slice before its first wake: after that, not before
+    while _ops().writer_status()["wakes"] == 0 and time.monotonic() < deadline:
         time.sleep(0.001)
+    tid = _writer_tid()
     libc = ctypes.CDLL(None, use_errno=True)
     attr = ctypes.create_string_buffer(48)
-    if libc.syscall(315, _writer_tid(), attr, 48, 0) != 0:  # sched_getattr (x86-64): keep policy and nice
+    if libc.syscall(315, tid, attr, 48, 0) != 0:  # sched_getattr (x86-64): keep policy and nice
         raise OSError(ctypes.get_errno(), "sched_getattr")
-    size, policy, _flags, nice, prio = struct.unpack_from("=IIQiI", attr.raw)
+    _size, policy, _flags, nice, prio = struct.unpack_from("=IIQiI", attr.raw)
     new = ctypes.create_string_buffer(struct.pack("=IIQiIQQQ", 48, policy, 0, nice, prio, 0, 0, 0), 48)
-    if libc.syscall(314, _writer_tid(), new, 0) != 0:  # sched_setattr
+    if libc.syscall(314, tid, new, 0) != 0:  # sched_setattr
         raise OSError(ctypes.get_errno(), "sched_setattr")
 
 
