@@ -98,7 +98,9 @@ def test_table_rows_are_sorted_by_time_with_shares_that_add_up(tmp_path):
         cums = [float(r[4]) for r in rows[:-1]]
         assert totals == sorted(totals, reverse=True)
         assert shares == pytest.approx([100 * t / sum(totals) for t in totals], abs=0.1)
-        assert cums == pytest.approx(np.cumsum(shares).tolist(), abs=0.15) and cums[-1] == pytest.approx(100, abs=0.05)
+        # Each printed share and cum is off by up to 0.05 from its exact figure: a cum against the sum of up to
+        # three printed shares may differ by 0.2.
+        assert cums == pytest.approx(np.cumsum(shares).tolist(), abs=0.2) and cums[-1] == pytest.approx(100, abs=0.05)
         assert rows[-1][3:5] == ["100.0", "100.0"]
         for r in rows:
             assert float(r[5]) <= float(r[6])  # p50 <= p99
@@ -134,10 +136,12 @@ def test_json_is_the_same_table_as_the_text(tmp_path):
     for row in [*doc["engines"], doc["all"]]:
         text = rows[row["engine"]]
         assert int(text[1]) == row["calls"]
-        assert float(text[2]) == pytest.approx(row["total_ms"], abs=5e-4)
-        assert float(text[3]) == pytest.approx(row["share_pct"], abs=0.05)
-        assert float(text[5]) == pytest.approx(row["p50_ms"], abs=5e-4)
-        assert float(text[6]) == pytest.approx(row["p99_ms"], abs=5e-4)
+        # The text is the JSON's figure printed to its column's places: compare the printed strings, not a
+        # tolerance (0.0875 prints "0.087", a hair more than 5e-4 from the float it came from).
+        assert text[2] == f"{row['total_ms']:.3f}"
+        assert text[3] == f"{row['share_pct']:.1f}"
+        assert text[5] == f"{row['p50_ms']:.3f}"
+        assert text[6] == f"{row['p99_ms']:.3f}"
     assert doc["dropped_events"] == 0 and doc["partial_calls"] == 0
     assert sorted(r["engine"] for r in doc["engines"]) == ["json_a", "json_b"]
 
