@@ -18,7 +18,9 @@ goes first alternates too), so the traced and the untraced loop see the same mac
              "switch only" (no session: ops.set_profile_execution, the per-engine counters alone),
              "writer idle" (the writer thread at SCHED_IDLE: it runs in spare CPU time only),
              "writer default slice" (the writer thread's time slice back to the kernel's default: the
-             writer asks for a long one, so that serving threads woken beside it run first)
+             writer asks for a long one, so that serving threads woken beside it run first),
+             "writer slice N ms" (the writer thread's slice set to N ms instead of its own 20 ms, N from 0.1 to
+             100: the kernel's bounds)
 
 Per arm: runner calls/s over the whole arm, and for traced arms the drops (events and calls, from the
 file's end record), the engine calls in the file (read back with the project's reader) against those
@@ -87,9 +89,31 @@ def _writer_slice_ms() -> float | None:
     return None
 
 
-def _writer_at_default_slice() -> None:
-    """For the `traced, writer default slice` arm: the writer thread's slice back to the kernel's default
-    (sched_setattr with a runtime of 0), as before the writer asked for a long one. The ablation of that hint."""
+def _slice_arm_ms(arm: str) -> float | None:
+    """N of a `traced, writer slice N ms` arm; None for any other arm."""
+    prefix, suffix = "traced, writer slice ", " ms"
+    if arm.startswith(prefix) and arm.endswith(suffix):
+        return float(arm[len(prefix):-len(suffix)])
+    return None
+
+
+def _arm(text: str) -> str:
+    """An --arms value: one of ARMS, or `traced, writer slice N ms` with N within the kernel's 0.1-100 ms."""
+    ms = None
+    try:
+        ms = _slice_arm_ms(text)
+    except ValueError:
+        pass
+    if text in ARMS or (ms is not None and 0.1 <= ms <= 100):
+        return text
+    raise argparse.ArgumentTypeError(f"{text!r}: not an arm (one of {', '.join(ARMS)}, or 'traced, writer slice N ms' "
+                                     "with N from 0.1 to 100)")
+
+
+def _writer_at_slice(runtime_ns: int) -> None:
+    """For the `traced, writer default slice` arm (runtime 0: the kernel's default, as before the writer asked for a
+    long one; the ablation of that hint) and the `traced, writer slice N ms` arms: the writer thread's slice set
+    with sched_setattr, its policy and nice value kept."""
     import ctypes
     import struct
 
@@ -102,7 +126,7 @@ def _writer_at_default_slice() -> None:
     if libc.syscall(315, tid, attr, 48, 0) != 0:  # sched_getattr (x86-64): keep policy and nice
         raise OSError(ctypes.get_errno(), "sched_getattr")
     _size, policy, _flags, nice, prio = struct.unpack_from("=IIQiI", attr.raw)
-    new = ctypes.create_string_buffer(struct.pack("=IIQiIQQQ", 48, policy, 0, nice, prio, 0, 0, 0), 48)
+    new = ctypes.create_string_buffer(struct.pack("=IIQiIQQQ", 48, policy, 0, nice, prio, runtime_ns, 0, 0), 48)
     if libc.syscall(314, tid, new, 0) != 0:  # sched_setattr
         raise OSError(ctypes.get_errno(), "sched_setattr")
 
@@ -189,7 +213,9 @@ def _run_arm(runner: Any, x: Any, arm: str, threads: int, seconds: float, rate: 
         if arm == "traced, writer idle":
             _writer_at_idle_priority()
         if arm == "traced, writer default slice":
-            _writer_at_default_slice()
+            _writer_at_slice(0)
+        if (slice_ms := _slice_arm_ms(arm)) is not None:
+            _writer_at_slice(round(slice_ms * 1e6))
         if arm == "traced, writer held":
             held = session.drainer.held()
             held.__enter__()
@@ -475,7 +501,7 @@ def main() -> int:
     ap.add_argument("--threads", type=int, nargs="+", default=[1, 8])
     ap.add_argument("--engines", type=int, default=14)
     ap.add_argument("--cpus", default="", help="taskset CPU list for the child (e.g. 0,1)")
-    ap.add_argument("--arms", nargs="+", default=["untraced", "traced"], choices=ARMS)
+    ap.add_argument("--arms", nargs="+", default=["untraced", "traced"], type=_arm)
     ap.add_argument("--rate", type=float, nargs="*", default=[], help="paced: runner calls per second per thread")
     ap.add_argument("--buffer", type=int, default=0, help="traced arms: ring records per thread (0: the default)")
     ap.add_argument("--baseline", default="", help="a folder holding another build's installed trt_trace package: "
