@@ -99,11 +99,10 @@ def _slice_arm_ms(arm: str) -> float | None:
 
 def _arm(text: str) -> str:
     """An --arms value: one of ARMS, or `traced, writer slice N ms` with N within the kernel's 0.1-100 ms."""
-    ms = None
     try:
         ms = _slice_arm_ms(text)
-    except ValueError:
-        pass
+    except ValueError:  # N is not a number
+        ms = None
     if text in ARMS or (ms is not None and 0.1 <= ms <= 100):
         return text
     raise argparse.ArgumentTypeError(f"{text!r}: not an arm (one of {', '.join(ARMS)}, or 'traced, writer slice N ms' "
@@ -115,8 +114,12 @@ def _writer_at_slice(runtime_ns: int) -> None:
     long one; the ablation of that hint) and the `traced, writer slice N ms` arms: the writer thread's slice set
     with sched_setattr, its policy and nice value kept."""
     import ctypes
+    import platform
     import struct
 
+    # Python has no binding for these two calls; their numbers below are x86-64's (aarch64's differ).
+    if platform.machine() != "x86_64":
+        raise OSError(f"the writer-slice arms call sched_setattr by its x86-64 number; this is {platform.machine()}")
     deadline = time.monotonic() + 1.0  # the thread asks for its slice before its first wake: after that, not before
     while _ops().writer_status()["wakes"] == 0 and time.monotonic() < deadline:
         time.sleep(0.001)
