@@ -25,9 +25,12 @@ from trt_trace.standin import model
 
 ENGINES = 14
 # After SIGKILL the file may lack the calls of the last KILL_WINDOW_MS before the kill: the writer drains
-# every 50 ms and then formats and writes what it drained; the rest is room for a loaded 2-core machine
-# (the writer thread waits for a core like any other). README's failure sentence states this bound.
-KILL_WINDOW_MS = 100
+# every 50 ms and then formats and writes what it drained; the rest is room for a loaded 2-core machine,
+# where the writer thread waits for a core like any other (CI once saw the file lack the calls of the last
+# ~150 ms, with the whole suite running beside it). Without that wait the file lacked 18-38 ms (BENCHMARKS.md,
+# "SIGKILL": 9 kills of this test's child); README's failure sentence states both. The same room as
+# tests/test_native_writer.py's SIGKILL test.
+KILL_WINDOW_MS = 250
 
 
 def serving_specs() -> list:
