@@ -141,6 +141,39 @@ def test_a_disk_that_fills_up_leaves_a_file_that_says_so_and_a_line_that_says_wh
     assert end["ended"] == "write failed" and end["error"] == "File too large" and end["records_written"] == 100
 
 
+FILLS_UP_THEN_GOES_ON = """
+import os, resource, signal, sys, torch, trt_trace
+from trt_trace import standin
+signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+e = standin.make_engine("still_serving")
+session = trt_trace.active()
+for _ in range(20):
+    torch.ops.tensorrt.execute_engine([torch.ones(4)], e)
+session.drainer.drain_once()
+resource.setrlimit(resource.RLIMIT_FSIZE, (os.path.getsize(sys.argv[1]), resource.RLIM_INFINITY))  # full now
+for _ in range(20):  # 20 drains after the failure, each after 100 calls (200 ring slots): 8 rings' worth in all
+    for _ in range(100):
+        torch.ops.tensorrt.execute_engine([torch.ones(4)], e)
+    session.drainer.drain_once()
+"""
+
+
+@pytest.mark.parametrize("suffix", ["json", "pftrace"])
+def test_after_a_failed_write_every_later_event_is_counted_and_none_is_dropped(tmp_path, suffix):
+    # The rings are still emptied after the file failed: the end line counts every event recorded after its last
+    # whole batch, however many drains came after the failure, and no call is dropped into a full ring.
+    out = f"t.{suffix}"
+    proc = run(FILLS_UP_THEN_GOES_ON, tmp_path, out, TRT_TRACE_OUT=out, TRT_TRACE_BUFFER="256")
+    assert proc.returncode == 0, proc.stderr
+    lines = trt_lines(proc.stderr)
+    assert lines[0].startswith("trt_trace: could not write the trace ([Errno 27] File too large)"), lines
+    assert not any("dropped" in ln for ln in lines), lines
+    assert lines[-1] == (f"trt_trace: writing {out} failed (File too large) after 100 events; it has no end record "
+                         "(readers take it as cut short); 10000 events drained since are not in it"), lines
+    events = load_events(str(tmp_path / out))
+    assert slices(events) == 100
+
+
 @pytest.mark.parametrize("suffix", ["json", "pftrace"])
 def test_a_normal_end_says_closed(tmp_path, suffix):
     out = tmp_path / f"t.{suffix}"

@@ -188,17 +188,21 @@ void warn_line(const std::string& message) {
   }
 }
 
-// Drains until the rings are empty, writing each batch (under the writer's lock).
+// Drains until the rings are empty, writing each batch (under the writer's lock). After a failed write the
+// rings are still emptied, and what is drained is counted and let go: the end line ("N events drained since
+// are not in it") then counts every event recorded after the file's last whole batch, whenever the failure
+// came, and the serving threads never drop calls into rings nobody empties (a "buffer was full" that was not).
 int64_t drain_all(Writer& w, bool wait_gpu, bool discard) {
   if (w.buffer.empty()) w.buffer.resize(kBatchRecords);
   int64_t total = 0;
-  if (!discard && (w.failed || (!w.trace && !w.window))) return 0;  // after a failure the records stay in the rings
+  if (!discard && !w.trace && !w.window) return 0;
   while (true) {
     const size_t n = drainer::drain_batch(w.buffer.data(), w.buffer.size(), wait_gpu);
     if (n == 0) break;
     total += static_cast<int64_t>(n);
     if (discard) continue;
     w.records_drained += static_cast<int64_t>(n);  // handed over, whether or not the write then succeeds
+    if (w.failed) continue;  // writing failed before: counted, not written
     try {
       if (w.window) {
         w.window->add(w.buffer.data(), n, now_ns());
@@ -212,12 +216,10 @@ int64_t drain_all(Writer& w, bool wait_gpu, bool discard) {
       w.failed = true;
       w.error = e.reason;
       warn_line("could not write the trace (" + e.shown + "); tracing continues in the table only");
-      break;
     } catch (const std::exception& e) {  // out of memory
       w.failed = true;
       w.error = e.what();
       warn_line("could not write the trace (" + w.error + "); tracing continues in the table only");
-      break;
     }
   }
   return total;
