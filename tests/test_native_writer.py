@@ -566,7 +566,7 @@ print(json.dumps({{"answered_s": answered_s,
 
 
 STATUS_DURING_A_LONG_DRAIN = """
-import json, os, threading, time, torch, trt_trace
+import json, os, select, threading, time, torch, trt_trace
 from trt_trace import standin
 from trt_trace.native import ops
 fifo = {fifo!r}
@@ -574,20 +574,23 @@ reader_end = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)
 engine = standin.make_engine("status_probe")
 session = trt_trace.start(fifo, buffer_events=1 << 18)
 with session.drainer.held():  # a backlog of several drains' batches, drained in one hold of the writer's lock
+    total = ops.writer_status()["records_drained"] + 5 * {calls}  # read while nothing drains
     for _ in range({calls}):
         torch.ops.tensorrt.execute_engine([torch.ones(8)], engine)
-total = ops.writer_status()["records_drained"] + 5 * {calls}
-os.set_blocking(reader_end, True)
 seen = []  # records_drained as the status gives it while the pipe is read, 64 KiB at a time
 data = bytearray()
 deadline = time.monotonic() + 60
 while time.monotonic() < deadline:
-    data.extend(os.read(reader_end, 1 << 16))
+    # Never a read that blocks: the last batch's status is published just after its last bytes are written, so a
+    # reader that has them all may ask a moment too early, and then no more bytes come to wake a blocked read.
+    if select.select([reader_end], [], [], 0.05)[0]:
+        data.extend(os.read(reader_end, 1 << 16))
     drained = ops.writer_status()["records_drained"]
     if not seen or seen[-1] != drained:
         seen.append(drained)
     if drained >= total:
         break
+os.set_blocking(reader_end, True)
 reading = threading.Thread(target=lambda: [data.extend(c) for c in iter(lambda: os.read(reader_end, 1 << 16), b"")])
 reading.start()
 trt_trace.stop()
