@@ -88,7 +88,7 @@ def test_memory_is_capped_and_the_oldest_calls_go_first(tmp_path):
 
     # On a thread of its own: a thread takes call ids in blocks of 1024 (csrc/hook/tracing_state.h), so a fresh
     # thread's 600 calls have consecutive ids. This test's thread may have made calls in earlier tests, and its
-    # block could run out among these 600 (ids then jump to its next block: CI saw 976..981, then 8144..).
+    # block could run out among these 600 (ids then jump to its next block: a suite run saw 976..981, then 8144..).
     thread = threading.Thread(target=serve)
     thread.start()
     thread.join()

@@ -188,6 +188,25 @@ void warn_line(const std::string& message) {
   }
 }
 
+// Writes one drained batch to the file or the flight window; a failure marks the writer failed, in one warning.
+void write_batch(Writer& w, size_t n) {
+  try {
+    if (w.window) {
+      w.window->add(w.buffer.data(), n, now_ns());
+    } else {
+      write_pieces(*w.trace, w.buffer.data(), n);
+    }
+  } catch (const WriteFailed& e) {
+    w.failed = true;
+    w.error = e.reason;
+    warn_line("could not write the trace (" + e.shown + "); tracing continues in the table only");
+  } catch (const std::exception& e) {  // out of memory
+    w.failed = true;
+    w.error = e.what();
+    warn_line("could not write the trace (" + w.error + "); tracing continues in the table only");
+  }
+}
+
 // Drains until the rings are empty, writing each batch (under the writer's lock). After a failed write the
 // rings are still emptied, and what is drained is counted and let go: the end line ("N events drained since
 // are not in it") then counts every event recorded after the file's last whole batch, whenever the failure
@@ -202,25 +221,10 @@ int64_t drain_all(Writer& w, bool wait_gpu, bool discard) {
     total += static_cast<int64_t>(n);
     if (discard) continue;
     w.records_drained += static_cast<int64_t>(n);  // handed over, whether or not the write then succeeds
-    if (w.failed) continue;  // writing failed before: counted, not written
-    try {
-      if (w.window) {
-        w.window->add(w.buffer.data(), n, now_ns());
-      } else {
-        write_pieces(*w.trace, w.buffer.data(), n);
-      }
-      // Under a busy loop the rings are rarely empty, and this loop may run for seconds in one hold of the
-      // lock: the status (records drained, bytes, parts) is published batch by batch, not only at the end.
-      publish(w);
-    } catch (const WriteFailed& e) {
-      w.failed = true;
-      w.error = e.reason;
-      warn_line("could not write the trace (" + e.shown + "); tracing continues in the table only");
-    } catch (const std::exception& e) {  // out of memory
-      w.failed = true;
-      w.error = e.what();
-      warn_line("could not write the trace (" + w.error + "); tracing continues in the table only");
-    }
+    if (!w.failed) write_batch(w, n);  // after a failure: counted, not written
+    // Under a busy loop the rings are rarely empty, and this loop may run for seconds in one hold of the
+    // lock: the status (records drained, bytes, parts) is published batch by batch, not only at the end.
+    publish(w);
   }
   return total;
 }
